@@ -1,0 +1,358 @@
+//! Sluice's configuration, resolved once into a validated [`Config`].
+//!
+//! Precedence, highest first: command-line flag, `SLUICE_*` environment variable,
+//! `sluice.toml`, default. Every bound is checked here, at boot, with an error that names
+//! the key, the value, where it came from, and what is allowed; nothing runs on a bad
+//! configuration.
+//!
+//! ```
+//! use sluice_config::{Config, Overrides};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let overrides = Overrides {
+//!     roots: vec![format!("logs={}", dir.path().display())],
+//!     max_tool_result_bytes: Some("8192".into()),
+//!     ..Overrides::default()
+//! };
+//! let config = Config::resolve(None, &|_| None, &overrides)?;
+//! assert_eq!(config.agent.max_tool_result_bytes, 8192);
+//! assert_eq!(config.roots[0].name, "logs");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use sluice_pager::budget::{DEFAULT_MAX_RESULT_BYTES, MAX_MAX_RESULT_BYTES, MIN_MAX_RESULT_BYTES};
+
+/// The environment variable that sets `agent.max_tool_result_bytes`.
+pub const ENV_MAX_TOOL_RESULT_BYTES: &str = "SLUICE_AGENT_MAX_TOOL_RESULT_BYTES";
+
+/// A configuration that cannot be used. The message names the key, the value, its source
+/// and what is allowed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The configuration file cannot be read.
+    #[error("failed to read the configuration file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The configuration file is not valid TOML or has unknown keys.
+    #[error("invalid configuration file {path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message.
+        message: String,
+    },
+    /// A value is out of range or of the wrong type.
+    #[error("{key} must be {allowed}; got {value} (from {origin})")]
+    Value {
+        /// The key, as written in `sluice.toml` (`agent.max_tool_result_bytes`).
+        key: String,
+        /// The value as given.
+        value: String,
+        /// What is allowed.
+        allowed: String,
+        /// Where it came from (`--max-tool-result-bytes`, an env var, the file).
+        origin: String,
+    },
+    /// A root cannot be used.
+    #[error("root {name:?} ({dir}): {reason}")]
+    Root {
+        /// The root's name.
+        name: String,
+        /// The directory as given.
+        dir: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Values from the command line; `None` or empty means "not given".
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    /// `--root DIR` or `--root NAME=DIR`, in order.
+    pub roots: Vec<String>,
+    /// `--max-tool-result-bytes`, as typed.
+    pub max_tool_result_bytes: Option<String>,
+}
+
+/// The resolved configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// The `[agent]` table.
+    pub agent: AgentConfig,
+    /// Named directories the built-in tools read; the first is the default root.
+    pub roots: Vec<RootConfig>,
+}
+
+/// Settings of the agent loop.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentConfig {
+    /// `agent.max_tool_result_bytes`: the cap on every observation, in bytes
+    /// (1,024 to 1,048,576; default 65,536).
+    pub max_tool_result_bytes: u32,
+}
+
+/// A named root directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RootConfig {
+    /// Its name: what the model passes as `root`.
+    pub name: String,
+    /// The directory, made absolute.
+    pub dir: PathBuf,
+}
+
+/// `sluice.toml` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    agent: FileAgent,
+    #[serde(default)]
+    roots: toml::Table,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileAgent {
+    max_tool_result_bytes: Option<toml::Value>,
+}
+
+impl Config {
+    /// Resolves the configuration from the file at `file` (if any), the environment (read
+    /// through `env`, so tests need not change the process environment) and `overrides`.
+    ///
+    /// # Errors
+    /// [`ConfigError`] naming what is wrong; see the module docs.
+    pub fn resolve(file: Option<&Path>, env: &dyn Fn(&str) -> Option<String>, overrides: &Overrides) -> Result<Config, ConfigError> {
+        let parsed = match file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+                toml::from_str::<File>(&text).map_err(|e| ConfigError::Parse {
+                    path: path.to_path_buf(),
+                    message: e.message().to_string(),
+                })?
+            }
+            None => File::default(),
+        };
+        let file_label = file.map(|p| p.display().to_string()).unwrap_or_default();
+
+        let cap_key = "agent.max_tool_result_bytes";
+        let max_tool_result_bytes = if let Some(v) = &overrides.max_tool_result_bytes {
+            cap_value(cap_key, v, "--max-tool-result-bytes")?
+        } else if let Some(v) = env(ENV_MAX_TOOL_RESULT_BYTES) {
+            cap_value(cap_key, &v, ENV_MAX_TOOL_RESULT_BYTES)?
+        } else if let Some(v) = &parsed.agent.max_tool_result_bytes {
+            let text = match v {
+                toml::Value::String(s) => format!("{s:?}"),
+                other => other.to_string(),
+            };
+            cap_value(cap_key, &text, &file_label)?
+        } else {
+            DEFAULT_MAX_RESULT_BYTES
+        };
+
+        let mut roots = Vec::new();
+        if !overrides.roots.is_empty() {
+            for r in &overrides.roots {
+                roots.push(root_from_flag(r)?);
+            }
+        } else if !parsed.roots.is_empty() {
+            let base = file.and_then(Path::parent).unwrap_or(Path::new("."));
+            for (name, dir) in &parsed.roots {
+                let Some(dir) = dir.as_str() else {
+                    return Err(ConfigError::Value {
+                        key: format!("roots.{name}"),
+                        value: dir.to_string(),
+                        allowed: "a directory path (a string)".into(),
+                        origin: file_label,
+                    });
+                };
+                roots.push(root(name, &base.join(dir), dir)?);
+            }
+        } else {
+            roots.push(root_from_flag(".")?);
+        }
+        for (i, r) in roots.iter().enumerate() {
+            if roots[..i].iter().any(|o| o.name == r.name) {
+                return Err(ConfigError::Root {
+                    name: r.name.clone(),
+                    dir: r.dir.display().to_string(),
+                    reason: "two roots have this name; name them apart with --root NAME=DIR".into(),
+                });
+            }
+        }
+        Ok(Config {
+            agent: AgentConfig { max_tool_result_bytes },
+            roots,
+        })
+    }
+}
+
+/// Checks `agent.max_tool_result_bytes` given as text.
+fn cap_value(key: &str, text: &str, source: &str) -> Result<u32, ConfigError> {
+    text.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|v| (MIN_MAX_RESULT_BYTES..=MAX_MAX_RESULT_BYTES).contains(v))
+        .ok_or_else(|| ConfigError::Value {
+            key: key.to_string(),
+            value: text.to_string(),
+            allowed: format!("an integer from {MIN_MAX_RESULT_BYTES} to {MAX_MAX_RESULT_BYTES} (bytes)"),
+            origin: source.to_string(),
+        })
+}
+
+/// `DIR` (named by its last component) or `NAME=DIR`.
+fn root_from_flag(flag: &str) -> Result<RootConfig, ConfigError> {
+    if let Some((name, dir)) = flag.split_once('=')
+        && valid_name(name)
+    {
+        return root(name, Path::new(dir), dir);
+    }
+    let path = Path::new(flag);
+    let absolute = std::path::absolute(path).map_err(|e| ConfigError::Root {
+        name: flag.to_string(),
+        dir: flag.to_string(),
+        reason: e.to_string(),
+    })?;
+    let name = absolute
+        .canonicalize()
+        .unwrap_or_else(|_| absolute.clone())
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .filter(|n| valid_name(n))
+        .unwrap_or_else(|| "root".to_string());
+    root(&name, path, flag)
+}
+
+/// A root called `name` at `dir` (`shown` is how the operator wrote it).
+fn root(name: &str, dir: &Path, shown: &str) -> Result<RootConfig, ConfigError> {
+    let fail = |reason: String| ConfigError::Root {
+        name: name.to_string(),
+        dir: shown.to_string(),
+        reason,
+    };
+    if !valid_name(name) {
+        return Err(fail("a root name is 1 to 64 characters of letters, digits, `_`, `-` and `.`".into()));
+    }
+    let dir = dir.canonicalize().map_err(|e| fail(format!("cannot be opened: {e}")))?;
+    if !dir.is_dir() {
+        return Err(fail("is not a directory".into()));
+    }
+    Ok(RootConfig {
+        name: name.to_string(),
+        dir,
+    })
+}
+
+fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name != "."
+        && name != ".."
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_cap(v: &str) -> Result<Config, ConfigError> {
+        Config::resolve(
+            None,
+            &|_| None,
+            &Overrides {
+                max_tool_result_bytes: Some(v.into()),
+                ..Overrides::default()
+            },
+        )
+    }
+
+    #[test]
+    fn cap_bounds() {
+        assert_eq!(with_cap("1024").unwrap().agent.max_tool_result_bytes, 1024);
+        assert_eq!(with_cap("1048576").unwrap().agent.max_tool_result_bytes, 1_048_576);
+        for bad in ["1023", "1048577", "1.5", "x", "-1", ""] {
+            let e = with_cap(bad).unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!("agent.max_tool_result_bytes must be an integer from 1024 to 1048576 (bytes); got {bad} (from --max-tool-result-bytes)")
+            );
+        }
+    }
+
+    #[test]
+    fn precedence_flag_env_file_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("sluice.toml");
+        std::fs::write(&file, "[agent]\nmax_tool_result_bytes = 4096\n").unwrap();
+        let env_set = |k: &str| (k == ENV_MAX_TOOL_RESULT_BYTES).then(|| "2048".to_string());
+        let flag = Overrides {
+            max_tool_result_bytes: Some("8192".into()),
+            ..Overrides::default()
+        };
+        let none = Overrides::default();
+        let cap = |f: Option<&Path>, env: &dyn Fn(&str) -> Option<String>, o: &Overrides| {
+            Config::resolve(f, env, o).unwrap().agent.max_tool_result_bytes
+        };
+        assert_eq!(cap(Some(&file), &env_set, &flag), 8192);
+        assert_eq!(cap(Some(&file), &env_set, &none), 2048);
+        assert_eq!(cap(Some(&file), &|_| None, &none), 4096);
+        assert_eq!(cap(None, &|_| None, &none), 65_536);
+    }
+
+    #[test]
+    fn file_values_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("sluice.toml");
+        for (text, shown) in [("1.5", "1.5"), ("\"x\"", "\"x\""), ("1023", "1023")] {
+            std::fs::write(&file, format!("[agent]\nmax_tool_result_bytes = {text}\n")).unwrap();
+            let e = Config::resolve(Some(&file), &|_| None, &Overrides::default()).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "agent.max_tool_result_bytes must be an integer from 1024 to 1048576 (bytes); got {shown} (from {})",
+                    file.display()
+                )
+            );
+        }
+        std::fs::write(&file, "[agent]\nmax_tool_result = 5\n").unwrap();
+        let e = Config::resolve(Some(&file), &|_| None, &Overrides::default()).unwrap_err();
+        assert!(e.to_string().contains("unknown field `max_tool_result`"), "{e}");
+    }
+
+    #[test]
+    fn roots_from_flags() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("logs");
+        std::fs::create_dir(&sub).unwrap();
+        let o = Overrides {
+            roots: vec![sub.display().to_string(), format!("src={}", dir.path().display())],
+            ..Overrides::default()
+        };
+        let c = Config::resolve(None, &|_| None, &o).unwrap();
+        assert_eq!(c.roots[0].name, "logs");
+        assert_eq!(c.roots[1].name, "src");
+        let missing = Overrides {
+            roots: vec![format!("x={}/nope", dir.path().display())],
+            ..Overrides::default()
+        };
+        let e = Config::resolve(None, &|_| None, &missing).unwrap_err().to_string();
+        assert!(e.starts_with("root \"x\" ("), "{e}");
+        assert!(e.contains("cannot be opened"), "{e}");
+        let dup = Overrides {
+            roots: vec![format!("a={}", dir.path().display()), format!("a={}", sub.display())],
+            ..Overrides::default()
+        };
+        assert!(Config::resolve(None, &|_| None, &dup).unwrap_err().to_string().contains("two roots have this name"));
+    }
+}

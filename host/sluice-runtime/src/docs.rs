@@ -1,0 +1,167 @@
+//! WIT documentation of a component's exports: the descriptions the model reads, and the
+//! `@minimum N` / `@maximum N` annotations that refine an argument's JSON schema.
+//!
+//! Documentation comes from the component's own embedded WIT (`wit_parser::decoding`) when
+//! it carries doc comments, or from a WIT source (the built-in tools' `wit/` package).
+
+use std::collections::HashMap;
+
+use wit_parser::{Docs, Resolve, Type, TypeDefKind, WorldId, WorldItem, WorldKey};
+
+/// Documentation of every exported function, keyed by export path: `func` for a
+/// world-level function, `<interface export name>/<func>` for one inside an interface.
+#[derive(Clone, Debug, Default)]
+pub struct ComponentDocs {
+    funcs: HashMap<String, FuncDocs>,
+}
+
+/// Documentation of one function.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FuncDocs {
+    /// The function's doc comment.
+    pub description: Option<String>,
+    /// Per argument (WIT field or parameter name): docs and bounds.
+    pub args: HashMap<String, ArgDocs>,
+}
+
+/// Documentation of one argument.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ArgDocs {
+    /// The doc comment without annotation lines.
+    pub description: Option<String>,
+    /// From a `@minimum N` line.
+    pub minimum: Option<i128>,
+    /// From a `@maximum N` line.
+    pub maximum: Option<i128>,
+}
+
+impl ComponentDocs {
+    /// Reads the documentation embedded in the component `wasm`. A component without doc
+    /// comments (most toolchains strip them) gives empty docs, not an error.
+    pub fn from_component(wasm: &[u8]) -> Self {
+        match wit_parser::decoding::decode(wasm) {
+            Ok(wit_parser::decoding::DecodedWasm::Component(resolve, world)) => Self::from_world(&resolve, world),
+            _ => Self::default(),
+        }
+    }
+
+    /// Reads the documentation of world `world` in the WIT source `wit`.
+    ///
+    /// # Errors
+    /// The parser's message when `wit` does not parse or has no such world.
+    pub fn from_wit(wit: &str, world: &str) -> Result<Self, String> {
+        let mut resolve = Resolve::default();
+        let package = resolve.push_str("sluice-tools.wit", wit).map_err(|e| format!("{e:#}"))?;
+        let world = resolve.select_world(&[package], Some(world)).map_err(|e| format!("{e:#}"))?;
+        Ok(Self::from_world(&resolve, world))
+    }
+
+    /// The docs of the function at `export_path`, if any.
+    pub fn func(&self, export_path: &str) -> Option<&FuncDocs> {
+        self.funcs.get(export_path)
+    }
+
+    fn from_world(resolve: &Resolve, world: WorldId) -> Self {
+        let mut funcs = HashMap::new();
+        for (key, item) in &resolve.worlds[world].exports {
+            match item {
+                WorldItem::Function(f) => {
+                    funcs.insert(f.name.clone(), func_docs(resolve, f));
+                }
+                WorldItem::Interface { id, .. } => {
+                    let prefix = match key {
+                        WorldKey::Name(name) => name.clone(),
+                        WorldKey::Interface(id) => resolve.id_of(*id).unwrap_or_default(),
+                    };
+                    for (name, f) in &resolve.interfaces[*id].functions {
+                        funcs.insert(format!("{prefix}/{name}"), func_docs(resolve, f));
+                    }
+                }
+                WorldItem::Type { .. } => {}
+            }
+        }
+        ComponentDocs { funcs }
+    }
+}
+
+fn func_docs(resolve: &Resolve, f: &wit_parser::Function) -> FuncDocs {
+    let mut args = HashMap::new();
+    // A single record parameter: its fields are the arguments.
+    if let [param] = f.params.as_slice()
+        && let Some(record) = record_of(resolve, &param.ty)
+    {
+        for field in &record.fields {
+            args.insert(field.name.clone(), arg_docs(&field.docs));
+        }
+    }
+    for param in &f.params {
+        args.entry(param.name.clone()).or_insert_with(ArgDocs::default);
+    }
+    FuncDocs {
+        description: text(&f.docs),
+        args,
+    }
+}
+
+/// The record behind `ty`, following type aliases.
+fn record_of<'a>(resolve: &'a Resolve, ty: &Type) -> Option<&'a wit_parser::Record> {
+    let &Type::Id(mut id) = ty else { return None };
+    loop {
+        match &resolve.types[id].kind {
+            TypeDefKind::Record(r) => return Some(r),
+            TypeDefKind::Type(Type::Id(next)) => id = *next,
+            _ => return None,
+        }
+    }
+}
+
+fn arg_docs(docs: &Docs) -> ArgDocs {
+    let mut out = ArgDocs::default();
+    let mut lines = Vec::new();
+    for line in docs.contents.as_deref().unwrap_or("").lines() {
+        let trimmed = line.trim();
+        if let Some(n) = trimmed.strip_prefix("@minimum ").and_then(|n| n.trim().parse().ok()) {
+            out.minimum = Some(n);
+        } else if let Some(n) = trimmed.strip_prefix("@maximum ").and_then(|n| n.trim().parse().ok()) {
+            out.maximum = Some(n);
+        } else {
+            lines.push(trimmed);
+        }
+    }
+    let description = lines.join(" ").trim().to_string();
+    out.description = (!description.is_empty()).then_some(description);
+    out
+}
+
+/// A doc comment as one paragraph per blank-line-separated block.
+fn text(docs: &Docs) -> Option<String> {
+    let contents = docs.contents.as_deref()?.trim();
+    if contents.is_empty() {
+        return None;
+    }
+    let paragraphs: Vec<String> = contents
+        .split("\n\n")
+        .map(|p| p.lines().map(str::trim).collect::<Vec<_>>().join(" "))
+        .collect();
+    Some(paragraphs.join("\n\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_docs_and_bounds() {
+        let docs = ComponentDocs::from_wit(sluice_builtins::WIT, "read-file").unwrap();
+        let f = docs.func("read-file").unwrap();
+        assert!(f.description.as_deref().unwrap().starts_with("Read a text file one page at a time."));
+        let start = &f.args["start-line"];
+        assert_eq!(start.minimum, Some(1));
+        assert_eq!(
+            start.description.as_deref(),
+            Some("First line to return (1-based). Default 1. With `offset`, the line number that `offset` starts (pass back `nextLine` and `nextOffset` together).")
+        );
+        assert_eq!(f.args["offset"].minimum, Some(0));
+        assert_eq!(f.args["path"].minimum, None);
+    }
+}

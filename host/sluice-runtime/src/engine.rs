@@ -1,0 +1,201 @@
+//! The wasmtime engine every tool runs on: epoch interruption with a ticker thread, the
+//! pooling allocator (with a fallback to on-demand allocation), and the on-disk cache of
+//! compiled components.
+
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::Component;
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use crate::error::RuntimeError;
+
+/// How often the ticker thread advances the engine's epoch, in ms. A call's deadline is
+/// counted in these ticks, so a timeout overshoots by at most one tick.
+pub const EPOCH_TICK_MS: u64 = 10;
+
+/// The largest linear memory any tool may be granted, in bytes (4 GiB, the wasm32 limit).
+/// Each tool's own limit (its policy) is enforced per call below this.
+pub const MAX_TOOL_MEMORY_BYTES: u64 = 4 << 30;
+
+/// Component instances the pooling allocator keeps slots for: the most tool calls that can
+/// run at once.
+pub const POOLED_INSTANCES: u32 = 128;
+
+/// Options for [`ToolEngine::new`].
+#[derive(Clone, Debug, Default)]
+pub struct EngineOptions {
+    /// Where compiled components are cached (`None`: no cache, every start compiles).
+    pub cache_dir: Option<PathBuf>,
+    /// Never use the pooling allocator (it reserves a lot of virtual address space).
+    pub on_demand_allocation: bool,
+}
+
+/// A wasmtime [`Engine`] set up for tools, and the thread that ticks its epoch.
+///
+/// Dropping it stops the ticker.
+pub struct ToolEngine {
+    engine: Engine,
+    cache_dir: Option<PathBuf>,
+    pooling: bool,
+    /// Kept for its `Drop`, which stops the thread.
+    _ticker: Ticker,
+}
+
+impl std::fmt::Debug for ToolEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolEngine")
+            .field("cache_dir", &self.cache_dir)
+            .field("pooling", &self.pooling)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolEngine {
+    /// Builds the engine. Tries the pooling allocator first (it halves instantiation time)
+    /// and falls back to on-demand allocation when the address space for its slots cannot be
+    /// reserved.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Engine`] when no engine can be built at all.
+    pub fn new(options: EngineOptions) -> Result<Self, RuntimeError> {
+        let pooled = if options.on_demand_allocation {
+            None
+        } else {
+            match Engine::new(&config(true)) {
+                Ok(engine) => Some(engine),
+                Err(e) => {
+                    tracing::warn!(error = %e, "pooling allocator unavailable; using on-demand allocation");
+                    None
+                }
+            }
+        };
+        let pooling = pooled.is_some();
+        let engine = match pooled {
+            Some(engine) => engine,
+            None => Engine::new(&config(false)).map_err(|e| RuntimeError::Engine(e.to_string()))?,
+        };
+        let ticker = Ticker::start(engine.clone())
+            .map_err(|e| RuntimeError::Engine(format!("could not start the epoch ticker thread: {e}")))?;
+        Ok(ToolEngine {
+            engine,
+            cache_dir: options.cache_dir,
+            pooling,
+            _ticker: ticker,
+        })
+    }
+
+    /// The wasmtime engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// True when instances come from the pooling allocator.
+    pub fn pooling(&self) -> bool {
+        self.pooling
+    }
+
+    /// Compiles `wasm`, or loads it from the cache when this engine compiled the same bytes
+    /// before. `what` names the component in errors.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Load`] when the bytes are not a valid component.
+    pub fn compile(&self, what: &str, wasm: &[u8]) -> Result<Component, RuntimeError> {
+        let cached = self.cache_dir.as_deref().map(|dir| self.cache_path(dir, wasm));
+        if let Some(path) = &cached
+            && path.exists()
+        {
+            // SAFETY: the file was written by `Component::serialize` of an engine with the
+            // same compatibility hash (it is part of the file name) into the operator's own
+            // cache directory; a file that fails validation is recompiled below.
+            #[allow(unsafe_code)]
+            match unsafe { Component::deserialize_file(&self.engine, path) } {
+                Ok(component) => return Ok(component),
+                Err(e) => tracing::warn!(path = %path.display(), error = %e, "ignoring a bad cached component"),
+            }
+        }
+        let component = Component::new(&self.engine, wasm).map_err(|e| RuntimeError::Load {
+            what: what.to_string(),
+            reason: format!("{e:#}"),
+        })?;
+        if let Some(path) = &cached {
+            if let Err(e) = store_atomically(path, &component) {
+                tracing::warn!(path = %path.display(), error = %e, "could not cache a compiled component");
+            }
+        }
+        Ok(component)
+    }
+
+    /// `<cache>/<sha256 of the component>-<engine compatibility hash>.cwasm`.
+    fn cache_path(&self, dir: &Path, wasm: &[u8]) -> PathBuf {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        self.engine.precompile_compatibility_hash().hash(&mut hasher);
+        let digest = Sha256::digest(wasm);
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        dir.join(format!("{hex}-{:016x}.cwasm", hasher.finish()))
+    }
+}
+
+/// Writes the compiled `component` to `path` through a temporary file and a rename, so a
+/// reader never sees half a file.
+fn store_atomically(path: &Path, component: &Component) -> std::io::Result<()> {
+    let bytes = component.serialize().map_err(|e| std::io::Error::other(e.to_string()))?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    std::io::Write::write_all(&mut tmp, &bytes)?;
+    tmp.persist(path).map(drop).map_err(|e| e.error)
+}
+
+/// The wasmtime configuration: components, epochs, and (if `pooling`) pooled instances.
+fn config(pooling: bool) -> Config {
+    let mut config = Config::new();
+    config.wasm_component_model(true);
+    config.epoch_interruption(true);
+    if pooling {
+        let mut pool = PoolingAllocationConfig::default();
+        pool.total_component_instances(POOLED_INSTANCES)
+            .total_core_instances(POOLED_INSTANCES * 16)
+            .max_core_instances_per_component(64)
+            .total_memories(POOLED_INSTANCES * 2)
+            .max_memories_per_component(8)
+            .total_tables(POOLED_INSTANCES * 8)
+            .max_tables_per_component(16)
+            .max_memory_size(MAX_TOOL_MEMORY_BYTES as usize)
+            .max_component_instance_size(4 << 20)
+            .max_core_instance_size(4 << 20);
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    }
+    config
+}
+
+/// The thread that advances the epoch every [`EPOCH_TICK_MS`].
+struct Ticker {
+    stop: Arc<AtomicBool>,
+}
+
+impl Ticker {
+    /// Starts the thread. Without it no deadline would ever fire, so failing to start it is
+    /// an error, not a warning.
+    fn start(engine: Engine) -> std::io::Result<Ticker> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        std::thread::Builder::new().name("sluice-epoch".into()).spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(EPOCH_TICK_MS));
+                engine.increment_epoch();
+            }
+        })?;
+        Ok(Ticker { stop })
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}

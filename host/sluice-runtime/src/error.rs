@@ -1,0 +1,49 @@
+//! Errors of the runtime itself (as opposed to tool errors, which are observations).
+
+/// Why the runtime could not start, load a tool, or set up a call. A tool that fails while
+/// running is not a `RuntimeError`: it becomes a tool-error observation.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RuntimeError {
+    /// The wasmtime engine could not be built.
+    #[error("failed to start the WebAssembly engine: {0}")]
+    Engine(String),
+    /// A component could not be compiled, or its imports cannot be satisfied.
+    #[error("failed to load {what}: {reason}")]
+    Load {
+        /// The component (built-in name or file path).
+        what: String,
+        /// Why, in the words of the validator or linker.
+        reason: String,
+    },
+    /// A tool's export cannot be offered to a model.
+    #[error("{what}: {reason}")]
+    Tool {
+        /// The component and export.
+        what: String,
+        /// Why.
+        reason: String,
+    },
+    /// Two tools have the same name.
+    #[error("two tools are named {name:?} ({first} and {second}); rename one in the configuration")]
+    DuplicateTool {
+        /// The name both have.
+        name: String,
+        /// Where the first comes from.
+        first: String,
+        /// Where the second comes from.
+        second: String,
+    },
+    /// A root granted to a tool cannot be opened.
+    #[error("root {name:?} of tool {tool:?} cannot be opened at {dir}: {reason}")]
+    Root {
+        /// The tool.
+        tool: String,
+        /// The root's name.
+        name: String,
+        /// The host directory.
+        dir: String,
+        /// Why.
+        reason: String,
+    },
+}

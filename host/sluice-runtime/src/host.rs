@@ -1,0 +1,120 @@
+//! What the host gives one call: its WASI context (preopens, env, captured stderr), its
+//! memory limiter, and the `sluice:tools` interfaces (`budget`, `key-policy`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wasmtime::component::{Linker, ResourceTable};
+use wasmtime::{ResourceLimiter, StoreContextMut};
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+/// The store data of one tool call.
+pub struct CallState {
+    pub(crate) wasi: WasiCtx,
+    pub(crate) table: ResourceTable,
+    pub(crate) limiter: MemoryLimiter,
+    pub(crate) budget: CallBudget,
+    /// The guest's stderr, kept for error messages.
+    pub(crate) stderr: MemoryOutputPipe,
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// What `sluice:tools/budget` and `key-policy` answer during one call.
+#[derive(Clone, Debug)]
+pub(crate) struct CallBudget {
+    /// `agent.max_tool_result_bytes`, in bytes.
+    pub(crate) max_result_bytes: u32,
+    /// When the search time budget (80% of the timeout) runs out.
+    pub(crate) search_until: Instant,
+    /// Names refused as key material.
+    pub(crate) key_names: Arc<Vec<String>>,
+}
+
+impl CallBudget {
+    /// The budget of a call with cap `max_result_bytes` and timeout `timeout` starting now.
+    pub(crate) fn new(max_result_bytes: u32, timeout: Duration, key_names: Arc<Vec<String>>) -> Self {
+        CallBudget {
+            max_result_bytes,
+            search_until: Instant::now() + timeout.mul_f64(SEARCH_SHARE_OF_TIMEOUT),
+            key_names,
+        }
+    }
+}
+
+/// The share of a tool's timeout a search may use before it returns what it has (SPEC
+/// section 8: 80%).
+pub const SEARCH_SHARE_OF_TIMEOUT: f64 = 0.8;
+
+/// A per-call memory limit that remembers when it refused growth, so that the error can
+/// name the limit (a guest's own message after a refused `memory.grow` is often misleading).
+pub(crate) struct MemoryLimiter {
+    /// The limit, in bytes.
+    pub(crate) limit_bytes: usize,
+    /// The size the guest asked for when it was refused.
+    pub(crate) refused: Option<usize>,
+}
+
+impl MemoryLimiter {
+    pub(crate) fn new(limit_bytes: u64) -> Self {
+        MemoryLimiter {
+            limit_bytes: usize::try_from(limit_bytes).unwrap_or(usize::MAX),
+            refused: None,
+        }
+    }
+}
+
+/// Most table elements one instance may have (tables hold function references; real tools
+/// use a few thousand).
+const MAX_TABLE_ELEMENTS: usize = 1 << 20;
+
+impl ResourceLimiter for MemoryLimiter {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        if desired > self.limit_bytes {
+            self.refused = Some(desired);
+            // Trap rather than return -1: the guest stops here, and the error names the limit.
+            return Err(wasmtime::Error::msg(format!(
+                "memory limit of {} bytes reached (asked for {desired} bytes)",
+                self.limit_bytes
+            )));
+        }
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        Ok(desired <= MAX_TABLE_ELEMENTS)
+    }
+}
+
+/// Adds WASI 0.2 and the `sluice:tools` host interfaces to `linker`.
+///
+/// # Errors
+/// wasmtime's error when an interface is defined twice.
+pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    wasmtime_wasi::p2::add_to_linker_async(linker)?;
+    let mut budget = linker.instance("sluice:tools/budget@0.1.0")?;
+    budget.func_wrap("max-result-bytes", |store: StoreContextMut<'_, CallState>, (): ()| {
+        Ok((store.data().budget.max_result_bytes,))
+    })?;
+    budget.func_wrap("page-bytes", |store: StoreContextMut<'_, CallState>, (path,): (String,)| {
+        let cap = store.data().budget.max_result_bytes;
+        Ok((sluice_pager::budget::page_bytes(cap, &path).map_or(0, |p| p as u32),))
+    })?;
+    budget.func_wrap("time-budget-ms", |store: StoreContextMut<'_, CallState>, (): ()| {
+        let left = store.data().budget.search_until.saturating_duration_since(Instant::now());
+        Ok((u32::try_from(left.as_millis()).unwrap_or(u32::MAX),))
+    })?;
+    let mut keys = linker.instance("sluice:tools/key-policy@0.1.0")?;
+    keys.func_wrap("denied-names", |store: StoreContextMut<'_, CallState>, (): ()| {
+        Ok((store.data().budget.key_names.as_ref().clone(),))
+    })?;
+    Ok(())
+}

@@ -1,0 +1,39 @@
+//! Sluice's WebAssembly tool runtime.
+//!
+//! - [`engine::ToolEngine`]: the wasmtime engine (epoch ticker, pooling allocator with an
+//!   on-demand fallback, on-disk cache of compiled components).
+//! - [`toolbox::Toolbox`]: components loaded under a [`policy::ToolPolicy`], each exported
+//!   function a tool with a JSON schema derived from its WIT types ([`schema`], [`docs`]),
+//!   called with a fresh store per call ([`value`] lowers arguments and lifts results).
+//! - [`observation`]: the observation shapes, the key-material scan and the cap, applied to
+//!   every result in one place ([`observation::Draft::finish`]).
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use sluice_runtime::{ComponentSpec, EngineOptions, Source, ToolEngine, ToolPolicy, Toolbox};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let engine = Arc::new(ToolEngine::new(EngineOptions::default())?);
+//! let policy = ToolPolicy::read_only([("logs".to_string(), "/var/log".into())]);
+//! let spec = ComponentSpec { source: Source::Builtin("read_file"), policy };
+//! let toolbox = Toolbox::load(engine, &[spec])?;
+//! let observation = toolbox.call("read_file", r#"{"path":"syslog"}"#, 65_536).await;
+//! assert!(observation.text.len() <= 65_536);
+//! # Ok(()) }
+//! ```
+
+pub mod docs;
+pub mod engine;
+pub mod error;
+pub mod host;
+pub mod observation;
+pub mod policy;
+pub mod schema;
+pub mod toolbox;
+pub mod value;
+
+pub use engine::{EngineOptions, ToolEngine};
+pub use error::RuntimeError;
+pub use observation::{CallStatus, Observation};
+pub use policy::{RootGrant, ToolPolicy};
+pub use toolbox::{ComponentSpec, Source, ToolInfo, Toolbox};

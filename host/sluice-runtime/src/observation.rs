@@ -1,0 +1,210 @@
+//! The observation: the exact string stored in the transcript for one tool call, its
+//! shapes, the key-material scan, and the cap (SPEC section 1).
+//!
+//! Everything a model can see from a tool passes [`Observation::finish`], which applies the
+//! key scan and then the cap, in that order, in one place.
+
+use serde_json::Value;
+
+/// The start of the marker that ends a capped observation.
+pub const TRUNCATION_MARKER_START: &str = "…[truncated; full result is ";
+
+/// The hint of tools that have no paging arguments.
+pub const DEFAULT_HINT: &str = "a narrower query";
+
+/// What a tool call came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallStatus {
+    /// The tool returned a result.
+    Ok,
+    /// The tool (or the host, for bad arguments and limits) returned a tool error.
+    ToolError,
+    /// No tool has the name the model asked for.
+    UnknownTool,
+    /// The result held PEM private-key armor and was replaced by a refusal.
+    KeyMaterial,
+}
+
+/// One tool call's observation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Observation {
+    /// The exact string stored in the transcript: compact JSON, at most the cap in bytes.
+    pub text: String,
+    /// Length in bytes of the observation before the cap.
+    pub full_bytes: usize,
+    /// True when the cap cut it.
+    pub truncated: bool,
+    /// What the call came to.
+    pub status: CallStatus,
+    /// True when the result says more can be had: a `next…` cursor or `truncated: true`.
+    pub paged: bool,
+}
+
+impl Observation {
+    /// `{"ok":true,"result":<result>}`.
+    pub fn success(result: &Value) -> Draft {
+        let paged = result.as_object().is_some_and(|o| {
+            o.get("truncated") == Some(&Value::Bool(true))
+                || o.keys().any(|k| k.starts_with("next"))
+        });
+        Draft {
+            text: format!("{{\"ok\":true,\"result\":{result}}}"),
+            status: CallStatus::Ok,
+            paged,
+        }
+    }
+
+    /// `{"ok":false,"error":<message>[,"kind":<kind>]}`.
+    pub fn error(message: &str, kind: Option<&str>) -> Draft {
+        let mut text = format!("{{\"ok\":false,\"error\":{}", Value::from(message));
+        if let Some(kind) = kind {
+            text.push_str(&format!(",\"kind\":{}", Value::from(kind)));
+        }
+        text.push('}');
+        Draft {
+            text,
+            status: CallStatus::ToolError,
+            paged: false,
+        }
+    }
+
+    /// `{"ok":false,"error":"unknown_tool","name":<name as asked>}`.
+    pub fn unknown_tool(name: &str) -> Draft {
+        Draft {
+            text: format!("{{\"ok\":false,\"error\":\"unknown_tool\",\"name\":{}}}", Value::from(name)),
+            status: CallStatus::UnknownTool,
+            paged: false,
+        }
+    }
+}
+
+/// An observation before the key scan and the cap.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Draft {
+    text: String,
+    status: CallStatus,
+    paged: bool,
+}
+
+impl Draft {
+    /// The text before the key scan and the cap.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Applies the key-material scan, then the cap of `cap` bytes with `hint` in the marker:
+    /// the only way to make an [`Observation`].
+    pub fn finish(self, tool: &str, cap: usize, hint: &str) -> Observation {
+        let Draft { text, status, paged } = if sluice_pager::keys::has_armor(self.text.as_bytes()) {
+            let refusal = format!(
+                "refusing to return key material: the result of {tool} holds a PEM private key"
+            );
+            Observation::error(&refusal, Some("key-material")).with_status(CallStatus::KeyMaterial)
+        } else {
+            self
+        };
+        let full_bytes = text.len();
+        let capped = cap_text(text, cap, hint);
+        Observation {
+            truncated: capped.len() != full_bytes,
+            text: capped,
+            full_bytes,
+            status,
+            paged,
+        }
+    }
+
+    fn with_status(mut self, status: CallStatus) -> Self {
+        self.status = status;
+        self
+    }
+}
+
+/// Caps `text` at `cap` bytes: when it is longer, keeps the longest head that ends on a
+/// character boundary and leaves room for the marker
+/// `…[truncated; full result is N bytes. Ask for less: <hint>]`, N being `text`'s length.
+/// The result is at most `cap` bytes whenever the marker itself fits; text of at most `cap`
+/// bytes is returned unchanged, so capping is idempotent.
+pub fn cap_text(text: String, cap: usize, hint: &str) -> String {
+    if text.len() <= cap {
+        return text;
+    }
+    let marker = format!("{TRUNCATION_MARKER_START}{} bytes. Ask for less: {hint}]", text.len());
+    let room = cap.saturating_sub(marker.len());
+    let mut cut = room.min(text.len());
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let mut out = text;
+    out.truncate(cut);
+    out.push_str(&marker);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn shapes() {
+        assert_eq!(
+            Observation::success(&serde_json::json!({"a":1})).text(),
+            r#"{"ok":true,"result":{"a":1}}"#
+        );
+        assert_eq!(
+            Observation::error("bad \"x\"", Some("invalid-argument")).text(),
+            r#"{"ok":false,"error":"bad \"x\"","kind":"invalid-argument"}"#
+        );
+        assert_eq!(Observation::error("e", None).text(), r#"{"ok":false,"error":"e"}"#);
+        assert_eq!(
+            Observation::unknown_tool("nope").text(),
+            r#"{"ok":false,"error":"unknown_tool","name":"nope"}"#
+        );
+    }
+
+    #[test]
+    fn caps_with_marker() {
+        let text = format!("{{\"ok\":true,\"result\":\"{}\"}}", "L".repeat(200_000));
+        let full = text.len();
+        let obs = Observation::success(&Value::Null);
+        let obs = Draft { text, ..obs }.finish("t", 4096, DEFAULT_HINT);
+        assert!(obs.truncated);
+        assert_eq!(obs.full_bytes, 200_023);
+        assert_eq!(obs.full_bytes, full);
+        assert!(obs.text.len() <= 4096);
+        assert!(obs.text.starts_with("{\"ok\":true,\"result\":\"LLL"));
+        assert!(obs.text.ends_with("…[truncated; full result is 200023 bytes. Ask for less: a narrower query]"));
+    }
+
+    #[test]
+    fn refuses_key_armor_before_capping() {
+        let armor = "-----BEGIN OPENSSH PRIVATE KEY-----";
+        let draft = Observation::success(&Value::from(format!("x\n{armor}\nAAAA")));
+        let obs = draft.finish("cat", 65_536, DEFAULT_HINT);
+        assert_eq!(obs.status, CallStatus::KeyMaterial);
+        assert_eq!(
+            obs.text,
+            r#"{"ok":false,"error":"refusing to return key material: the result of cat holds a PEM private key","kind":"key-material"}"#
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn cap_is_bounded_utf8_and_idempotent(text in ".{0,3000}", cap in 1024usize..2048) {
+            let once = cap_text(text.clone(), cap, "pass offset");
+            prop_assert!(once.len() <= cap);
+            prop_assert!(std::str::from_utf8(once.as_bytes()).is_ok());
+            if text.len() <= cap {
+                prop_assert_eq!(&once, &text);
+            } else {
+                let marker = format!("{TRUNCATION_MARKER_START}{} bytes. Ask for less: pass offset]", text.len());
+                prop_assert!(once.ends_with(&marker));
+                prop_assert!(text.starts_with(&once[..once.len() - marker.len()]));
+                // The head is as long as the marker allows, short of one character.
+                prop_assert!(cap - once.len() < 4);
+            }
+            prop_assert_eq!(cap_text(once.clone(), cap, "pass offset"), once);
+        }
+    }
+}

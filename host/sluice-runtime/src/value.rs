@@ -1,0 +1,281 @@
+//! JSON ↔ component values: the model's arguments lowered into [`Val`]s (checked against the
+//! types first, so a bad argument never reaches the guest), and results lifted back into
+//! JSON (camelCase fields, absent options omitted).
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+use wasmtime::component::Val;
+use wasmtime::component::types::Type;
+
+use crate::docs::ArgDocs;
+use crate::schema::{integer_bounds, json_name};
+
+/// Lowers `json` into a value of type `ty`. `name` is the argument's path for messages
+/// (`startLine`, `items[2].name`); `docs` may narrow an integer's bounds.
+///
+/// # Errors
+/// A message naming the argument, what was expected and what was given.
+pub fn to_val(ty: &Type, json: &Value, name: &str, docs: Option<&ArgDocs>) -> Result<Val, String> {
+    let got = || short_json(json);
+    Ok(match ty {
+        Type::Bool => Val::Bool(json.as_bool().ok_or_else(|| format!("{name} must be true or false; got {}", got()))?),
+        Type::Float32 => Val::Float32(number(json, name)? as f32),
+        Type::Float64 => Val::Float64(number(json, name)?),
+        Type::Char => {
+            let s = json.as_str().unwrap_or_default();
+            let mut chars = s.chars();
+            match (json.is_string(), chars.next(), chars.next()) {
+                (true, Some(c), None) => Val::Char(c),
+                _ => return Err(format!("{name} must be a single character; got {}", got())),
+            }
+        }
+        Type::String => Val::String(
+            json.as_str()
+                .ok_or_else(|| format!("{name} must be a string; got {}", got()))?
+                .to_string(),
+        ),
+        Type::List(l) => {
+            let items = json.as_array().ok_or_else(|| format!("{name} must be an array; got {}", got()))?;
+            let item_ty = l.ty();
+            Val::List(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| to_val(&item_ty, v, &format!("{name}[{i}]"), None))
+                    .collect::<Result<_, _>>()?,
+            )
+        }
+        Type::Record(r) => {
+            let fields: Vec<(String, Type)> = r.fields().map(|f| (f.name.to_string(), f.ty)).collect();
+            let obj = json.as_object().ok_or_else(|| format!("{name} must be an object; got {}", got()))?;
+            Val::Record(object_to_fields(&fields, obj, &format!("{name}."), None)?)
+        }
+        Type::Tuple(t) => {
+            let types: Vec<Type> = t.types().collect();
+            let items = json
+                .as_array()
+                .filter(|a| a.len() == types.len())
+                .ok_or_else(|| format!("{name} must be an array of {} items; got {}", types.len(), got()))?;
+            Val::Tuple(
+                types
+                    .iter()
+                    .zip(items)
+                    .enumerate()
+                    .map(|(i, (t, v))| to_val(t, v, &format!("{name}[{i}]"), None))
+                    .collect::<Result<_, _>>()?,
+            )
+        }
+        Type::Variant(v) => {
+            let cases: Vec<_> = v.cases().collect();
+            let names: Vec<&str> = cases.iter().map(|c| c.name).collect();
+            let expected = || format!("{name} must be an object {{\"tag\": one of {}, \"val\": …}}; got {}", names.join(", "), got());
+            let obj = json.as_object().ok_or_else(expected)?;
+            let tag = obj.get("tag").and_then(Value::as_str).ok_or_else(expected)?;
+            let case = cases.iter().find(|c| c.name == tag).ok_or_else(expected)?;
+            let payload = match (&case.ty, obj.get("val")) {
+                (Some(t), Some(v)) => Some(Box::new(to_val(t, v, &format!("{name}.val"), None)?)),
+                (Some(_), None) => return Err(format!("{name}.val is required for tag {tag:?}")),
+                (None, None | Some(Value::Null)) => None,
+                (None, Some(_)) => return Err(format!("{name}.val must be absent for tag {tag:?}")),
+            };
+            Val::Variant(tag.to_string(), payload)
+        }
+        Type::Enum(e) => {
+            let names: Vec<&str> = e.names().collect();
+            match json.as_str() {
+                Some(s) if names.contains(&s) => Val::Enum(s.to_string()),
+                _ => return Err(format!("{name} must be one of: {}; got {}", names.join(", "), got())),
+            }
+        }
+        Type::Option(o) => match json {
+            Value::Null => Val::Option(None),
+            v => Val::Option(Some(Box::new(to_val(&o.ty(), v, name, docs)?))),
+        },
+        Type::Result(r) => {
+            let obj = json
+                .as_object()
+                .filter(|o| o.len() == 1)
+                .ok_or_else(|| format!("{name} must be {{\"ok\": …}} or {{\"err\": …}}; got {}", got()))?;
+            let side = |t: Option<Type>, v: &Value, n: &str| -> Result<Option<Box<Val>>, String> {
+                match t {
+                    Some(t) => Ok(Some(Box::new(to_val(&t, v, n, None)?))),
+                    None => Ok(None),
+                }
+            };
+            match (obj.get("ok"), obj.get("err")) {
+                (Some(v), None) => Val::Result(Ok(side(r.ok(), v, &format!("{name}.ok"))?)),
+                (None, Some(v)) => Val::Result(Err(side(r.err(), v, &format!("{name}.err"))?)),
+                _ => return Err(format!("{name} must be {{\"ok\": …}} or {{\"err\": …}}; got {}", got())),
+            }
+        }
+        Type::Flags(f) => {
+            let names: Vec<&str> = f.names().collect();
+            let obj = json
+                .as_object()
+                .ok_or_else(|| format!("{name} must be an object of booleans ({}); got {}", names.join(", "), got()))?;
+            let mut set = Vec::new();
+            for (k, v) in obj {
+                if !names.contains(&k.as_str()) {
+                    return Err(format!("{name} has no flag {k:?}; flags are: {}", names.join(", ")));
+                }
+                match v {
+                    Value::Bool(true) => set.push(k.clone()),
+                    Value::Bool(false) | Value::Null => {}
+                    other => return Err(format!("{name}.{k} must be true or false; got {}", short_json(other))),
+                }
+            }
+            Val::Flags(set)
+        }
+        other => {
+            let Some((type_min, type_max)) = integer_bounds(other) else {
+                return Err(format!("{name} has a type that cannot be given as JSON"));
+            };
+            let min = docs.and_then(|d| d.minimum).map_or(type_min, |m| m.max(type_min));
+            let max = docs.and_then(|d| d.maximum).map_or(type_max, |m| m.min(type_max));
+            let n = json
+                .as_i64()
+                .map(i128::from)
+                .or_else(|| json.as_u64().map(i128::from))
+                .filter(|n| *n >= min)
+                .ok_or_else(|| format!("{name} must be an integer of at least {min}; got {}", got()))?;
+            if n > max {
+                return Err(format!("{name} must be an integer of at most {max}; got {n}"));
+            }
+            integer_val(other, n)
+        }
+    })
+}
+
+/// Lowers the JSON object `obj` into the record fields `fields` (WIT names and types).
+/// `prefix` goes before each name in messages; `docs` has the arguments' docs by WIT name.
+///
+/// # Errors
+/// Unknown properties (named, with the allowed ones), missing required ones, bad values.
+pub fn object_to_fields(
+    fields: &[(String, Type)],
+    obj: &Map<String, Value>,
+    prefix: &str,
+    docs: Option<&HashMap<String, ArgDocs>>,
+) -> Result<Vec<(String, Val)>, String> {
+    let names: Vec<String> = fields.iter().map(|(n, _)| json_name(n)).collect();
+    let unknown: Vec<&str> = obj.keys().filter(|k| !names.contains(k)).map(String::as_str).collect();
+    if !unknown.is_empty() {
+        let plural = if unknown.len() == 1 { "" } else { "s" };
+        let allowed = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+        return Err(format!(
+            "unknown argument{plural}: {}; allowed: {allowed}",
+            unknown.iter().map(|u| format!("{prefix}{u}")).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let mut out = Vec::with_capacity(fields.len());
+    for ((wit, ty), name) in fields.iter().zip(&names) {
+        let full = format!("{prefix}{name}");
+        let value = obj.get(name).unwrap_or(&Value::Null);
+        let val = match (ty, value) {
+            (Type::Option(_), Value::Null) => Val::Option(None),
+            (_, Value::Null) => return Err(format!("missing required argument: {full}")),
+            (ty, v) => to_val(ty, v, &full, docs.and_then(|d| d.get(wit)))?,
+        };
+        out.push((wit.clone(), val));
+    }
+    Ok(out)
+}
+
+/// Lifts `val` (of type `ty`) into JSON: records become objects with camelCase keys and
+/// absent `option` fields omitted, variants `{tag, val}`, enums strings, flags objects of
+/// booleans, results `{ok}` / `{err}`, non-finite floats `null`.
+pub fn to_json(val: &Val, ty: &Type) -> Value {
+    match (val, ty) {
+        (Val::Record(fields), Type::Record(r)) => {
+            let mut obj = Map::new();
+            for ((name, v), field) in fields.iter().zip(r.fields()) {
+                if matches!(v, Val::Option(None)) {
+                    continue;
+                }
+                let inner = match (v, &field.ty) {
+                    (Val::Option(Some(v)), Type::Option(o)) => to_json(v, &o.ty()),
+                    (v, t) => to_json(v, t),
+                };
+                obj.insert(json_name(name), inner);
+            }
+            Value::Object(obj)
+        }
+        (Val::Option(None), _) => Value::Null,
+        (Val::Option(Some(v)), Type::Option(o)) => to_json(v, &o.ty()),
+        (Val::List(items), Type::List(l)) => {
+            let t = l.ty();
+            Value::Array(items.iter().map(|v| to_json(v, &t)).collect())
+        }
+        (Val::Tuple(items), Type::Tuple(t)) => Value::Array(items.iter().zip(t.types()).map(|(v, t)| to_json(v, &t)).collect()),
+        (Val::Variant(tag, payload), Type::Variant(v)) => {
+            let mut obj = Map::new();
+            obj.insert("tag".into(), Value::from(tag.as_str()));
+            if let (Some(p), Some(t)) = (payload, v.cases().find(|c| c.name == tag).and_then(|c| c.ty)) {
+                obj.insert("val".into(), to_json(p, &t));
+            }
+            Value::Object(obj)
+        }
+        (Val::Result(r), Type::Result(t)) => {
+            let (key, v, ty) = match r {
+                Ok(v) => ("ok", v, t.ok()),
+                Err(v) => ("err", v, t.err()),
+            };
+            let inner = match (v, ty) {
+                (Some(v), Some(t)) => to_json(v, &t),
+                _ => Value::Null,
+            };
+            Value::Object(Map::from_iter([(key.to_string(), inner)]))
+        }
+        (Val::Flags(set), Type::Flags(f)) => Value::Object(f.names().map(|n| (n.to_string(), Value::Bool(set.iter().any(|s| s == n)))).collect()),
+        (Val::Enum(s), _) => Value::from(s.as_str()),
+        (Val::Bool(b), _) => Value::Bool(*b),
+        (Val::S8(n), _) => Value::from(*n),
+        (Val::U8(n), _) => Value::from(*n),
+        (Val::S16(n), _) => Value::from(*n),
+        (Val::U16(n), _) => Value::from(*n),
+        (Val::S32(n), _) => Value::from(*n),
+        (Val::U32(n), _) => Value::from(*n),
+        (Val::S64(n), _) => Value::from(*n),
+        (Val::U64(n), _) => Value::from(*n),
+        (Val::Float32(f), _) => serde_json::Number::from_f64(f64::from(*f)).map_or(Value::Null, Value::Number),
+        (Val::Float64(f), _) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
+        (Val::Char(c), _) => Value::from(c.to_string()),
+        (Val::String(s), _) => Value::from(s.as_str()),
+        // Values whose type does not match cannot come out of a type-checked call; the
+        // remaining kinds (resources, streams, …) are never offered to a model.
+        _ => Value::Null,
+    }
+}
+
+fn integer_val(ty: &Type, n: i128) -> Val {
+    // `n` is already within the type's bounds.
+    match ty {
+        Type::U8 => Val::U8(n as u8),
+        Type::U16 => Val::U16(n as u16),
+        Type::U32 => Val::U32(n as u32),
+        Type::U64 => Val::U64(n as u64),
+        Type::S8 => Val::S8(n as i8),
+        Type::S16 => Val::S16(n as i16),
+        Type::S32 => Val::S32(n as i32),
+        _ => Val::S64(n as i64),
+    }
+}
+
+fn number(json: &Value, name: &str) -> Result<f64, String> {
+    json.as_f64().ok_or_else(|| format!("{name} must be a number; got {}", short_json(json)))
+}
+
+/// A value as shown in a message: compact JSON, long ones cut to 100 bytes.
+pub(crate) fn short_json(json: &Value) -> String {
+    let mut s = json.to_string();
+    if s.len() > 100 {
+        let mut cut = 100;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+        s.push('…');
+    }
+    s
+}

@@ -1,0 +1,34 @@
+//! The built-in `list_dir` tool: the `list-dir` world of `sluice:tools` as a thin adapter over
+//! [`sluice_pager::list_dir`].
+
+#![allow(unsafe_code)] // The generated export glue is unsafe.
+
+mod bindings {
+    #![allow(missing_docs, unreachable_pub)]
+    wit_bindgen::generate!({
+        world: "list-dir",
+        path: "../../wit",
+        with: {
+            "sluice:tools/types@0.1.0": sluice_guest::types,
+            "sluice:tools/files@0.1.0": sluice_guest::files,
+            "sluice:tools/budget@0.1.0": sluice_guest::budget,
+            "sluice:tools/key-policy@0.1.0": sluice_guest::key_policy,
+        },
+    });
+}
+
+use sluice_guest::{files, types};
+
+struct Tool;
+
+impl bindings::Guest for Tool {
+    fn list_dir(args: files::ListDirArgs) -> Result<files::ListDirPage, types::ToolError> {
+        sluice_guest::run(
+            sluice_guest::list_args(args),
+            sluice_pager::list_dir,
+            sluice_guest::list_page,
+        )
+    }
+}
+
+bindings::export!(Tool with_types_in bindings);

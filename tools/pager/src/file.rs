@@ -1,0 +1,70 @@
+//! Opening files for the file tools: kind checks, binary detection, positioned reads.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+
+use crate::error::{ErrorKind, Result, ToolError};
+use crate::root::Target;
+
+/// How many leading bytes decide whether a file is binary (a NUL among them), in bytes.
+pub const BINARY_SNIFF_BYTES: u64 = 8 * 1024;
+
+/// An open regular file and its size.
+pub(crate) struct TextFile {
+    file: File,
+    /// Size in bytes when opened.
+    pub(crate) size: u64,
+    shown: String,
+}
+
+impl TextFile {
+    /// Opens `target` for a tool that reads text: refuses directories (pointing at
+    /// list_dir) and binary files (naming the size).
+    pub(crate) fn open(target: &Target) -> Result<TextFile> {
+        let shown = target.shown.clone();
+        let meta = std::fs::metadata(&target.fs_path).map_err(|e| ToolError::io(&shown, &e))?;
+        if meta.is_dir() {
+            return Err(ToolError::new(
+                ErrorKind::WrongKind,
+                format!("{shown} is a directory, not a file; use list_dir to see what it holds"),
+            ));
+        }
+        let file = File::open(&target.fs_path).map_err(|e| ToolError::io(&shown, &e))?;
+        let mut text = TextFile {
+            file,
+            size: meta.len(),
+            shown,
+        };
+        let head = text.read_at(0, BINARY_SNIFF_BYTES.min(text.size) as usize)?;
+        if memchr::memchr(0, &head).is_some() {
+            return Err(ToolError::new(
+                ErrorKind::BinaryFile,
+                format!(
+                    "{} is a binary file ({} bytes; it has a NUL byte in its first 8 KiB); only text files can be read",
+                    text.shown, text.size
+                ),
+            ));
+        }
+        Ok(text)
+    }
+
+    /// Reads up to `len` bytes at `offset` (fewer at the end of the file).
+    pub(crate) fn read_at(&mut self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let mut buf = Vec::with_capacity(len);
+        self.file
+            .seek(SeekFrom::Start(offset))
+            .and_then(|_| (&mut self.file).take(len as u64).read_to_end(&mut buf))
+            .map_err(|e| ToolError::io(&self.shown, &e))?;
+        Ok(buf)
+    }
+
+    /// The underlying file, positioned anywhere.
+    pub(crate) fn file_mut(&mut self) -> &mut File {
+        &mut self.file
+    }
+
+    /// The path as results show it.
+    pub(crate) fn shown(&self) -> &str {
+        &self.shown
+    }
+}

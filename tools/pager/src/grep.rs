@@ -1,0 +1,540 @@
+//! `grep_files`: search files for a regular expression, one page of matches at a time
+//! (SPEC sections 4 and 8).
+//!
+//! The walk (ripgrep's `ignore` crate) starts at the root so that every `.gitignore` from
+//! the root down applies, visits only the searched path, and is sorted by name, so the
+//! `n`th file is the same on every call while the tree does not change. A cursor names the
+//! position of the last returned match (file number and line) plus a check of the search
+//! and the file, so it stays short whatever the path length.
+//!
+//! The time budget ([`crate::Limits::deadline`]) is checked before each entry of the walk.
+//! Every call visits at least one entry past its cursor first, so following `nextCursor`
+//! always reaches the end of the search, however slow the walk back to the cursor is.
+
+use std::io::Read;
+use std::path::Path;
+
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, SearcherBuilder, sinks};
+use serde::{Deserialize, Serialize};
+
+use crate::Context;
+use crate::budget::json_len;
+use crate::error::{ErrorKind, Result, ToolError};
+use crate::keys::{KeyNames, has_armor};
+use crate::root::{Root, Target};
+use crate::text::escaped_prefix;
+
+/// Longest pattern accepted, in characters.
+pub const MAX_PATTERN_CHARS: usize = 1000;
+
+/// `maxResults` when not given.
+pub const DEFAULT_MAX_RESULTS: u64 = 100;
+
+/// Largest `maxResults`; larger values are clamped to it.
+pub const MAX_MAX_RESULTS: u64 = 500;
+
+/// Files larger than this are skipped, in bytes (5 MiB).
+pub const MAX_FILE_BYTES: u64 = 5 * 1024 * 1024;
+
+/// A match's `text` is cut to this many characters, then `…` is added.
+pub const MAX_TEXT_CHARS: usize = 500;
+
+/// Directories never entered.
+const PRUNED_DIRS: &[&str] = &[".git", "node_modules"];
+
+/// Arguments of `grep_files`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GrepFilesArgs {
+    /// Regular expression, Rust `regex` syntax, at most 1,000 characters.
+    pub pattern: String,
+    /// File or directory to search; default the root.
+    pub path: Option<String>,
+    /// Name of the root; default the first.
+    pub root: Option<String>,
+    /// Glob on file names (or on the path relative to the root when it holds a `/`).
+    pub glob: Option<String>,
+    /// Match case exactly; default false.
+    pub case_sensitive: Option<bool>,
+    /// Most matches (1–500, default 100; larger is clamped).
+    pub max_results: Option<u64>,
+    /// Where to resume, from `nextCursor`.
+    pub cursor: Option<String>,
+}
+
+/// One matching line (the WIT record `grep-match`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GrepMatch {
+    /// The file, relative to the root.
+    pub path: String,
+    /// Line number, 1-based.
+    pub line: u64,
+    /// The line without its terminator, cut to 500 characters plus `…`.
+    pub text: String,
+}
+
+/// A page of matches (the WIT record `grep-files-page`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GrepFilesPage {
+    /// The searched path, relative to the root.
+    pub path: String,
+    /// Matches in `results`.
+    pub count: u64,
+    /// The matches, in walk order.
+    pub results: Vec<GrepMatch>,
+    /// More matches may follow `nextCursor`.
+    pub truncated: bool,
+    /// Files passed over (binary, over 5 MiB, key material, symlinks).
+    pub skipped_files: u64,
+    /// Where the next page starts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    /// `time` when the search stopped at its time budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<String>,
+}
+
+/// Searches for `args.pattern`; see the module docs for the walk and the cursor.
+///
+/// # Errors
+/// A pattern longer than 1,000 characters or that does not parse (quoting the parser's
+/// reason), `maxResults` below 1, a bad glob or cursor, a missing path, a key-material
+/// path, a page budget below 320 bytes (also when one match's own path cannot fit).
+pub fn grep_files(ctx: &Context, args: &GrepFilesArgs) -> Result<GrepFilesPage> {
+    let chars = args.pattern.chars().count();
+    if chars > MAX_PATTERN_CHARS {
+        return Err(ToolError::new(
+            ErrorKind::InvalidArgument,
+            format!("pattern must be at most {MAX_PATTERN_CHARS} characters; got {chars}"),
+        ));
+    }
+    crate::args::at_least("maxResults", args.max_results, 1)?;
+    let max_results = args
+        .max_results
+        .unwrap_or(DEFAULT_MAX_RESULTS)
+        .min(MAX_MAX_RESULTS) as usize;
+    let root = ctx.roots.pick(args.root.as_deref())?;
+    let target = root.resolve(args.path.as_deref().unwrap_or(""))?;
+    let meta = std::fs::metadata(&target.fs_path).map_err(|e| ToolError::io(&target.shown, &e))?;
+    target.refuse_key_names(&ctx.keys, meta.is_dir())?;
+    let page = ctx.limits.page_for(&target.shown)?;
+    let matcher = RegexMatcherBuilder::new()
+        .case_insensitive(!args.case_sensitive.unwrap_or(false))
+        .line_terminator(Some(b'\n'))
+        .build(&args.pattern)
+        .map_err(|e| ToolError::new(ErrorKind::InvalidArgument, format!("invalid pattern: {e}")))?;
+    let glob = match &args.glob {
+        None => None,
+        Some(g) => Some(
+            globset::GlobBuilder::new(g)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| {
+                    ToolError::new(ErrorKind::InvalidArgument, format!("invalid glob: {e}"))
+                })?
+                .compile_matcher(),
+        ),
+    };
+    let search_id = check(
+        [
+            args.pattern.as_bytes(),
+            target.shown.as_bytes(),
+            root.name.as_bytes(),
+            args.glob.as_deref().unwrap_or("").as_bytes(),
+            &[u8::from(args.case_sensitive.unwrap_or(false))],
+        ]
+        .concat(),
+    );
+    let resume = args
+        .cursor
+        .as_deref()
+        .map(|c| Cursor::parse(c, search_id))
+        .transpose()?;
+
+    let mut search = Search {
+        ctx,
+        matcher,
+        glob,
+        resume,
+        visited: false,
+        buf: Vec::new(),
+        searcher: SearcherBuilder::new()
+            .line_number(true)
+            .binary_detection(BinaryDetection::none())
+            .build(),
+        page: Collector {
+            out: GrepFilesPage {
+                path: target.shown.clone(),
+                ..GrepFilesPage::default()
+            },
+            budget: page,
+            used: 2,
+            max_results,
+            search_id,
+            cap: ctx.limits.max_result_bytes,
+            last_file: 0,
+        },
+    };
+    if meta.is_dir() {
+        search.walk(root, &target)?;
+    } else {
+        let rel = target.resolved_parts.join("/");
+        search.visit(0, &rel, &target.fs_path, Visit::File)?;
+    }
+    let mut out = search.page.out;
+    out.count = out.results.len() as u64;
+    Ok(out)
+}
+
+/// The walk and the file search.
+struct Search<'a> {
+    ctx: &'a Context,
+    matcher: RegexMatcher,
+    glob: Option<globset::GlobMatcher>,
+    resume: Option<Cursor>,
+    /// True once an entry at or after the cursor has been visited in this call.
+    visited: bool,
+    /// Reused for every file's contents.
+    buf: Vec<u8>,
+    searcher: grep_searcher::Searcher,
+    page: Collector,
+}
+
+/// What the walk does with one entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Visit {
+    /// A regular file: search it.
+    File,
+    /// A symlink or another non-file: count it in `skippedFiles`.
+    Skipped,
+    /// Not selected by the glob: pass over it silently.
+    Filtered,
+}
+
+/// The page being filled.
+struct Collector {
+    out: GrepFilesPage,
+    /// The page budget, in escaped bytes of the results array.
+    budget: u64,
+    /// Bytes of the results array so far, brackets and commas included.
+    used: u64,
+    max_results: usize,
+    search_id: u32,
+    /// `agent.max_tool_result_bytes`, for messages.
+    cap: u32,
+    /// File number of the last returned match.
+    last_file: u64,
+}
+
+impl Search<'_> {
+    /// Walks the root in sorted order, visiting only `target` and its ancestors. Returns
+    /// when the walk ends or the page is done.
+    fn walk(&mut self, root: &Root, target: &Target) -> Result<()> {
+        let keys: KeyNames = self.ctx.keys.clone();
+        let base = root.dir.clone();
+        let wanted = target.resolved_parts.clone();
+        let walk = ignore::WalkBuilder::new(&root.dir)
+            .standard_filters(false)
+            .hidden(false)
+            .git_ignore(true)
+            .require_git(false)
+            .parents(false)
+            .follow_links(false)
+            .sort_by_file_name(|a, b| a.as_encoded_bytes().cmp(b.as_encoded_bytes()))
+            .filter_entry(move |e| {
+                let rel = relative_parts(&base, e.path());
+                // Stay on the way to the target, or inside it.
+                if !rel.iter().zip(&wanted).all(|(a, b)| a == b) {
+                    return false;
+                }
+                let is_dir = e.file_type().is_some_and(|t| t.is_dir());
+                let name = e.file_name().to_string_lossy();
+                let inside = rel.len() > wanted.len();
+                !(is_dir
+                    && inside
+                    && (PRUNED_DIRS.contains(&name.as_ref()) || keys.is_denied_dir(&name)))
+            })
+            .build();
+        let depth = target.resolved_parts.len();
+        // Every file, symlink or other non-directory below the target gets the next
+        // number, whether or not the glob selects it, so the time budget is honoured even
+        // while a glob passes over everything.
+        let mut number = 0u64;
+        for entry in walk {
+            // Unreadable directories are passed over; the walk goes on.
+            let Ok(entry) = entry else { continue };
+            let Some(kind) = entry.file_type() else {
+                continue;
+            };
+            if entry.depth() <= depth || kind.is_dir() {
+                continue;
+            }
+            let rel = relative_parts(&root.dir, entry.path()).join("/");
+            let what = if !self.glob_matches(&rel) {
+                Visit::Filtered
+            } else if kind.is_file() {
+                Visit::File
+            } else {
+                // Symlinks (and sockets, fifos) are never followed or read.
+                Visit::Skipped
+            };
+            let this = number;
+            number += 1;
+            if self.visit(this, &rel, entry.path(), what)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn glob_matches(&self, rel: &str) -> bool {
+        let Some(g) = &self.glob else { return true };
+        if g.glob().glob().contains('/') {
+            g.is_match(rel)
+        } else {
+            g.is_match(rel.rsplit('/').next().unwrap_or(rel))
+        }
+    }
+
+    /// Visits entry number `number` of the walk, at `rel` (relative to the root): passes
+    /// over it when the cursor is beyond it, stops the page when the time budget is spent,
+    /// counts it in `skippedFiles` or searches it. Returns true when the page is done.
+    fn visit(&mut self, number: u64, rel: &str, path: &Path, what: Visit) -> Result<bool> {
+        let mut after_line = 0;
+        if let Some(c) = &self.resume {
+            if number < c.file {
+                return Ok(false);
+            }
+            if number == c.file {
+                if c.path_check != check(rel) {
+                    return Err(ToolError::new(
+                        ErrorKind::InvalidArgument,
+                        "cursor no longer matches the files (the tree changed); search again without cursor",
+                    ));
+                }
+                after_line = c.line;
+            }
+        }
+        // Every call visits at least one entry past its cursor before the time budget may
+        // stop it: walking back to the cursor is not timed, so without this a tree whose
+        // walk alone outlasts the budget would hand back the same cursor forever.
+        if self.visited && self.ctx.limits.out_of_time() {
+            // Resume at this entry, after `after_line` when the cursor points inside it, so
+            // nothing already returned comes back.
+            self.page.stop(Some("time"), number, after_line, rel);
+            return Ok(true);
+        }
+        self.visited = true;
+        match what {
+            Visit::Filtered => Ok(false),
+            Visit::Skipped => {
+                self.page.out.skipped_files += 1;
+                Ok(false)
+            }
+            Visit::File => self.file(number, rel, path, after_line),
+        }
+    }
+
+    /// Searches file number `number` of the walk, at `rel` (relative to the root), after
+    /// line `after_line`. Returns true when the page is done.
+    fn file(&mut self, number: u64, rel: &str, path: &Path, after_line: u64) -> Result<bool> {
+        let name = rel.rsplit('/').next().unwrap_or(rel);
+        if self.ctx.keys.is_denied_file(name) || !self.load(path) {
+            self.page.out.skipped_files += 1;
+            return Ok(false);
+        }
+
+        let Search {
+            matcher,
+            searcher,
+            buf,
+            page,
+            ..
+        } = self;
+        let mut outcome: Result<bool> = Ok(false);
+        let sink = sinks::Bytes(|line, bytes| {
+            if line <= after_line {
+                return Ok(true);
+            }
+            outcome = page.add(number, rel, line, bytes);
+            Ok(matches!(outcome, Ok(false)))
+        });
+        // Searching an in-memory slice fails only when the sink does, and ours does not.
+        let _ = searcher.search_slice(&*matcher, buf, sink);
+        outcome
+    }
+
+    /// Reads the file at `path` into `self.buf`; false when it must be skipped: unreadable,
+    /// over 5 MiB, binary (NUL in the first 8 KiB), or holding key armor.
+    fn load(&mut self, path: &Path) -> bool {
+        self.buf.clear();
+        let Ok(file) = std::fs::File::open(path) else {
+            return false;
+        };
+        if file.metadata().map_or(true, |m| m.len() > MAX_FILE_BYTES) {
+            return false;
+        }
+        let read = file.take(MAX_FILE_BYTES + 1).read_to_end(&mut self.buf);
+        if read.is_err() || self.buf.len() as u64 > MAX_FILE_BYTES {
+            return false;
+        }
+        let head = &self.buf[..self.buf.len().min(crate::file::BINARY_SNIFF_BYTES as usize)];
+        memchr::memchr(0, head).is_none() && !has_armor(&self.buf)
+    }
+}
+
+impl Collector {
+    /// Adds one matching line if it fits. Returns true when the page is done (this match
+    /// did not fit, or was cut to fit as the first).
+    fn add(&mut self, number: u64, rel: &str, line: u64, bytes: &[u8]) -> Result<bool> {
+        if self.out.results.len() == self.max_results {
+            self.stop_after_last();
+            return Ok(true);
+        }
+        let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+        let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+        let mut text = String::from_utf8_lossy(bytes).into_owned();
+        if let Some((cut, _)) = text.char_indices().nth(MAX_TEXT_CHARS) {
+            text.truncate(cut);
+            text.push('…');
+        }
+        let mut m = GrepMatch {
+            path: rel.to_string(),
+            line,
+            text,
+        };
+        let cost = json_len(&m) + u64::from(!self.out.results.is_empty());
+        if self.used + cost <= self.budget {
+            self.used += cost;
+            self.out.results.push(m);
+            self.last_file = number;
+            return Ok(false);
+        }
+        if !self.out.results.is_empty() {
+            self.stop_after_last();
+            return Ok(true);
+        }
+        // The first match alone is too large: cut its text to fit, without a marker.
+        let full = std::mem::take(&mut m.text);
+        let overhead = self.used + json_len(&m);
+        if overhead > self.budget {
+            return Err(ToolError::new(
+                ErrorKind::PageTooSmall,
+                format!(
+                    "a match in {rel} cannot fit: its path is too long for agent.max_tool_result_bytes ({} bytes leave a page of {} bytes); raise agent.max_tool_result_bytes or search a narrower path",
+                    self.cap, self.budget
+                ),
+            ));
+        }
+        m.text = escaped_prefix(&full, self.budget - overhead).to_string();
+        self.out.results.push(m);
+        self.last_file = number;
+        self.stop_after_last();
+        Ok(true)
+    }
+
+    /// Marks the page truncated with a cursor just after the last returned match.
+    fn stop_after_last(&mut self) {
+        if let Some(m) = self.out.results.last() {
+            let (line, path) = (m.line, m.path.clone());
+            self.stop(None, self.last_file, line, &path);
+        }
+    }
+
+    /// Marks the page truncated with a cursor after line `line` of file number `file`
+    /// (at `rel`); `stopped_by` says why, when it is not the page.
+    fn stop(&mut self, stopped_by: Option<&str>, file: u64, line: u64, rel: &str) {
+        self.out.truncated = true;
+        self.out.stopped_by = stopped_by.map(str::to_string);
+        self.out.next_cursor = Some(
+            Cursor {
+                search: self.search_id,
+                file,
+                line,
+                path_check: check(rel),
+            }
+            .to_string(),
+        );
+    }
+}
+
+/// The components of `path` below `base`.
+fn relative_parts(base: &Path, path: &Path) -> Vec<String> {
+    path.strip_prefix(base)
+        .map(|p| {
+            p.components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A position in a search: after line `line` of entry number `file` of the sorted walk
+/// (every non-directory below the searched path is numbered, whatever the glob).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Cursor {
+    /// Check of the search it belongs to (pattern, path, root, glob, case).
+    search: u32,
+    /// Entry number in the walk.
+    file: u64,
+    /// Last line already returned (0: none).
+    line: u64,
+    /// Check of that file's path.
+    path_check: u32,
+}
+
+impl std::fmt::Display for Cursor {
+    /// `g1.<file>.<line>.<search:08x><path:08x>`: at most 62 bytes.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "g1.{}.{}.{:08x}{:08x}",
+            self.file, self.line, self.search, self.path_check
+        )
+    }
+}
+
+impl Cursor {
+    fn parse(s: &str, search: u32) -> Result<Cursor> {
+        let bad = || {
+            ToolError::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "cursor {s:?} is not a nextCursor of this search; pass it back unchanged with the same pattern, path, root, glob and caseSensitive, or search again without cursor"
+                ),
+            )
+        };
+        let mut parts = s.split('.');
+        if parts.next() != Some("g1") {
+            return Err(bad());
+        }
+        let file = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+        let line = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+        let checks = parts
+            .next()
+            .filter(|c| c.len() == 16 && parts.next().is_none())
+            .ok_or_else(bad)?;
+        let found_search = u32::from_str_radix(&checks[..8], 16).map_err(|_| bad())?;
+        let path_check = u32::from_str_radix(&checks[8..], 16).map_err(|_| bad())?;
+        if found_search != search {
+            return Err(bad());
+        }
+        Ok(Cursor {
+            search,
+            file,
+            line,
+            path_check,
+        })
+    }
+}
+
+/// A 32-bit check value for cursors: FNV-1a, stable across builds (not a security measure:
+/// a forged cursor can only resume a search the caller may run anyway).
+fn check(bytes: impl AsRef<[u8]>) -> u32 {
+    bytes.as_ref().iter().fold(0x811c_9dc5_u32, |h, &b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    })
+}

@@ -1,0 +1,289 @@
+//! Key material: refused names and PEM private-key armor (SPEC sections 3 and 8).
+
+use std::ops::Range;
+use std::sync::LazyLock;
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+
+/// How far before a page start the tools look for a BEGIN line, in bytes (128 KiB).
+pub const LOOK_BACK_BYTES: u64 = 128 * 1024;
+
+/// The default deny list of key-material names. A pattern ending in `/` names a directory:
+/// anything under it is key material.
+pub const DEFAULT_DENIED_NAMES: &[&str] = &[
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "id_rsa",
+    "id_dsa",
+    "id_ecdsa",
+    "id_ed25519",
+    ".ssh/",
+    "keys/",
+    "ssh/",
+];
+
+/// An armor line, found anywhere in a line (SPEC section 8): `-----BEGIN ` or `-----END `,
+/// words of letters, digits, spaces, `_` or `-`, `PRIVATE KEY`, an optional ` BLOCK`, `-----`.
+static ARMOR: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
+    regex::bytes::Regex::new(r"-----(BEGIN|END) [A-Za-z0-9 _-]*PRIVATE KEY( BLOCK)?-----")
+        .expect("the armor pattern is a valid regex")
+});
+
+/// The compiled deny list of key-material names, matched case-insensitively.
+#[derive(Clone, Debug)]
+pub struct KeyNames {
+    files: GlobSet,
+    dirs: GlobSet,
+}
+
+impl Default for KeyNames {
+    fn default() -> Self {
+        KeyNames::new(DEFAULT_DENIED_NAMES).expect("the default key-name patterns are valid globs")
+    }
+}
+
+impl KeyNames {
+    /// Compiles `patterns` (globs on one name; a trailing `/` marks a directory name).
+    ///
+    /// # Errors
+    /// The glob that does not parse, with the parser's reason.
+    pub fn new<S: AsRef<str>>(patterns: &[S]) -> Result<Self, globset::Error> {
+        let mut files = GlobSetBuilder::new();
+        let mut dirs = GlobSetBuilder::new();
+        for p in patterns {
+            let p = p.as_ref();
+            let (set, glob) = match p.strip_suffix('/') {
+                Some(dir) => (&mut dirs, dir),
+                None => (&mut files, p),
+            };
+            set.add(
+                GlobBuilder::new(glob)
+                    .case_insensitive(true)
+                    .literal_separator(true)
+                    .build()?,
+            );
+        }
+        Ok(KeyNames {
+            files: files.build()?,
+            dirs: dirs.build()?,
+        })
+    }
+
+    /// True when the path with components `parts` is key material: a directory component
+    /// matches a directory pattern, or the last component matches a file pattern (or, when
+    /// `last_is_dir`, a directory pattern).
+    pub fn is_denied<S: AsRef<str>>(&self, parts: &[S], last_is_dir: bool) -> bool {
+        let Some((last, dirs)) = parts.split_last() else {
+            return false;
+        };
+        dirs.iter().any(|d| self.dirs.is_match(d.as_ref()))
+            || self.files.is_match(last.as_ref())
+            || (last_is_dir && self.dirs.is_match(last.as_ref()))
+    }
+
+    /// True when a directory called `name` is key material (its contents are never read).
+    pub fn is_denied_dir(&self, name: &str) -> bool {
+        self.dirs.is_match(name)
+    }
+
+    /// True when a file called `name` is key material.
+    pub fn is_denied_file(&self, name: &str) -> bool {
+        self.files.is_match(name)
+    }
+}
+
+/// One armor line found in a byte window.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Armor {
+    /// Where the armor text starts and ends, in file offsets.
+    pub span: Range<u64>,
+    /// True for BEGIN, false for END.
+    pub begin: bool,
+}
+
+/// True when `bytes` holds an armor line anywhere.
+pub fn has_armor(bytes: &[u8]) -> bool {
+    memchr::memmem::find(bytes, b"PRIVATE KEY").is_some() && ARMOR.is_match(bytes)
+}
+
+/// Every armor line in `window`, whose first byte is at file offset `window_start`.
+pub fn find_armor(window: &[u8], window_start: u64) -> Vec<Armor> {
+    if memchr::memmem::find(window, b"PRIVATE KEY").is_none() {
+        return Vec::new();
+    }
+    ARMOR
+        .captures_iter(window)
+        .map(|c| {
+            let m = c.get(0).expect("group 0 is the whole match");
+            Armor {
+                span: window_start + m.start() as u64..window_start + m.end() as u64,
+                begin: &c[1] == b"BEGIN",
+            }
+        })
+        .collect()
+}
+
+/// True for a key-body line (SPEC section 8): 16–100 characters of `A–Z a–z 0–9 + / =`,
+/// optionally indented; `line` excludes its `\n` (a trailing `\r` is ignored).
+pub fn is_key_body_line(line: &[u8]) -> bool {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let start = line
+        .iter()
+        .position(|&b| b != b' ' && b != b'\t')
+        .unwrap_or(line.len());
+    let body = &line[start..];
+    (16..=100).contains(&body.len())
+        && body
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'=')
+}
+
+/// The fail-closed rule of SPEC section 3: `look_back` is the bytes just before a page (or
+/// window) start and does not reach the start of the file. True when it holds at least one
+/// whole line and every whole line is a key-body line. The partial lines at its two edges
+/// are not judged.
+pub fn look_back_is_all_key_body(look_back: &[u8]) -> bool {
+    // The first segment starts before the window: partial. The last segment ends at the
+    // page start without a `\n`: partial (empty when the page starts a line).
+    let Some(first_nl) = memchr::memchr(b'\n', look_back) else {
+        return false;
+    };
+    let mut whole_lines = look_back[first_nl + 1..].split(|&b| b == b'\n');
+    // `split` yields the trailing partial segment last; drop it.
+    let mut count = 0;
+    let mut all_body = true;
+    let mut prev: Option<&[u8]> = None;
+    for seg in whole_lines.by_ref() {
+        if let Some(line) = prev.replace(seg) {
+            count += 1;
+            all_body &= is_key_body_line(line);
+        }
+    }
+    count > 0 && all_body
+}
+
+/// What the armor around a range says.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KeyScan {
+    /// An armor line overlaps the range (whole or cut at either edge).
+    pub overlaps: bool,
+    /// The last armor line that begins before the range start is a BEGIN.
+    pub starts_inside: bool,
+    /// The last armor line in the whole window is a BEGIN.
+    pub ends_inside: bool,
+    /// No armor line begins in the look-back (the window before the range), the window
+    /// does not reach the file start, and the look-back is only key-body lines. Armor after
+    /// the range start does not matter: an END line after the start does not clear it.
+    pub fail_closed: bool,
+}
+
+impl KeyScan {
+    /// Scans `window` (file offsets `window_start..`) around `range`, which lies inside it.
+    pub fn scan(window: &[u8], window_start: u64, range: Range<u64>) -> KeyScan {
+        let armor = find_armor(window, window_start);
+        let overlaps = armor
+            .iter()
+            .any(|a| a.span.start < range.end && a.span.end > range.start);
+        let last_before = armor.iter().rfind(|a| a.span.start < range.start);
+        let starts_inside = last_before.is_some_and(|a| a.begin);
+        let ends_inside = armor.last().is_some_and(|a| a.begin);
+        let fail_closed = last_before.is_none() && window_start > 0 && {
+            let look_back_end = (range.start - window_start) as usize;
+            look_back_is_all_key_body(&window[..look_back_end])
+        };
+        KeyScan {
+            overlaps,
+            starts_inside,
+            ends_inside,
+            fail_closed,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn armor_lines() {
+        for yes in [
+            "-----BEGIN RSA PRIVATE KEY-----",
+            "-----BEGIN PRIVATE KEY-----",
+            "-----END EC PRIVATE KEY-----",
+            "-----BEGIN OPENSSH PRIVATE KEY-----",
+            "-----BEGIN ENCRYPTED PRIVATE KEY-----",
+            "-----BEGIN PGP PRIVATE KEY BLOCK-----",
+            "-----BEGIN ML-DSA-65 PRIVATE KEY-----",
+            "TLS_KEY=\"-----BEGIN EC PRIVATE KEY-----",
+        ] {
+            assert!(has_armor(yes.as_bytes()), "{yes}");
+        }
+        for no in [
+            "-----BEGIN CERTIFICATE-----",
+            "-----BEGIN PUBLIC KEY-----",
+            "-----BEGIN RSA PUBLIC KEY-----",
+            "-----begin rsa private key-----",
+            "PRIVATE KEY",
+        ] {
+            assert!(!has_armor(no.as_bytes()), "{no}");
+        }
+    }
+
+    #[test]
+    fn key_names() {
+        let k = KeyNames::default();
+        let denied = |p: &str| k.is_denied(&p.split('/').collect::<Vec<_>>(), false);
+        for yes in [
+            "a.pem",
+            "x/B.KEY",
+            "id_ed25519",
+            "keys/x",
+            ".ssh/config",
+            "a/ssh/b",
+            "c.P12",
+            "d.pfx",
+            "ID_RSA",
+        ] {
+            assert!(denied(yes), "{yes}");
+        }
+        for no in [
+            "id_ed25519.pub",
+            "keys",
+            "monkeys/x",
+            "notes.txt",
+            "a/keyship/b",
+        ] {
+            assert!(!denied(no), "{no}");
+        }
+        assert!(k.is_denied(&["a", "keys"], true));
+    }
+
+    #[test]
+    fn key_body_lines() {
+        assert!(is_key_body_line(b"MIIEvQIBADANBgkqhkiG9w0BAQEFAASC"));
+        assert!(is_key_body_line(b"  MIIEvQIBADANBgkqhkiG9w0BAQEFAASC\r"));
+        assert!(!is_key_body_line(b"short"));
+        assert!(!is_key_body_line(b"this is ordinary text, not base64"));
+        assert!(!is_key_body_line(&[b'A'; 101]));
+    }
+
+    #[test]
+    fn look_back_rule() {
+        let body = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldY\n";
+        assert!(look_back_is_all_key_body(
+            format!("partial{body}{body}par").as_bytes()
+        ));
+        assert!(!look_back_is_all_key_body(
+            format!("partial{body}hello world\n{body}").as_bytes()
+        ));
+        // Only partial lines: nothing to judge.
+        assert!(!look_back_is_all_key_body(
+            b"QUJDREVGR0hJSktMTU5PUFFSU1RVVldY"
+        ));
+        assert!(!look_back_is_all_key_body(
+            b"QUJDREVG\nR0hJSktMTU5PUFFSU1RVVldY"
+        ));
+    }
+}

@@ -1,0 +1,150 @@
+//! `list_dir`: one page of a directory listing (SPEC section 4).
+
+use serde::{Deserialize, Serialize};
+
+use crate::Context;
+use crate::budget::json_len;
+use crate::error::{ErrorKind, Result, ToolError};
+use crate::text::escaped_prefix;
+
+/// Arguments of `list_dir`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ListDirArgs {
+    /// Directory, relative to the root; default the root.
+    pub path: Option<String>,
+    /// Name of the root; default the first.
+    pub root: Option<String>,
+    /// Index of the first entry (default 0), as returned in `nextOffset`.
+    pub offset: Option<u64>,
+}
+
+/// What a directory entry is (the WIT enum `entry-kind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EntryKind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Directory,
+    /// A symbolic link, not followed.
+    Symlink,
+    /// Anything else.
+    Other,
+}
+
+/// One entry (the WIT record `dir-entry`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DirEntry {
+    /// The entry's name (cut when `name_truncated`).
+    pub name: String,
+    /// What it is.
+    pub kind: EntryKind,
+    /// Size in bytes, for files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// `Some(true)` when the name was too long for a page and is cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name_truncated: Option<bool>,
+}
+
+/// One page of a listing (the WIT record `list-dir-page`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListDirPage {
+    /// The directory, relative to the root (`.` for the root).
+    pub path: String,
+    /// Entries in the directory.
+    pub total: u64,
+    /// Index of this page's first entry.
+    pub offset: u64,
+    /// Entries sorted by name (byte order).
+    pub entries: Vec<DirEntry>,
+    /// Index of the next page's first entry; `None` on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<u64>,
+}
+
+/// Lists one page of `args.path`. Names only: key-material names are listed, never refused.
+///
+/// # Errors
+/// Paths outside the root, a file instead of a directory, an `offset` past the number of
+/// entries, a page budget below 320 bytes, and I/O failures.
+pub fn list_dir(ctx: &Context, args: &ListDirArgs) -> Result<ListDirPage> {
+    let root = ctx.roots.pick(args.root.as_deref())?;
+    let target = root.resolve(args.path.as_deref().unwrap_or(""))?;
+    let page = ctx.limits.page_for(&target.shown)?;
+    let shown = &target.shown;
+    let meta = std::fs::metadata(&target.fs_path).map_err(|e| ToolError::io(shown, &e))?;
+    if !meta.is_dir() {
+        return Err(ToolError::new(
+            ErrorKind::WrongKind,
+            format!("{shown} is a file, not a directory; use read_file to read it"),
+        ));
+    }
+
+    // Names and kinds come from the directory itself; sizes are looked up for the page only.
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(&target.fs_path).map_err(|e| ToolError::io(shown, &e))? {
+        let entry = entry.map_err(|e| ToolError::io(shown, &e))?;
+        let kind = match entry.file_type() {
+            Ok(t) if t.is_symlink() => EntryKind::Symlink,
+            Ok(t) if t.is_dir() => EntryKind::Directory,
+            Ok(t) if t.is_file() => EntryKind::File,
+            _ => EntryKind::Other,
+        };
+        names.push((entry.file_name(), kind));
+    }
+    names.sort_unstable_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
+
+    let total = names.len() as u64;
+    let offset = args.offset.unwrap_or(0);
+    if offset > total {
+        return Err(ToolError::new(
+            ErrorKind::InvalidArgument,
+            format!("offset {offset} is past the end of the directory ({total} entries)"),
+        ));
+    }
+    let mut entries = Vec::new();
+    let mut used = 2u64; // `[` and `]`
+    let mut next = total;
+    for (i, (name, kind)) in names.iter().enumerate().skip(offset as usize) {
+        let size = match kind {
+            EntryKind::File => std::fs::symlink_metadata(target.fs_path.join(name))
+                .ok()
+                .map(|m| m.len()),
+            _ => None,
+        };
+        let mut entry = DirEntry {
+            name: name.to_string_lossy().into_owned(),
+            kind: *kind,
+            size,
+            name_truncated: None,
+        };
+        let cost = json_len(&entry) + u64::from(!entries.is_empty());
+        if used + cost > page {
+            if entries.is_empty() {
+                // A name too long for a page on its own: cut it, and move past it.
+                let full = std::mem::take(&mut entry.name);
+                entry.name_truncated = Some(true);
+                let room = page - used - json_len(&entry);
+                entry.name = escaped_prefix(&full, room).to_string();
+                entries.push(entry);
+                next = i as u64 + 1;
+            } else {
+                next = i as u64;
+            }
+            break;
+        }
+        used += cost;
+        entries.push(entry);
+    }
+    Ok(ListDirPage {
+        path: target.shown,
+        total,
+        offset,
+        entries,
+        next_offset: (next < total).then_some(next),
+    })
+}

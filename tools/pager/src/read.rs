@@ -1,0 +1,251 @@
+//! `read_file`: one page of a text file (SPEC section 4).
+
+use std::io::{Read, Seek, SeekFrom};
+
+use serde::{Deserialize, Serialize};
+
+use crate::Context;
+use crate::budget::escaped_char_len;
+use crate::error::{ErrorKind, Result, ToolError};
+use crate::file::TextFile;
+use crate::keys::{KeyScan, LOOK_BACK_BYTES};
+use crate::text::{end_of_char_at, lossy_chars};
+
+/// Bytes read past a page's end so that an armor line the page cuts is still recognised.
+const ARMOR_TAIL_BYTES: u64 = 1024;
+
+/// Arguments of `read_file`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReadFileArgs {
+    /// File to read, relative to the root.
+    pub path: String,
+    /// Name of the root; default the first.
+    pub root: Option<String>,
+    /// First line (1-based, at least 1); with `offset`, the line number `offset` starts.
+    pub start_line: Option<u64>,
+    /// Most lines to return (at least 1); default as many as fit.
+    pub line_count: Option<u64>,
+    /// Byte offset to start at, as returned in `nextOffset`.
+    pub offset: Option<u64>,
+}
+
+/// One page of a text file. Serialises (camelCase, `None` omitted) exactly as the host
+/// shows the WIT record `read-file-page`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadFilePage {
+    /// The file, relative to the root.
+    pub path: String,
+    /// File size in bytes.
+    pub size: u64,
+    /// Byte offset where the page starts.
+    pub offset: u64,
+    /// The page's text.
+    pub content: String,
+    /// First line number of the page, when line numbers are known and the page is not empty.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_line: Option<u64>,
+    /// Last line number of the page, likewise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_line: Option<u64>,
+    /// Byte offset of the next page; `None` at the end of the file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<u64>,
+    /// Line number of the next page, with line numbers, before the end of the file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_line: Option<u64>,
+    /// Lines in the file, with line numbers, at the end of the file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_lines: Option<u64>,
+    /// `Some(true)` when the page ends inside a line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line_truncated: Option<bool>,
+    /// `Some(true)` when the page holds bytes that are not UTF-8.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invalid_utf8: Option<bool>,
+}
+
+/// Where a page stopped, relative to the page start (raw bytes).
+enum Ending {
+    /// At the end of the file.
+    Eof,
+    /// Before a line (whole lines only).
+    BeforeLine(usize),
+    /// Inside the first line, which is longer than a page.
+    InsideLine(usize),
+}
+
+/// Reads one page of `args.path`.
+///
+/// # Errors
+/// Bad arguments, paths outside the root, key material, directories, binary files, an
+/// `offset` past the end, a page budget below 320 bytes, and I/O failures, each as a
+/// [`ToolError`] whose message says what was wrong.
+pub fn read_file(ctx: &Context, args: &ReadFileArgs) -> Result<ReadFilePage> {
+    crate::args::at_least("startLine", args.start_line, 1)?;
+    crate::args::at_least("lineCount", args.line_count, 1)?;
+    let root = ctx.roots.pick(args.root.as_deref())?;
+    let target = root.resolve(&args.path)?;
+    target.refuse_key_names(&ctx.keys, false)?;
+    let page = ctx.limits.page_for(&target.shown)?;
+    let mut file = TextFile::open(&target)?;
+    let size = file.size;
+
+    let line_numbers = args.offset.is_none() || args.start_line.is_some();
+    let first_line = args.start_line.unwrap_or(1);
+    let start = match args.offset {
+        Some(o) if o > size => {
+            return Err(ToolError::new(
+                ErrorKind::InvalidArgument,
+                format!("offset {o} is past the end of the file ({size} bytes)"),
+            ));
+        }
+        Some(o) => {
+            let from = o.saturating_sub(3);
+            let around = file.read_at(from, 7)?;
+            from + end_of_char_at(&around, (o - from) as usize) as u64
+        }
+        None if first_line > 1 => match line_start(&mut file, first_line)? {
+            LineStart::At(pos) => pos,
+            LineStart::PastEnd { total_lines } => {
+                return Ok(ReadFilePage {
+                    path: target.shown,
+                    size,
+                    offset: size,
+                    total_lines: Some(total_lines),
+                    ..ReadFilePage::default()
+                });
+            }
+        },
+        None => 0,
+    };
+
+    // One read: the key look-back, the page, and a little more to judge the page's end.
+    let window_start = start.saturating_sub(LOOK_BACK_BYTES);
+    let want = (start - window_start) + page + 4 + ARMOR_TAIL_BYTES;
+    let window = file.read_at(window_start, want as usize)?;
+    let body = &window[(start - window_start) as usize..];
+
+    let mut content = String::new();
+    let mut escaped = 0u64;
+    let mut pos = 0usize;
+    let mut invalid = false;
+    // State at the start of the current line, to drop a line that does not fit.
+    let (mut line_pos, mut line_len, mut line_invalid) = (0usize, 0usize, false);
+    let mut lines_done = 0u64;
+    let line_limit = args.line_count.unwrap_or(u64::MAX);
+    let mut ending = Ending::Eof;
+    for d in lossy_chars(body) {
+        let cost = escaped_char_len(d.ch);
+        if escaped + cost > page {
+            if lines_done == 0 {
+                ending = Ending::InsideLine(pos);
+            } else {
+                content.truncate(line_len);
+                (pos, invalid) = (line_pos, line_invalid);
+                ending = Ending::BeforeLine(pos);
+            }
+            break;
+        }
+        content.push(d.ch);
+        escaped += cost;
+        pos += d.len;
+        invalid |= d.invalid;
+        if d.ch == '\n' {
+            lines_done += 1;
+            (line_pos, line_len, line_invalid) = (pos, content.len(), invalid);
+            if lines_done == line_limit {
+                ending = Ending::BeforeLine(pos);
+                break;
+            }
+        }
+    }
+    if let Ending::BeforeLine(p) = ending
+        && start + p as u64 == size
+    {
+        ending = Ending::Eof;
+    }
+    if matches!(ending, Ending::Eof) && pos > line_pos {
+        // A final line without `\n` counts as a line at the end of the file.
+        lines_done += 1;
+    }
+
+    let scan = KeyScan::scan(&window, window_start, start..start + pos as u64);
+    if scan.overlaps || scan.starts_inside || scan.fail_closed {
+        let why = if scan.overlaps {
+            "holds a PEM private key in that range"
+        } else if scan.starts_inside {
+            "holds a PEM private key at that position"
+        } else {
+            "may hold a PEM private key at that position (the 128 KiB before it are only key-body lines)"
+        };
+        return Err(ToolError::new(
+            ErrorKind::KeyMaterial,
+            format!("refusing to read key material: {} {why}", target.shown),
+        ));
+    }
+
+    let mut out = ReadFilePage {
+        path: target.shown,
+        size,
+        offset: start,
+        content,
+        invalid_utf8: invalid.then_some(true),
+        ..ReadFilePage::default()
+    };
+    let (next_offset, line_truncated, last_line) = match ending {
+        Ending::Eof => (None, false, first_line + lines_done - 1),
+        Ending::BeforeLine(p) => (Some(start + p as u64), false, first_line + lines_done - 1),
+        Ending::InsideLine(p) => (Some(start + p as u64), true, first_line + lines_done),
+    };
+    out.next_offset = next_offset;
+    out.line_truncated = line_truncated.then_some(true);
+    if line_numbers {
+        if !out.content.is_empty() {
+            out.start_line = Some(first_line);
+            out.end_line = Some(last_line);
+        }
+        match next_offset {
+            None => out.total_lines = Some(last_line),
+            Some(_) if line_truncated => out.next_line = Some(last_line),
+            Some(_) => out.next_line = Some(last_line + 1),
+        }
+    }
+    Ok(out)
+}
+
+/// Where line `line` starts, or the number of lines when the file has fewer.
+enum LineStart {
+    At(u64),
+    PastEnd { total_lines: u64 },
+}
+
+/// Finds the start of line `line` (> 1) by counting `\n` from the start of the file,
+/// streaming in 64 KiB reads.
+fn line_start(file: &mut TextFile, line: u64) -> Result<LineStart> {
+    let newlines_wanted = line - 1;
+    let shown = file.shown().to_string();
+    let f = file.file_mut();
+    f.seek(SeekFrom::Start(0))
+        .map_err(|e| ToolError::io(&shown, &e))?;
+    let mut buf = vec![0u8; 64 * 1024];
+    let (mut seen, mut pos, mut last) = (0u64, 0u64, b'\n');
+    loop {
+        let n = f.read(&mut buf).map_err(|e| ToolError::io(&shown, &e))?;
+        if n == 0 {
+            let partial = u64::from(pos > 0 && last != b'\n');
+            return Ok(LineStart::PastEnd {
+                total_lines: seen + partial,
+            });
+        }
+        for i in memchr::memchr_iter(b'\n', &buf[..n]) {
+            seen += 1;
+            if seen == newlines_wanted {
+                return Ok(LineStart::At(pos + i as u64 + 1));
+            }
+        }
+        pos += n as u64;
+        last = buf[n - 1];
+    }
+}

@@ -1,0 +1,142 @@
+//! `tail_file`: the last lines of a text file (SPEC section 4).
+
+use serde::{Deserialize, Serialize};
+
+use crate::Context;
+use crate::budget::escaped_len;
+use crate::error::{ErrorKind, Result, ToolError};
+use crate::file::TextFile;
+use crate::keys::{KeyScan, LOOK_BACK_BYTES};
+use crate::text::lossy_chars;
+
+/// Lines returned when `lines` is not given.
+pub const DEFAULT_TAIL_LINES: u64 = 200;
+
+/// Most lines returned; larger requests are clamped to it.
+pub const MAX_TAIL_LINES: u64 = 5000;
+
+/// Arguments of `tail_file`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TailFileArgs {
+    /// File to read, relative to the root.
+    pub path: String,
+    /// Name of the root; default the first.
+    pub root: Option<String>,
+    /// Lines wanted from the end (at least 1; default 200; clamped to 5,000).
+    pub lines: Option<u64>,
+}
+
+/// The end of a text file, as the host shows the WIT record `tail-file-page`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TailFilePage {
+    /// The file, relative to the root.
+    pub path: String,
+    /// The last lines that fit, oldest first, without terminators.
+    pub lines: Vec<String>,
+    /// Fewer lines than asked (and than the file has), or the last line was cut.
+    pub truncated: bool,
+}
+
+/// Returns the last lines of `args.path` that fit the page, reading only the end of the
+/// file (the page plus the 128 KiB key look-back), whatever its size.
+///
+/// # Errors
+/// As [`crate::read_file`], and "…ends inside a PEM private key" when the last armor line
+/// before the end of the file is a BEGIN.
+pub fn tail_file(ctx: &Context, args: &TailFileArgs) -> Result<TailFilePage> {
+    crate::args::at_least("lines", args.lines, 1)?;
+    let wanted = args.lines.unwrap_or(DEFAULT_TAIL_LINES).min(MAX_TAIL_LINES) as usize;
+    let root = ctx.roots.pick(args.root.as_deref())?;
+    let target = root.resolve(&args.path)?;
+    target.refuse_key_names(&ctx.keys, false)?;
+    let page = ctx.limits.page_for(&target.shown)?;
+    let mut file = TextFile::open(&target)?;
+    let size = file.size;
+
+    // Every returned line costs at least its raw bytes plus its terminator in JSON, so no
+    // more than `page` raw bytes can fit; a few more show where the oldest line starts.
+    let tail_start = size.saturating_sub(page + 8);
+    let window_start = tail_start.saturating_sub(LOOK_BACK_BYTES);
+    let window = file.read_at(window_start, (size - window_start) as usize)?;
+    let tail = &window[(tail_start - window_start) as usize..];
+
+    let mut lines: Vec<String> = Vec::new();
+    let mut used = 2u64; // `[` and `]`
+    let mut truncated = false;
+    let mut returned_from = size; // file offset where the oldest returned text starts
+    let mut end = tail.len();
+    if tail.last() == Some(&b'\n') {
+        end -= 1;
+    }
+    while !tail.is_empty() {
+        let newline = memchr::memrchr(b'\n', &tail[..end]);
+        let line_start = newline.map_or(0, |i| i + 1);
+        let whole = newline.is_some() || tail_start == 0;
+        let raw = &tail[line_start..end];
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        let text = String::from_utf8_lossy(raw);
+        let cost = escaped_len(&text) + 2 + u64::from(!lines.is_empty());
+        if !whole || used + cost > page {
+            if lines.is_empty() {
+                // One line alone is longer than the page: its tail that fits.
+                let part = escaped_suffix(raw, page - used - 2);
+                returned_from = tail_start + (line_start + raw.len() - part.1) as u64;
+                lines.push(part.0);
+            }
+            truncated = true;
+            break;
+        }
+        lines.push(text.into_owned());
+        used += cost;
+        returned_from = tail_start + line_start as u64;
+        match newline {
+            Some(i) if lines.len() < wanted => end = i,
+            _ => break,
+        }
+    }
+    lines.reverse();
+
+    let scan = KeyScan::scan(&window, window_start, returned_from..size);
+    let refusal = if scan.ends_inside {
+        Some("ends inside a PEM private key")
+    } else if scan.overlaps {
+        Some("holds a PEM private key")
+    } else if scan.fail_closed {
+        Some(
+            "may end inside a PEM private key (the 128 KiB before the returned lines are only key-body lines)",
+        )
+    } else {
+        None
+    };
+    if let Some(why) = refusal {
+        return Err(ToolError::new(
+            ErrorKind::KeyMaterial,
+            format!("refusing to read key material: {} {why}", target.shown),
+        ));
+    }
+    Ok(TailFilePage {
+        path: target.shown,
+        lines,
+        truncated,
+    })
+}
+
+/// The longest suffix of `raw` (decoded lossily) whose escaped size is at most `budget`,
+/// starting on a character boundary, with its raw byte length.
+fn escaped_suffix(raw: &[u8], budget: u64) -> (String, usize) {
+    let chars: Vec<_> = lossy_chars(raw).collect();
+    let (mut used, mut raw_len, mut keep) = (0u64, 0usize, 0usize);
+    for d in chars.iter().rev() {
+        let cost = crate::budget::escaped_char_len(d.ch);
+        if used + cost > budget {
+            break;
+        }
+        used += cost;
+        raw_len += d.len;
+        keep += 1;
+    }
+    let text: String = chars[chars.len() - keep..].iter().map(|d| d.ch).collect();
+    (text, raw_len)
+}

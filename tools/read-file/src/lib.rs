@@ -1,0 +1,34 @@
+//! The built-in `read_file` tool: the `read-file` world of `sluice:tools` as a thin adapter over
+//! [`sluice_pager::read_file`].
+
+#![allow(unsafe_code)] // The generated export glue is unsafe.
+
+mod bindings {
+    #![allow(missing_docs, unreachable_pub)]
+    wit_bindgen::generate!({
+        world: "read-file",
+        path: "../../wit",
+        with: {
+            "sluice:tools/types@0.1.0": sluice_guest::types,
+            "sluice:tools/files@0.1.0": sluice_guest::files,
+            "sluice:tools/budget@0.1.0": sluice_guest::budget,
+            "sluice:tools/key-policy@0.1.0": sluice_guest::key_policy,
+        },
+    });
+}
+
+use sluice_guest::{files, types};
+
+struct Tool;
+
+impl bindings::Guest for Tool {
+    fn read_file(args: files::ReadFileArgs) -> Result<files::ReadFilePage, types::ToolError> {
+        sluice_guest::run(
+            sluice_guest::read_args(args),
+            sluice_pager::read_file,
+            sluice_guest::read_page,
+        )
+    }
+}
+
+bindings::export!(Tool with_types_in bindings);
