@@ -19,7 +19,8 @@ pub(crate) struct TextFile {
 
 impl TextFile {
     /// Opens `target` for a tool that reads text: refuses directories (pointing at
-    /// list_dir) and binary files (naming the size).
+    /// list_dir), other files that are not regular (FIFOs, devices, sockets) and binary
+    /// files (naming the size).
     pub(crate) fn open(target: &Target) -> Result<TextFile> {
         let shown = target.shown.clone();
         let meta = std::fs::metadata(&target.fs_path).map_err(|e| ToolError::io(&shown, &e))?;
@@ -27,6 +28,15 @@ impl TextFile {
             return Err(ToolError::new(
                 ErrorKind::WrongKind,
                 format!("{shown} is a directory, not a file; use list_dir to see what it holds"),
+            ));
+        }
+        if !meta.is_file() {
+            // A FIFO would block the open forever and a device may never end.
+            return Err(ToolError::new(
+                ErrorKind::WrongKind,
+                format!(
+                    "{shown} is not a regular file (a device, FIFO or socket); only regular files can be read"
+                ),
             ));
         }
         let file = File::open(&target.fs_path).map_err(|e| ToolError::io(&shown, &e))?;

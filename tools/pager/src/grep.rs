@@ -102,7 +102,8 @@ pub struct GrepFilesPage {
 /// # Errors
 /// A pattern longer than 1,000 characters or that does not parse (quoting the parser's
 /// reason), `maxResults` below 1, a bad glob or cursor, a missing path, a key-material
-/// path, a page budget below 320 bytes (also when one match's own path cannot fit).
+/// path, a directory a `.gitignore` excludes, a page budget below 320 bytes (also when
+/// one match's own path cannot fit).
 pub fn grep_files(ctx: &Context, args: &GrepFilesArgs) -> Result<GrepFilesPage> {
     let chars = args.pattern.chars().count();
     if chars > MAX_PATTERN_CHARS {
@@ -182,7 +183,13 @@ pub fn grep_files(ctx: &Context, args: &GrepFilesArgs) -> Result<GrepFilesPage> 
         search.walk(root, &target)?;
     } else {
         let rel = target.resolved_parts.join("/");
-        search.visit(0, &rel, &target.fs_path, Visit::File)?;
+        // A FIFO, device or socket given as the path is passed over like one in a walk.
+        let what = if meta.is_file() {
+            Visit::File
+        } else {
+            Visit::Skipped
+        };
+        search.visit(0, &rel, &target.fs_path, what)?;
     }
     let mut out = search.page.out;
     out.count = out.results.len() as u64;
@@ -263,12 +270,17 @@ impl Search<'_> {
         // number, whether or not the glob selects it, so the time budget is honoured even
         // while a glob passes over everything.
         let mut number = 0u64;
+        // The walk reaches the target unless a `.gitignore` (or an unreadable directory)
+        // on the way excludes it; that is said, not answered with an empty page.
+        let mut reached = depth == 0;
         for entry in walk {
             // Unreadable directories are passed over; the walk goes on.
             let Ok(entry) = entry else { continue };
             let Some(kind) = entry.file_type() else {
                 continue;
             };
+            // Only the target and its ancestors pass the filter at this depth or above.
+            reached |= entry.depth() == depth;
             if entry.depth() <= depth || kind.is_dir() {
                 continue;
             }
@@ -286,6 +298,15 @@ impl Search<'_> {
             if self.visit(this, &rel, entry.path(), what)? {
                 break;
             }
+        }
+        if !reached {
+            return Err(ToolError::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "{} is excluded by a .gitignore (or could not be read), and grep_files does not search ignored files; list it with list_dir or read its files with read_file",
+                    target.shown
+                ),
+            ));
         }
         Ok(())
     }
@@ -368,21 +389,26 @@ impl Search<'_> {
     }
 
     /// Reads the file at `path` into `self.buf`; false when it must be skipped: unreadable,
-    /// over 5 MiB, binary (NUL in the first 8 KiB), or holding key armor.
+    /// over 5 MiB, binary (NUL in the first 8 KiB), or holding key armor. A file over 5 MiB
+    /// is not read at all, a binary file no further than its first 8 KiB.
     fn load(&mut self, path: &Path) -> bool {
         self.buf.clear();
-        let Ok(file) = std::fs::File::open(path) else {
+        let Ok(mut file) = std::fs::File::open(path) else {
             return false;
         };
-        if file.metadata().map_or(true, |m| m.len() > MAX_FILE_BYTES) {
+        if file.metadata().is_ok_and(|m| m.len() > MAX_FILE_BYTES) {
             return false;
         }
-        let read = file.take(MAX_FILE_BYTES + 1).read_to_end(&mut self.buf);
-        if read.is_err() || self.buf.len() as u64 > MAX_FILE_BYTES {
+        let sniffed = (&mut file)
+            .take(crate::file::BINARY_SNIFF_BYTES)
+            .read_to_end(&mut self.buf);
+        if sniffed.is_err() || memchr::memchr(0, &self.buf).is_some() {
             return false;
         }
-        let head = &self.buf[..self.buf.len().min(crate::file::BINARY_SNIFF_BYTES as usize)];
-        memchr::memchr(0, head).is_none() && !has_armor(&self.buf)
+        // The size may have grown since the check: never hold more than 5 MiB.
+        let room = MAX_FILE_BYTES + 1 - self.buf.len() as u64;
+        let read = file.take(room).read_to_end(&mut self.buf);
+        read.is_ok() && self.buf.len() as u64 <= MAX_FILE_BYTES && !has_armor(&self.buf)
     }
 }
 
@@ -515,7 +541,9 @@ impl Cursor {
         let line = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
         let checks = parts
             .next()
-            .filter(|c| c.len() == 16 && parts.next().is_none())
+            .filter(|c| {
+                c.len() == 16 && c.bytes().all(|b| b.is_ascii_hexdigit()) && parts.next().is_none()
+            })
             .ok_or_else(bad)?;
         let found_search = u32::from_str_radix(&checks[..8], 16).map_err(|_| bad())?;
         let path_check = u32::from_str_radix(&checks[8..], 16).map_err(|_| bad())?;

@@ -191,7 +191,7 @@ impl KeyScan {
         let ends_inside = armor.last().is_some_and(|a| a.begin);
         let fail_closed = last_before.is_none() && window_start > 0 && {
             let look_back_end = (range.start - window_start) as usize;
-            look_back_is_all_key_body(&window[..look_back_end])
+            look_back_is_all_key_body(window.get(..look_back_end).unwrap_or(window))
         };
         KeyScan {
             overlaps,

@@ -79,9 +79,9 @@ enum Ending {
 /// Reads one page of `args.path`.
 ///
 /// # Errors
-/// Bad arguments, paths outside the root, key material, directories, binary files, an
-/// `offset` past the end, a page budget below 320 bytes, and I/O failures, each as a
-/// [`ToolError`] whose message says what was wrong.
+/// Bad arguments, paths outside the root, key material, directories and other files that
+/// are not regular, binary files, an `offset` past the end, a page budget below 320 bytes,
+/// and I/O failures, each as a [`ToolError`] whose message says what was wrong.
 pub fn read_file(ctx: &Context, args: &ReadFileArgs) -> Result<ReadFilePage> {
     crate::args::at_least("startLine", args.start_line, 1)?;
     crate::args::at_least("lineCount", args.line_count, 1)?;
@@ -124,8 +124,13 @@ pub fn read_file(ctx: &Context, args: &ReadFileArgs) -> Result<ReadFilePage> {
     // One read: the key look-back, the page, and a little more to judge the page's end.
     let window_start = start.saturating_sub(LOOK_BACK_BYTES);
     let want = (start - window_start) + page + 4 + ARMOR_TAIL_BYTES;
+    // Nothing past the size we reported is read, and a file cut short meanwhile (a log
+    // truncated by rotation) reads as ending early rather than failing.
+    let want = want.min(size - window_start);
     let window = file.read_at(window_start, want as usize)?;
-    let body = &window[(start - window_start) as usize..];
+    let body = window
+        .get((start - window_start) as usize..)
+        .unwrap_or_default();
 
     let mut content = String::new();
     let mut escaped = 0u64;
@@ -194,10 +199,16 @@ pub fn read_file(ctx: &Context, args: &ReadFileArgs) -> Result<ReadFilePage> {
         invalid_utf8: invalid.then_some(true),
         ..ReadFilePage::default()
     };
-    let (next_offset, line_truncated, last_line) = match ending {
-        Ending::Eof => (None, false, first_line + lines_done - 1),
-        Ending::BeforeLine(p) => (Some(start + p as u64), false, first_line + lines_done - 1),
-        Ending::InsideLine(p) => (Some(start + p as u64), true, first_line + lines_done),
+    let (next_offset, line_truncated, lines_touched) = match ending {
+        Ending::Eof => (None, false, lines_done),
+        Ending::BeforeLine(p) => (Some(start + p as u64), false, lines_done),
+        Ending::InsideLine(p) => (Some(start + p as u64), true, lines_done + 1),
+    };
+    // The last line the page touches (`startLine - 1` when it touches none). Line numbers
+    // saturate: `startLine` comes from the caller and may be near u64::MAX.
+    let last_line = match lines_touched {
+        0 => first_line - 1,
+        n => first_line.saturating_add(n - 1),
     };
     out.next_offset = next_offset;
     out.line_truncated = line_truncated.then_some(true);
@@ -209,7 +220,7 @@ pub fn read_file(ctx: &Context, args: &ReadFileArgs) -> Result<ReadFilePage> {
         match next_offset {
             None => out.total_lines = Some(last_line),
             Some(_) if line_truncated => out.next_line = Some(last_line),
-            Some(_) => out.next_line = Some(last_line + 1),
+            Some(_) => out.next_line = Some(last_line.saturating_add(1)),
         }
     }
     Ok(out)
@@ -222,13 +233,16 @@ enum LineStart {
 }
 
 /// Finds the start of line `line` (> 1) by counting `\n` from the start of the file,
-/// streaming in 64 KiB reads.
+/// streaming in 64 KiB reads, within the file's size when it was opened (bytes appended
+/// since are not counted).
 fn line_start(file: &mut TextFile, line: u64) -> Result<LineStart> {
     let newlines_wanted = line - 1;
     let shown = file.shown().to_string();
+    let size = file.size;
     let f = file.file_mut();
     f.seek(SeekFrom::Start(0))
         .map_err(|e| ToolError::io(&shown, &e))?;
+    let mut f = f.take(size);
     let mut buf = vec![0u8; 64 * 1024];
     let (mut seen, mut pos, mut last) = (0u64, 0u64, b'\n');
     loop {

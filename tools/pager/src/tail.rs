@@ -60,7 +60,10 @@ pub fn tail_file(ctx: &Context, args: &TailFileArgs) -> Result<TailFilePage> {
     let tail_start = size.saturating_sub(page + 8);
     let window_start = tail_start.saturating_sub(LOOK_BACK_BYTES);
     let window = file.read_at(window_start, (size - window_start) as usize)?;
-    let tail = &window[(tail_start - window_start) as usize..];
+    // A file cut short since it was opened (a log truncated by rotation) reads as empty.
+    let tail = window
+        .get((tail_start - window_start) as usize..)
+        .unwrap_or_default();
 
     let mut lines: Vec<String> = Vec::new();
     let mut used = 2u64; // `[` and `]`
