@@ -104,6 +104,10 @@ pub fn schema_of(ty: &Type) -> Result<Value, Unsupported> {
         Type::ErrorContext => return Err(Unsupported("an error-context")),
         Type::Map(_) => return Err(Unsupported("a map")),
         Type::FixedLengthList(_) => return Err(Unsupported("a fixed-length list")),
+        // 64-bit bounds are left out: they say nothing a model needs and JSON numbers
+        // cannot hold them exactly.
+        Type::U64 => json!({"type": "integer", "minimum": 0}),
+        Type::S64 => json!({"type": "integer"}),
         int => {
             let (min, max) = integer_bounds(int).ok_or(Unsupported("an unknown type"))?;
             json!({"type": "integer", "minimum": min, "maximum": max})

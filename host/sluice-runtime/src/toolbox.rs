@@ -66,6 +66,7 @@ pub struct ComponentSpec {
 
 /// What a model is told about a tool.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ToolInfo {
     /// The tool's name, `[a-zA-Z0-9_-]{1,64}`.
     pub name: String,
