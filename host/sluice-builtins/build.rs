@@ -29,7 +29,10 @@ fn main() {
     let built = match std::env::var_os("SLUICE_GUEST_WASM_DIR") {
         Some(dir) => {
             let dir = PathBuf::from(dir);
-            TOOLS.iter().map(|(tool, _)| dir.join(format!("{tool}.wasm"))).collect::<Vec<_>>()
+            TOOLS
+                .iter()
+                .map(|(tool, _)| dir.join(format!("{tool}.wasm")))
+                .collect::<Vec<_>>()
         }
         None => build_guests(&workspace),
     };
@@ -38,11 +41,19 @@ fn main() {
     for ((tool, _), path) in TOOLS.iter().zip(&built) {
         let dest = out_dir.join(format!("{tool}.wasm"));
         if let Err(e) = std::fs::copy(path, &dest) {
-            panic!("failed to copy the {tool} component from {}: {e}", path.display());
+            panic!(
+                "failed to copy the {tool} component from {}: {e}",
+                path.display()
+            );
         }
-        consts.push_str(&format!("    ({tool:?}, include_bytes!({:?})),\n", dest.display().to_string()));
+        consts.push_str(&format!(
+            "    ({tool:?}, include_bytes!({:?})),\n",
+            dest.display().to_string()
+        ));
     }
-    let generated = format!("/// (tool name, component bytes) of every built-in tool.\npub static BUILTINS: &[(&str, &[u8])] = &[\n{consts}];\n");
+    let generated = format!(
+        "/// (tool name, component bytes) of every built-in tool.\npub static BUILTINS: &[(&str, &[u8])] = &[\n{consts}];\n"
+    );
     std::fs::write(out_dir.join("builtins.rs"), generated).expect("OUT_DIR is writable");
 }
 
@@ -52,7 +63,14 @@ fn build_guests(workspace: &Path) -> Vec<PathBuf> {
     let target_dir = workspace.join("target").join("guests");
     let mut cmd = Command::new(cargo);
     cmd.current_dir(workspace)
-        .args(["build", "--locked", "--profile", "guest", "--target", "wasm32-wasip2"])
+        .args([
+            "build",
+            "--locked",
+            "--profile",
+            "guest",
+            "--target",
+            "wasm32-wasip2",
+        ])
         .arg("--target-dir")
         .arg(&target_dir);
     for (_, package) in TOOLS {
@@ -73,7 +91,9 @@ fn build_guests(workspace: &Path) -> Vec<PathBuf> {
     ] {
         cmd.env_remove(var);
     }
-    let output = cmd.output().unwrap_or_else(|e| panic!("failed to run cargo for the guest tools: {e}"));
+    let output = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("failed to run cargo for the guest tools: {e}"));
     if !output.status.success() {
         panic!(
             "building the guest tools for wasm32-wasip2 failed ({}).\n\

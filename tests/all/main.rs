@@ -2,11 +2,27 @@
 //!
 //! Every module builds its inputs in a temporary root, calls tools through
 //! `sluice_runtime::Toolbox` exactly as a session does, and asserts the observation.
+//! Row and case names (R1, T3, C10, …) refer to `/work/shared/cases/reference.md` and
+//! `/work/shared/cases/README.md`.
+
+mod bad_input; // Wrong types, bounds, unknown and missing arguments, bad JSON, unknown tools.
+mod cap; // Every observation within the cap: pages of tricky text tile files under several caps.
+mod cases; // Cases C1–C4 and C7–C13 from real bug reports, at CAP 8192.
+mod equivalence; // The component's JSON equals sluice_pager's native serde, byte for byte.
+mod grep_files; // Rows G1–G4, grep paging, the walk's skip rules.
+mod keys; // Rows K1–K3 and the key-material look-back rules.
+mod list_dir; // Row L1, entry kinds, list paging and name cutting.
+mod read_file; // Rows R1–R9: read_file pages, cursors and the page budget.
+mod sandbox; // Escapes from the root (`..`, absolute, symlinks) and named roots.
+mod tail_file; // Rows T1–T5: tail_file windows.
 
 use std::path::Path;
 
 use serde_json::json;
 use sluice_tests::Sandbox;
+
+/// CAP of the cases in `cases/README.md`.
+const CASE_CAP: u32 = 8192;
 
 /// The compiled-component cache shared by every test process.
 fn cache() -> &'static Path {

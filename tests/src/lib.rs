@@ -7,7 +7,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::Value;
-use sluice_runtime::{ComponentSpec, EngineOptions, Observation, Source, ToolEngine, ToolPolicy, Toolbox};
+use sluice_runtime::{
+    ComponentSpec, EngineOptions, Observation, Source, ToolEngine, ToolPolicy, Toolbox,
+};
 
 /// The built-in tools.
 pub const BUILTIN_TOOLS: [&str; 4] = ["read_file", "tail_file", "grep_files", "list_dir"];
@@ -47,8 +49,12 @@ impl Sandbox {
     }
 
     /// A sandbox whose policy `adjust` may change (timeout, memory, more roots).
-    pub fn with_policy(cache_dir: &Path, cap: u32, adjust: impl FnOnce(&mut ToolPolicy)) -> Sandbox {
-        let dir = tempfile::tempdir().expect("a temporary directory");
+    pub fn with_policy(
+        cache_dir: &Path,
+        cap: u32,
+        adjust: impl FnOnce(&mut ToolPolicy),
+    ) -> Sandbox {
+        let dir = temp_dir();
         let root = dir.path().join("root");
         std::fs::create_dir(&root).expect("the root directory");
         let mut policy = ToolPolicy::read_only([("root".to_string(), root)]);
@@ -88,6 +94,30 @@ impl Sandbox {
         path
     }
 
+    /// Makes the directory `rel` (and its parents) under the root.
+    pub fn mkdir(&self, rel: &str) -> PathBuf {
+        let path = self.root().join(rel);
+        std::fs::create_dir_all(&path).expect("a test directory");
+        path
+    }
+
+    /// Creates a symlink at `rel` under the root pointing at `target`, taken literally
+    /// (relative targets resolve from the link's directory).
+    #[cfg(unix)]
+    pub fn symlink(&self, target: impl AsRef<Path>, rel: &str) -> PathBuf {
+        let path = self.root().join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("parent directories");
+        }
+        std::os::unix::fs::symlink(target, &path).expect("a test symlink");
+        path
+    }
+
+    /// A path beside the root (inside the sandbox's temporary directory, outside the root).
+    pub fn outside(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
     /// Calls `tool` with `args` (JSON) and returns the observation.
     pub fn call(&self, tool: &str, args: &Value) -> Observation {
         self.call_raw(tool, &args.to_string())
@@ -95,14 +125,111 @@ impl Sandbox {
 
     /// Calls `tool` with the raw argument text `args`.
     pub fn call_raw(&self, tool: &str, args: &str) -> Observation {
-        self.runtime.block_on(self.toolbox.call(tool, args, self.cap))
+        self.runtime
+            .block_on(self.toolbox.call(tool, args, self.cap))
+    }
+
+    /// Calls `tool` and checks the observation is within the cap; returns it as is.
+    pub fn checked(&self, tool: &str, args: &Value) -> Observation {
+        let obs = self.call(tool, args);
+        assert!(
+            obs.text.len() <= self.cap as usize,
+            "{tool} {args}: observation of {} bytes over the cap {}",
+            obs.text.len(),
+            self.cap
+        );
+        obs
+    }
+
+    /// Follows `read_file` from `args` to the end of the file: passes each page's
+    /// `nextOffset` back as `offset` (and `nextLine` as `startLine` when given), checks that
+    /// each page starts where the previous one said, and returns the pages (each
+    /// [`Sandbox::ok`]-checked). Fails after `max_pages` pages.
+    pub fn read_pages(&self, args: &Value, max_pages: usize) -> Vec<Value> {
+        self.follow(
+            "read_file",
+            args,
+            "nextOffset",
+            "offset",
+            max_pages,
+            |page, args| {
+                if let Some(line) = page.get("nextLine") {
+                    args["startLine"] = line.clone();
+                }
+            },
+        )
+    }
+
+    /// Follows `list_dir`'s `nextOffset` from `args` to the last page.
+    pub fn list_pages(&self, args: &Value, max_pages: usize) -> Vec<Value> {
+        self.follow(
+            "list_dir",
+            args,
+            "nextOffset",
+            "offset",
+            max_pages,
+            |_, _| {},
+        )
+    }
+
+    /// Follows `grep_files`' `nextCursor` from `args` to the last page.
+    pub fn grep_pages(&self, args: &Value, max_pages: usize) -> Vec<Value> {
+        self.follow(
+            "grep_files",
+            args,
+            "nextCursor",
+            "cursor",
+            max_pages,
+            |_, _| {},
+        )
+    }
+
+    fn follow(
+        &self,
+        tool: &str,
+        args: &Value,
+        next: &str,
+        arg: &str,
+        max_pages: usize,
+        more: impl Fn(&Value, &mut Value),
+    ) -> Vec<Value> {
+        let mut args = args.clone();
+        let mut pages = Vec::new();
+        loop {
+            assert!(
+                pages.len() < max_pages,
+                "{tool}: more than {max_pages} pages"
+            );
+            let page = self.ok(tool, &args);
+            if arg == "offset" && !pages.is_empty() {
+                assert_eq!(
+                    page["offset"], args["offset"],
+                    "{tool}: the page starts where the cursor said"
+                );
+            }
+            let cursor = page.get(next).cloned();
+            pages.push(page);
+            let Some(cursor) = cursor else { return pages };
+            assert_ne!(
+                args.get(arg),
+                Some(&cursor),
+                "{tool}: the cursor did not move"
+            );
+            args[arg] = cursor;
+            more(pages.last().expect("a page"), &mut args);
+        }
     }
 
     /// Calls `tool`, checks the observation is within the cap and not cut, and returns it
     /// parsed.
     pub fn call_json(&self, tool: &str, args: &Value) -> Value {
         let obs = self.call(tool, args);
-        assert!(obs.text.len() <= self.cap as usize, "observation of {} bytes over the cap {}", obs.text.len(), self.cap);
+        assert!(
+            obs.text.len() <= self.cap as usize,
+            "observation of {} bytes over the cap {}",
+            obs.text.len(),
+            self.cap
+        );
         assert!(!obs.truncated, "the cap cut the observation: {}", obs.text);
         serde_json::from_str(&obs.text).expect("an uncut observation is JSON")
     }
@@ -129,6 +256,50 @@ impl Sandbox {
 /// `num(n)`: lines `line ` + a 14-digit zero-padded number + `\n`, for 1..=n (20 bytes each).
 pub fn num(n: usize) -> String {
     (1..=n).map(|i| format!("line {i:014}\n")).collect()
+}
+
+/// The escaped size of `s` (SPEC terms): its length as a JSON string literal without the
+/// quotes.
+pub fn escaped_len(s: &str) -> usize {
+    Value::from(s).to_string().len() - 2
+}
+
+/// The compact JSON length of `v`, in bytes.
+pub fn json_len(v: &Value) -> usize {
+    v.to_string().len()
+}
+
+/// Line `i` of the fixed, fake key body: 64 characters of the base64 alphabet. Never a real
+/// key: the same text for every test run.
+pub fn fake_body_line(i: usize) -> String {
+    format!("RkFLRS1LRVktTk9ULUEtUkVBTC1LRVktZm9yLXNsdWljZS10ZXN0cy1vbmx5{i:04}")
+}
+
+/// A fake PEM private key: `-----BEGIN <kind>PRIVATE KEY-----`, `body_lines` lines of
+/// [`fake_body_line`], the END line; each line ends with `\n`. `kind` is `""` (PKCS#8) or
+/// a word followed by a space (`"EC "`, `"OPENSSH "`).
+pub fn fake_pem(kind: &str, body_lines: usize) -> String {
+    let mut s = format!("-----BEGIN {kind}PRIVATE KEY-----\n");
+    for i in 0..body_lines {
+        s.push_str(&fake_body_line(i));
+        s.push('\n');
+    }
+    s.push_str(&format!("-----END {kind}PRIVATE KEY-----\n"));
+    s
+}
+
+/// A temporary directory, on tmpfs (`/dev/shm`) when there is one: some cases build trees
+/// of 20,000–30,000 files, and a slow disk would dominate the run time.
+fn temp_dir() -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir()
+        && let Ok(dir) = tempfile::Builder::new()
+            .prefix("sluice-tests-")
+            .tempdir_in(shm)
+    {
+        return dir;
+    }
+    tempfile::tempdir().expect("a temporary directory")
 }
 
 /// How long a test may wait for something that should take milliseconds.

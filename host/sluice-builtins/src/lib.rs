@@ -16,5 +16,8 @@ pub const WIT: &str = include_str!("../../../wit/sluice-tools.wit");
 
 /// The component bytes of the built-in tool `name`, if there is one.
 pub fn component(name: &str) -> Option<&'static [u8]> {
-    BUILTINS.iter().find(|(n, _)| *n == name).map(|(_, wasm)| *wasm)
+    BUILTINS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, wasm)| *wasm)
 }

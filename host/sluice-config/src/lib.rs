@@ -130,7 +130,11 @@ impl Config {
     ///
     /// # Errors
     /// [`ConfigError`] naming what is wrong; see the module docs.
-    pub fn resolve(file: Option<&Path>, env: &dyn Fn(&str) -> Option<String>, overrides: &Overrides) -> Result<Config, ConfigError> {
+    pub fn resolve(
+        file: Option<&Path>,
+        env: &dyn Fn(&str) -> Option<String>,
+        overrides: &Overrides,
+    ) -> Result<Config, ConfigError> {
         let parsed = match file {
             Some(path) => {
                 let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
@@ -192,7 +196,9 @@ impl Config {
             }
         }
         Ok(Config {
-            agent: AgentConfig { max_tool_result_bytes },
+            agent: AgentConfig {
+                max_tool_result_bytes,
+            },
             roots,
         })
     }
@@ -207,7 +213,9 @@ fn cap_value(key: &str, text: &str, source: &str) -> Result<u32, ConfigError> {
         .ok_or_else(|| ConfigError::Value {
             key: key.to_string(),
             value: text.to_string(),
-            allowed: format!("an integer from {MIN_MAX_RESULT_BYTES} to {MAX_MAX_RESULT_BYTES} (bytes)"),
+            allowed: format!(
+                "an integer from {MIN_MAX_RESULT_BYTES} to {MAX_MAX_RESULT_BYTES} (bytes)"
+            ),
             origin: source.to_string(),
         })
 }
@@ -243,9 +251,13 @@ fn root(name: &str, dir: &Path, shown: &str) -> Result<RootConfig, ConfigError> 
         reason,
     };
     if !valid_name(name) {
-        return Err(fail("a root name is 1 to 64 characters of letters, digits, `_`, `-` and `.`".into()));
+        return Err(fail(
+            "a root name is 1 to 64 characters of letters, digits, `_`, `-` and `.`".into(),
+        ));
     }
-    let dir = dir.canonicalize().map_err(|e| fail(format!("cannot be opened: {e}")))?;
+    let dir = dir
+        .canonicalize()
+        .map_err(|e| fail(format!("cannot be opened: {e}")))?;
     if !dir.is_dir() {
         return Err(fail("is not a directory".into()));
     }
@@ -259,7 +271,9 @@ fn valid_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && name != "."
         && name != ".."
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
 }
 
 #[cfg(test)]
@@ -280,12 +294,17 @@ mod tests {
     #[test]
     fn cap_bounds() {
         assert_eq!(with_cap("1024").unwrap().agent.max_tool_result_bytes, 1024);
-        assert_eq!(with_cap("1048576").unwrap().agent.max_tool_result_bytes, 1_048_576);
+        assert_eq!(
+            with_cap("1048576").unwrap().agent.max_tool_result_bytes,
+            1_048_576
+        );
         for bad in ["1023", "1048577", "1.5", "x", "-1", ""] {
             let e = with_cap(bad).unwrap_err().to_string();
             assert_eq!(
                 e,
-                format!("agent.max_tool_result_bytes must be an integer from 1024 to 1048576 (bytes); got {bad} (from --max-tool-result-bytes)")
+                format!(
+                    "agent.max_tool_result_bytes must be an integer from 1024 to 1048576 (bytes); got {bad} (from --max-tool-result-bytes)"
+                )
             );
         }
     }
@@ -302,7 +321,10 @@ mod tests {
         };
         let none = Overrides::default();
         let cap = |f: Option<&Path>, env: &dyn Fn(&str) -> Option<String>, o: &Overrides| {
-            Config::resolve(f, env, o).unwrap().agent.max_tool_result_bytes
+            Config::resolve(f, env, o)
+                .unwrap()
+                .agent
+                .max_tool_result_bytes
         };
         assert_eq!(cap(Some(&file), &env_set, &flag), 8192);
         assert_eq!(cap(Some(&file), &env_set, &none), 2048);
@@ -327,7 +349,10 @@ mod tests {
         }
         std::fs::write(&file, "[agent]\nmax_tool_result = 5\n").unwrap();
         let e = Config::resolve(Some(&file), &|_| None, &Overrides::default()).unwrap_err();
-        assert!(e.to_string().contains("unknown field `max_tool_result`"), "{e}");
+        assert!(
+            e.to_string().contains("unknown field `max_tool_result`"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -336,7 +361,10 @@ mod tests {
         let sub = dir.path().join("logs");
         std::fs::create_dir(&sub).unwrap();
         let o = Overrides {
-            roots: vec![sub.display().to_string(), format!("src={}", dir.path().display())],
+            roots: vec![
+                sub.display().to_string(),
+                format!("src={}", dir.path().display()),
+            ],
             ..Overrides::default()
         };
         let c = Config::resolve(None, &|_| None, &o).unwrap();
@@ -346,13 +374,23 @@ mod tests {
             roots: vec![format!("x={}/nope", dir.path().display())],
             ..Overrides::default()
         };
-        let e = Config::resolve(None, &|_| None, &missing).unwrap_err().to_string();
+        let e = Config::resolve(None, &|_| None, &missing)
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("root \"x\" ("), "{e}");
         assert!(e.contains("cannot be opened"), "{e}");
         let dup = Overrides {
-            roots: vec![format!("a={}", dir.path().display()), format!("a={}", sub.display())],
+            roots: vec![
+                format!("a={}", dir.path().display()),
+                format!("a={}", sub.display()),
+            ],
             ..Overrides::default()
         };
-        assert!(Config::resolve(None, &|_| None, &dup).unwrap_err().to_string().contains("two roots have this name"));
+        assert!(
+            Config::resolve(None, &|_| None, &dup)
+                .unwrap_err()
+                .to_string()
+                .contains("two roots have this name")
+        );
     }
 }

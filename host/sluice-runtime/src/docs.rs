@@ -40,7 +40,9 @@ impl ComponentDocs {
     /// comments (most toolchains strip them) gives empty docs, not an error.
     pub fn from_component(wasm: &[u8]) -> Self {
         match wit_parser::decoding::decode(wasm) {
-            Ok(wit_parser::decoding::DecodedWasm::Component(resolve, world)) => Self::from_world(&resolve, world),
+            Ok(wit_parser::decoding::DecodedWasm::Component(resolve, world)) => {
+                Self::from_world(&resolve, world)
+            }
             _ => Self::default(),
         }
     }
@@ -51,8 +53,12 @@ impl ComponentDocs {
     /// The parser's message when `wit` does not parse or has no such world.
     pub fn from_wit(wit: &str, world: &str) -> Result<Self, String> {
         let mut resolve = Resolve::default();
-        let package = resolve.push_str("sluice-tools.wit", wit).map_err(|e| format!("{e:#}"))?;
-        let world = resolve.select_world(&[package], Some(world)).map_err(|e| format!("{e:#}"))?;
+        let package = resolve
+            .push_str("sluice-tools.wit", wit)
+            .map_err(|e| format!("{e:#}"))?;
+        let world = resolve
+            .select_world(&[package], Some(world))
+            .map_err(|e| format!("{e:#}"))?;
         Ok(Self::from_world(&resolve, world))
     }
 
@@ -95,7 +101,8 @@ fn func_docs(resolve: &Resolve, f: &wit_parser::Function) -> FuncDocs {
         }
     }
     for param in &f.params {
-        args.entry(param.name.clone()).or_insert_with(ArgDocs::default);
+        args.entry(param.name.clone())
+            .or_insert_with(ArgDocs::default);
     }
     FuncDocs {
         description: text(&f.docs),
@@ -120,9 +127,15 @@ fn arg_docs(docs: &Docs) -> ArgDocs {
     let mut lines = Vec::new();
     for line in docs.contents.as_deref().unwrap_or("").lines() {
         let trimmed = line.trim();
-        if let Some(n) = trimmed.strip_prefix("@minimum ").and_then(|n| n.trim().parse().ok()) {
+        if let Some(n) = trimmed
+            .strip_prefix("@minimum ")
+            .and_then(|n| n.trim().parse().ok())
+        {
             out.minimum = Some(n);
-        } else if let Some(n) = trimmed.strip_prefix("@maximum ").and_then(|n| n.trim().parse().ok()) {
+        } else if let Some(n) = trimmed
+            .strip_prefix("@maximum ")
+            .and_then(|n| n.trim().parse().ok())
+        {
             out.maximum = Some(n);
         } else {
             lines.push(trimmed);
@@ -154,12 +167,19 @@ mod tests {
     fn builtin_docs_and_bounds() {
         let docs = ComponentDocs::from_wit(sluice_builtins::WIT, "read-file").unwrap();
         let f = docs.func("read-file").unwrap();
-        assert!(f.description.as_deref().unwrap().starts_with("Read a text file one page at a time."));
+        assert!(
+            f.description
+                .as_deref()
+                .unwrap()
+                .starts_with("Read a text file one page at a time.")
+        );
         let start = &f.args["start-line"];
         assert_eq!(start.minimum, Some(1));
         assert_eq!(
             start.description.as_deref(),
-            Some("First line to return (1-based). Default 1. With `offset`, the line number that `offset` starts (pass back `nextLine` and `nextOffset` together).")
+            Some(
+                "First line to return (1-based). Default 1. With `offset`, the line number that `offset` starts (pass back `nextLine` and `nextOffset` together)."
+            )
         );
         assert_eq!(f.args["offset"].minimum, Some(0));
         assert_eq!(f.args["path"].minimum, None);

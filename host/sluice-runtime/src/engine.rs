@@ -79,8 +79,9 @@ impl ToolEngine {
             Some(engine) => engine,
             None => Engine::new(&config(false)).map_err(|e| RuntimeError::Engine(e.to_string()))?,
         };
-        let ticker = Ticker::start(engine.clone())
-            .map_err(|e| RuntimeError::Engine(format!("could not start the epoch ticker thread: {e}")))?;
+        let ticker = Ticker::start(engine.clone()).map_err(|e| {
+            RuntimeError::Engine(format!("could not start the epoch ticker thread: {e}"))
+        })?;
         Ok(ToolEngine {
             engine,
             cache_dir: options.cache_dir,
@@ -105,7 +106,10 @@ impl ToolEngine {
     /// # Errors
     /// [`RuntimeError::Load`] when the bytes are not a valid component.
     pub fn compile(&self, what: &str, wasm: &[u8]) -> Result<Component, RuntimeError> {
-        let cached = self.cache_dir.as_deref().map(|dir| self.cache_path(dir, wasm));
+        let cached = self
+            .cache_dir
+            .as_deref()
+            .map(|dir| self.cache_path(dir, wasm));
         if let Some(path) = &cached
             && path.exists()
         {
@@ -115,17 +119,19 @@ impl ToolEngine {
             #[allow(unsafe_code)]
             match unsafe { Component::deserialize_file(&self.engine, path) } {
                 Ok(component) => return Ok(component),
-                Err(e) => tracing::warn!(path = %path.display(), error = %e, "ignoring a bad cached component"),
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), error = %e, "ignoring a bad cached component")
+                }
             }
         }
         let component = Component::new(&self.engine, wasm).map_err(|e| RuntimeError::Load {
             what: what.to_string(),
             reason: format!("{e:#}"),
         })?;
-        if let Some(path) = &cached {
-            if let Err(e) = store_atomically(path, &component) {
-                tracing::warn!(path = %path.display(), error = %e, "could not cache a compiled component");
-            }
+        if let Some(path) = &cached
+            && let Err(e) = store_atomically(path, &component)
+        {
+            tracing::warn!(path = %path.display(), error = %e, "could not cache a compiled component");
         }
         Ok(component)
     }
@@ -133,7 +139,9 @@ impl ToolEngine {
     /// `<cache>/<sha256 of the component>-<engine compatibility hash>.cwasm`.
     fn cache_path(&self, dir: &Path, wasm: &[u8]) -> PathBuf {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        self.engine.precompile_compatibility_hash().hash(&mut hasher);
+        self.engine
+            .precompile_compatibility_hash()
+            .hash(&mut hasher);
         let digest = Sha256::digest(wasm);
         let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
         dir.join(format!("{hex}-{:016x}.cwasm", hasher.finish()))
@@ -143,7 +151,9 @@ impl ToolEngine {
 /// Writes the compiled `component` to `path` through a temporary file and a rename, so a
 /// reader never sees half a file.
 fn store_atomically(path: &Path, component: &Component) -> std::io::Result<()> {
-    let bytes = component.serialize().map_err(|e| std::io::Error::other(e.to_string()))?;
+    let bytes = component
+        .serialize()
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
@@ -184,12 +194,14 @@ impl Ticker {
     fn start(engine: Engine) -> std::io::Result<Ticker> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
-        std::thread::Builder::new().name("sluice-epoch".into()).spawn(move || {
-            while !flag.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(EPOCH_TICK_MS));
-                engine.increment_epoch();
-            }
-        })?;
+        std::thread::Builder::new()
+            .name("sluice-epoch".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(EPOCH_TICK_MS));
+                    engine.increment_epoch();
+                }
+            })?;
         Ok(Ticker { stop })
     }
 }

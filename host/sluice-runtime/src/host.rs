@@ -41,7 +41,11 @@ pub(crate) struct CallBudget {
 
 impl CallBudget {
     /// The budget of a call with cap `max_result_bytes` and timeout `timeout` starting now.
-    pub(crate) fn new(max_result_bytes: u32, timeout: Duration, key_names: Arc<Vec<String>>) -> Self {
+    pub(crate) fn new(
+        max_result_bytes: u32,
+        timeout: Duration,
+        key_names: Arc<Vec<String>>,
+    ) -> Self {
         CallBudget {
             max_result_bytes,
             search_until: Instant::now() + timeout.mul_f64(SEARCH_SHARE_OF_TIMEOUT),
@@ -77,7 +81,12 @@ impl MemoryLimiter {
 const MAX_TABLE_ELEMENTS: usize = 1 << 20;
 
 impl ResourceLimiter for MemoryLimiter {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         if desired > self.limit_bytes {
             self.refused = Some(desired);
             // Trap rather than return -1: the guest stops here, and the error names the limit.
@@ -89,7 +98,12 @@ impl ResourceLimiter for MemoryLimiter {
         Ok(true)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         Ok(desired <= MAX_TABLE_ELEMENTS)
     }
 }
@@ -101,20 +115,34 @@ impl ResourceLimiter for MemoryLimiter {
 pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
     let mut budget = linker.instance("sluice:tools/budget@0.1.0")?;
-    budget.func_wrap("max-result-bytes", |store: StoreContextMut<'_, CallState>, (): ()| {
-        Ok((store.data().budget.max_result_bytes,))
-    })?;
-    budget.func_wrap("page-bytes", |store: StoreContextMut<'_, CallState>, (path,): (String,)| {
-        let cap = store.data().budget.max_result_bytes;
-        Ok((sluice_pager::budget::page_bytes(cap, &path).map_or(0, |p| p as u32),))
-    })?;
-    budget.func_wrap("time-budget-ms", |store: StoreContextMut<'_, CallState>, (): ()| {
-        let left = store.data().budget.search_until.saturating_duration_since(Instant::now());
-        Ok((u32::try_from(left.as_millis()).unwrap_or(u32::MAX),))
-    })?;
+    budget.func_wrap(
+        "max-result-bytes",
+        |store: StoreContextMut<'_, CallState>, (): ()| Ok((store.data().budget.max_result_bytes,)),
+    )?;
+    budget.func_wrap(
+        "page-bytes",
+        |store: StoreContextMut<'_, CallState>, (path,): (String,)| {
+            let cap = store.data().budget.max_result_bytes;
+            Ok((sluice_pager::budget::page_bytes(cap, &path).map_or(0, |p| p as u32),))
+        },
+    )?;
+    budget.func_wrap(
+        "time-budget-ms",
+        |store: StoreContextMut<'_, CallState>, (): ()| {
+            let left = store
+                .data()
+                .budget
+                .search_until
+                .saturating_duration_since(Instant::now());
+            Ok((u32::try_from(left.as_millis()).unwrap_or(u32::MAX),))
+        },
+    )?;
     let mut keys = linker.instance("sluice:tools/key-policy@0.1.0")?;
-    keys.func_wrap("denied-names", |store: StoreContextMut<'_, CallState>, (): ()| {
-        Ok((store.data().budget.key_names.as_ref().clone(),))
-    })?;
+    keys.func_wrap(
+        "denied-names",
+        |store: StoreContextMut<'_, CallState>, (): ()| {
+            Ok((store.data().budget.key_names.as_ref().clone(),))
+        },
+    )?;
     Ok(())
 }

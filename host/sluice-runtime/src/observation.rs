@@ -71,7 +71,10 @@ impl Observation {
     /// `{"ok":false,"error":"unknown_tool","name":<name as asked>}`.
     pub fn unknown_tool(name: &str) -> Draft {
         Draft {
-            text: format!("{{\"ok\":false,\"error\":\"unknown_tool\",\"name\":{}}}", Value::from(name)),
+            text: format!(
+                "{{\"ok\":false,\"error\":\"unknown_tool\",\"name\":{}}}",
+                Value::from(name)
+            ),
             status: CallStatus::UnknownTool,
             paged: false,
         }
@@ -95,7 +98,11 @@ impl Draft {
     /// Applies the key-material scan, then the cap of `cap` bytes with `hint` in the marker:
     /// the only way to make an [`Observation`].
     pub fn finish(self, tool: &str, cap: usize, hint: &str) -> Observation {
-        let Draft { text, status, paged } = if sluice_pager::keys::has_armor(self.text.as_bytes()) {
+        let Draft {
+            text,
+            status,
+            paged,
+        } = if sluice_pager::keys::has_armor(self.text.as_bytes()) {
             let refusal = format!(
                 "refusing to return key material: the result of {tool} holds a PEM private key"
             );
@@ -129,7 +136,10 @@ pub fn cap_text(text: String, cap: usize, hint: &str) -> String {
     if text.len() <= cap {
         return text;
     }
-    let marker = format!("{TRUNCATION_MARKER_START}{} bytes. Ask for less: {hint}]", text.len());
+    let marker = format!(
+        "{TRUNCATION_MARKER_START}{} bytes. Ask for less: {hint}]",
+        text.len()
+    );
     let room = cap.saturating_sub(marker.len());
     let mut cut = room.min(text.len());
     while !text.is_char_boundary(cut) {
@@ -156,7 +166,10 @@ mod tests {
             Observation::error("bad \"x\"", Some("invalid-argument")).text(),
             r#"{"ok":false,"error":"bad \"x\"","kind":"invalid-argument"}"#
         );
-        assert_eq!(Observation::error("e", None).text(), r#"{"ok":false,"error":"e"}"#);
+        assert_eq!(
+            Observation::error("e", None).text(),
+            r#"{"ok":false,"error":"e"}"#
+        );
         assert_eq!(
             Observation::unknown_tool("nope").text(),
             r#"{"ok":false,"error":"unknown_tool","name":"nope"}"#
@@ -174,7 +187,9 @@ mod tests {
         assert_eq!(obs.full_bytes, full);
         assert!(obs.text.len() <= 4096);
         assert!(obs.text.starts_with("{\"ok\":true,\"result\":\"LLL"));
-        assert!(obs.text.ends_with("…[truncated; full result is 200023 bytes. Ask for less: a narrower query]"));
+        assert!(obs.text.ends_with(
+            "…[truncated; full result is 200023 bytes. Ask for less: a narrower query]"
+        ));
     }
 
     #[test]

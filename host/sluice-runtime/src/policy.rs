@@ -43,7 +43,10 @@ impl Default for ToolPolicy {
             env: Vec::new(),
             memory_bytes: DEFAULT_MEMORY_MIB << 20,
             timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
-            key_names: sluice_pager::keys::DEFAULT_DENIED_NAMES.iter().map(|s| s.to_string()).collect(),
+            key_names: sluice_pager::keys::DEFAULT_DENIED_NAMES
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
         }
     }
 }
@@ -54,7 +57,11 @@ impl ToolPolicy {
         ToolPolicy {
             roots: roots
                 .into_iter()
-                .map(|(name, dir)| RootGrant { name, dir, write: false })
+                .map(|(name, dir)| RootGrant {
+                    name,
+                    dir,
+                    write: false,
+                })
                 .collect(),
             ..ToolPolicy::default()
         }

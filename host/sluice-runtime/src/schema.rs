@@ -60,11 +60,15 @@ pub fn schema_of(ty: &Type) -> Result<Value, Unsupported> {
         Type::String => json!({"type": "string"}),
         Type::List(l) => json!({"type": "array", "items": schema_of(&l.ty())?}),
         Type::Record(r) => {
-            let fields: Vec<(String, Type)> = r.fields().map(|f| (f.name.to_string(), f.ty)).collect();
+            let fields: Vec<(String, Type)> =
+                r.fields().map(|f| (f.name.to_string(), f.ty)).collect();
             object_schema(&fields, None)?
         }
         Type::Tuple(t) => {
-            let items = t.types().map(|t| schema_of(&t)).collect::<Result<Vec<_>, _>>()?;
+            let items = t
+                .types()
+                .map(|t| schema_of(&t))
+                .collect::<Result<Vec<_>, _>>()?;
             let n = items.len();
             json!({"type": "array", "prefixItems": items, "minItems": n, "maxItems": n})
         }
@@ -90,12 +94,17 @@ pub fn schema_of(ty: &Type) -> Result<Value, Unsupported> {
                     Some(t) => schema_of(&t)?,
                     None => json!({"type": "null"}),
                 };
-                Ok(json!({"type": "object", "properties": {name: val}, "required": [name], "additionalProperties": false}))
+                Ok(
+                    json!({"type": "object", "properties": {name: val}, "required": [name], "additionalProperties": false}),
+                )
             };
             json!({"oneOf": [side("ok", r.ok())?, side("err", r.err())?]})
         }
         Type::Flags(f) => {
-            let props: Map<String, Value> = f.names().map(|n| (n.to_string(), json!({"type": "boolean"}))).collect();
+            let props: Map<String, Value> = f
+                .names()
+                .map(|n| (n.to_string(), json!({"type": "boolean"})))
+                .collect();
             json!({"type": "object", "properties": props, "additionalProperties": false})
         }
         Type::Own(_) | Type::Borrow(_) => return Err(Unsupported("a resource handle")),
@@ -117,7 +126,10 @@ pub fn schema_of(ty: &Type) -> Result<Value, Unsupported> {
 
 /// The schema of an object with `fields` (WIT names and types): camelCase properties,
 /// `option` fields optional, no other properties. `docs` adds descriptions and bounds.
-pub fn object_schema(fields: &[(String, Type)], docs: Option<&FuncDocs>) -> Result<Value, Unsupported> {
+pub fn object_schema(
+    fields: &[(String, Type)],
+    docs: Option<&FuncDocs>,
+) -> Result<Value, Unsupported> {
     let mut props = Map::new();
     let mut required = Vec::new();
     for (name, ty) in fields {

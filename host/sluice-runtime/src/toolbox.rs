@@ -121,7 +121,9 @@ pub struct Toolbox {
 
 impl std::fmt::Debug for Toolbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Toolbox").field("tools", &self.by_name.keys().collect::<Vec<_>>()).finish()
+        f.debug_struct("Toolbox")
+            .field("tools", &self.by_name.keys().collect::<Vec<_>>())
+            .finish()
     }
 }
 
@@ -133,7 +135,8 @@ impl Toolbox {
     /// export with an invalid name, or two tools with the same name.
     pub fn load(engine: Arc<ToolEngine>, specs: &[ComponentSpec]) -> Result<Toolbox, RuntimeError> {
         let mut linker = Linker::new(engine.engine());
-        crate::host::add_to_linker(&mut linker).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
+        crate::host::add_to_linker(&mut linker)
+            .map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
         let mut toolbox = Toolbox {
             engine: engine.clone(),
             tools: Vec::new(),
@@ -148,7 +151,9 @@ impl Toolbox {
                         second: tool.info.source.clone(),
                     });
                 }
-                toolbox.by_name.insert(tool.info.name.clone(), toolbox.tools.len());
+                toolbox
+                    .by_name
+                    .insert(tool.info.name.clone(), toolbox.tools.len());
                 toolbox.tools.push(tool);
             }
         }
@@ -172,10 +177,16 @@ impl Toolbox {
     }
 
     async fn invoke(&self, tool: &Tool, args: &str, cap: u32) -> Draft {
-        let args: Value = match serde_json::from_str(if args.trim().is_empty() { "{}" } else { args }) {
-            Ok(v) => v,
-            Err(e) => return Observation::error(&format!("arguments are not valid JSON: {e}"), Some("invalid-argument")),
-        };
+        let args: Value =
+            match serde_json::from_str(if args.trim().is_empty() { "{}" } else { args }) {
+                Ok(v) => v,
+                Err(e) => {
+                    return Observation::error(
+                        &format!("arguments are not valid JSON: {e}"),
+                        Some("invalid-argument"),
+                    );
+                }
+            };
         let params = match lower_args(tool, &args) {
             Ok(p) => p,
             Err(message) => return Observation::error(&message, Some("invalid-argument")),
@@ -211,10 +222,19 @@ impl Toolbox {
         // 4x faster for file tools.
         wasi.allow_blocking_current_thread(true);
         for root in &policy.roots {
-            let perms = if root.write { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
-            wasi.preopened_dir(&root.dir, format!("/{}", root.name), perms).map_err(|e| {
-                format!("root {} ({}) is not available: {e}", root.name, root.dir.display())
-            })?;
+            let perms = if root.write {
+                FsPerms::ReadWrite
+            } else {
+                FsPerms::ReadOnly
+            };
+            wasi.preopened_dir(&root.dir, format!("/{}", root.name), perms)
+                .map_err(|e| {
+                    format!(
+                        "root {} ({}) is not available: {e}",
+                        root.name,
+                        root.dir.display()
+                    )
+                })?;
         }
         for (k, v) in &policy.env {
             wasi.env(k, v);
@@ -243,9 +263,12 @@ fn deadline_ticks(timeout: Duration) -> u64 {
 }
 
 fn lower_args(tool: &Tool, args: &Value) -> Result<Vec<Val>, String> {
-    let obj = args
-        .as_object()
-        .ok_or_else(|| format!("arguments must be a JSON object; got {}", crate::value::short_json(args)))?;
+    let obj = args.as_object().ok_or_else(|| {
+        format!(
+            "arguments must be a JSON object; got {}",
+            crate::value::short_json(args)
+        )
+    })?;
     let fields = object_to_fields(tool.shape.fields(), obj, "", Some(&tool.docs.args))?;
     Ok(match tool.shape {
         Shape::Record(_) => vec![Val::Record(fields)],
@@ -267,7 +290,10 @@ fn lift_result(val: Option<&Val>, ty: Option<&Type>) -> Draft {
         (Some(Val::Result(Err(e))), Some(Type::Result(r))) => {
             let (message, kind) = match (e, r.err()) {
                 (Some(e), Some(t)) => error_message(e, &t),
-                _ => ("the tool reported an error without a message".to_string(), None),
+                _ => (
+                    "the tool reported an error without a message".to_string(),
+                    None,
+                ),
             };
             Observation::error(&message, kind.as_deref())
         }
@@ -290,7 +316,8 @@ fn error_message(val: &Val, ty: &Type) -> (String, Option<String>) {
                     Type::Variant(v) => v.cases().find(|c| c.name == case).and_then(|c| c.ty),
                     _ => None,
                 };
-                let text = payload_ty.map_or_else(|| case.clone(), |t| to_json(other, &t).to_string());
+                let text =
+                    payload_ty.map_or_else(|| case.clone(), |t| to_json(other, &t).to_string());
                 (text, Some(case.clone()))
             }
         },
@@ -312,7 +339,11 @@ fn error_message(val: &Val, ty: &Type) -> (String, Option<String>) {
 }
 
 /// Names the limit a failed call hit, for the model: `(message, kind)`.
-fn explain_failure(e: &wasmtime::Error, store: &Store<CallState>, policy: &ToolPolicy) -> (String, &'static str) {
+fn explain_failure(
+    e: &wasmtime::Error,
+    store: &Store<CallState>,
+    policy: &ToolPolicy,
+) -> (String, &'static str) {
     let state = store.data();
     if let Some(asked) = state.limiter.refused {
         return (
@@ -326,25 +357,41 @@ fn explain_failure(e: &wasmtime::Error, store: &Store<CallState>, policy: &ToolP
     }
     if e.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
         return (
-            format!("the tool ran past its timeout of {} ms and was stopped", policy.timeout.as_millis()),
+            format!(
+                "the tool ran past its timeout of {} ms and was stopped",
+                policy.timeout.as_millis()
+            ),
             "timeout",
         );
     }
     let text = format!("{e:#}");
     if text.contains("fuel allocated for hostcalls has been exhausted") {
         return (
-            "the tool returned more data than the host accepts from one call; ask for less".to_string(),
+            "the tool returned more data than the host accepts from one call; ask for less"
+                .to_string(),
             "result-too-large",
         );
     }
-    let stderr = String::from_utf8_lossy(&state.stderr.contents()).trim().to_string();
+    let stderr = String::from_utf8_lossy(&state.stderr.contents())
+        .trim()
+        .to_string();
     let first_line = text.lines().next().unwrap_or("failed").to_string();
     let message = if stderr.is_empty() {
         format!("the tool crashed: {first_line}")
     } else {
-        format!("the tool crashed: {first_line}; its stderr ends: {}", tail_chars(&stderr, 500))
+        format!(
+            "the tool crashed: {first_line}; its stderr ends: {}",
+            tail_chars(&stderr, 500)
+        )
     };
-    (message, if e.downcast_ref::<Trap>().is_some() { "trap" } else { "host-error" })
+    (
+        message,
+        if e.downcast_ref::<Trap>().is_some() {
+            "trap"
+        } else {
+            "host-error"
+        },
+    )
 }
 
 fn tail_chars(s: &str, n: usize) -> &str {
@@ -357,7 +404,11 @@ fn tail_chars(s: &str, n: usize) -> &str {
 
 /// Loads one component: compiles it, resolves its imports, and makes a tool of every
 /// exported function.
-fn load_component(engine: &ToolEngine, linker: &Linker<CallState>, spec: &ComponentSpec) -> Result<Vec<Tool>, RuntimeError> {
+fn load_component(
+    engine: &ToolEngine,
+    linker: &Linker<CallState>,
+    spec: &ComponentSpec,
+) -> Result<Vec<Tool>, RuntimeError> {
     let what = spec.source.describe();
     let (wasm, builtin): (&[u8], Option<&str>) = match &spec.source {
         Source::Builtin(name) => (
@@ -365,7 +416,11 @@ fn load_component(engine: &ToolEngine, linker: &Linker<CallState>, spec: &Compon
                 what: what.clone(),
                 reason: format!(
                     "there is no built-in tool of that name; built-in tools are: {}",
-                    sluice_builtins::BUILTINS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                    sluice_builtins::BUILTINS
+                        .iter()
+                        .map(|(n, _)| *n)
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             })?,
             Some(name),
@@ -373,12 +428,15 @@ fn load_component(engine: &ToolEngine, linker: &Linker<CallState>, spec: &Compon
         Source::Bytes { wasm, .. } => (wasm.as_slice(), None),
     };
     let component = engine.compile(&what, wasm)?;
-    let pre = linker.instantiate_pre(&component).map_err(|e| RuntimeError::Load {
-        what: what.clone(),
-        reason: format!("{e:#}"),
-    })?;
+    let pre = linker
+        .instantiate_pre(&component)
+        .map_err(|e| RuntimeError::Load {
+            what: what.clone(),
+            reason: format!("{e:#}"),
+        })?;
     let docs = match builtin {
-        Some(name) => ComponentDocs::from_wit(sluice_builtins::WIT, &name.replace('_', "-")).unwrap_or_default(),
+        Some(name) => ComponentDocs::from_wit(sluice_builtins::WIT, &name.replace('_', "-"))
+            .unwrap_or_default(),
         None => ComponentDocs::from_component(wasm),
     };
     let loaded = Arc::new(Loaded {
@@ -395,8 +453,16 @@ fn load_component(engine: &ToolEngine, linker: &Linker<CallState>, spec: &Compon
                 tools.push(make_tool(&what, &loaded, index, export, export, &f, &docs)?);
             }
             ComponentItem::ComponentInstance(inst) => {
-                let Some(inst_index) = component.get_export_index(None, export) else { continue };
-                let short = export.rsplit('/').next().unwrap_or(export).split('@').next().unwrap_or(export);
+                let Some(inst_index) = component.get_export_index(None, export) else {
+                    continue;
+                };
+                let short = export
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or(export)
+                    .split('@')
+                    .next()
+                    .unwrap_or(export);
                 for (fname, fitem) in inst.exports(engine.engine()) {
                     if let ComponentItem::ComponentFunc(f) = fitem.ty {
                         let index = component.get_export_index(Some(&inst_index), fname);
@@ -426,21 +492,38 @@ fn make_tool(
         what: format!("{what}: export {export_path}"),
         reason,
     };
-    if tool_name.is_empty() || tool_name.len() > 64 || !tool_name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
-        return Err(fail(format!("tool name {tool_name:?} is not 1 to 64 characters of [a-zA-Z0-9_-]")));
+    if tool_name.is_empty()
+        || tool_name.len() > 64
+        || !tool_name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        return Err(fail(format!(
+            "tool name {tool_name:?} is not 1 to 64 characters of [a-zA-Z0-9_-]"
+        )));
     }
     let export = index.ok_or_else(|| fail("the export cannot be found".into()))?;
     let params: Vec<(String, Type)> = func.params().map(|(n, t)| (n.to_string(), t)).collect();
     let shape = match params.as_slice() {
-        [(_, Type::Record(r))] => Shape::Record(r.fields().map(|f| (f.name.to_string(), f.ty)).collect()),
+        [(_, Type::Record(r))] => {
+            Shape::Record(r.fields().map(|f| (f.name.to_string(), f.ty)).collect())
+        }
         _ => Shape::Params(params),
     };
     let func_docs = docs.func(export_path).cloned().unwrap_or_default();
-    let input_schema = object_schema(shape.fields(), Some(&func_docs))
-        .map_err(|Unsupported(t)| fail(format!("an argument is {t}, which a model cannot give as JSON")))?;
+    let input_schema =
+        object_schema(shape.fields(), Some(&func_docs)).map_err(|Unsupported(t)| {
+            fail(format!(
+                "an argument is {t}, which a model cannot give as JSON"
+            ))
+        })?;
     let result = func.results().next();
     if let Some(t) = &result {
-        schema_of(t).map_err(|Unsupported(t)| fail(format!("the result holds {t}, which cannot be shown as JSON")))?;
+        schema_of(t).map_err(|Unsupported(t)| {
+            fail(format!(
+                "the result holds {t}, which cannot be shown as JSON"
+            ))
+        })?;
     }
     let description = func_docs
         .description
@@ -468,7 +551,9 @@ fn paging_hint(tool: &str) -> &'static str {
     match tool {
         "read_file" => "pass lineCount, or startLine with offset (from nextLine and nextOffset)",
         "tail_file" => "pass a smaller lines",
-        "grep_files" => "pass a smaller maxResults, a narrower pattern, path or glob, or the nextCursor",
+        "grep_files" => {
+            "pass a smaller maxResults, a narrower pattern, path or glob, or the nextCursor"
+        }
         "list_dir" => "pass offset (from nextOffset)",
         _ => DEFAULT_HINT,
     }

@@ -19,7 +19,10 @@ use crate::schema::{integer_bounds, json_name};
 pub fn to_val(ty: &Type, json: &Value, name: &str, docs: Option<&ArgDocs>) -> Result<Val, String> {
     let got = || short_json(json);
     Ok(match ty {
-        Type::Bool => Val::Bool(json.as_bool().ok_or_else(|| format!("{name} must be true or false; got {}", got()))?),
+        Type::Bool => Val::Bool(
+            json.as_bool()
+                .ok_or_else(|| format!("{name} must be true or false; got {}", got()))?,
+        ),
         Type::Float32 => Val::Float32(number(json, name)? as f32),
         Type::Float64 => Val::Float64(number(json, name)?),
         Type::Char => {
@@ -36,7 +39,9 @@ pub fn to_val(ty: &Type, json: &Value, name: &str, docs: Option<&ArgDocs>) -> Re
                 .to_string(),
         ),
         Type::List(l) => {
-            let items = json.as_array().ok_or_else(|| format!("{name} must be an array; got {}", got()))?;
+            let items = json
+                .as_array()
+                .ok_or_else(|| format!("{name} must be an array; got {}", got()))?;
             let item_ty = l.ty();
             Val::List(
                 items
@@ -47,8 +52,11 @@ pub fn to_val(ty: &Type, json: &Value, name: &str, docs: Option<&ArgDocs>) -> Re
             )
         }
         Type::Record(r) => {
-            let fields: Vec<(String, Type)> = r.fields().map(|f| (f.name.to_string(), f.ty)).collect();
-            let obj = json.as_object().ok_or_else(|| format!("{name} must be an object; got {}", got()))?;
+            let fields: Vec<(String, Type)> =
+                r.fields().map(|f| (f.name.to_string(), f.ty)).collect();
+            let obj = json
+                .as_object()
+                .ok_or_else(|| format!("{name} must be an object; got {}", got()))?;
             Val::Record(object_to_fields(&fields, obj, &format!("{name}."), None)?)
         }
         Type::Tuple(t) => {
@@ -56,7 +64,13 @@ pub fn to_val(ty: &Type, json: &Value, name: &str, docs: Option<&ArgDocs>) -> Re
             let items = json
                 .as_array()
                 .filter(|a| a.len() == types.len())
-                .ok_or_else(|| format!("{name} must be an array of {} items; got {}", types.len(), got()))?;
+                .ok_or_else(|| {
+                    format!(
+                        "{name} must be an array of {} items; got {}",
+                        types.len(),
+                        got()
+                    )
+                })?;
             Val::Tuple(
                 types
                     .iter()
@@ -69,15 +83,26 @@ pub fn to_val(ty: &Type, json: &Value, name: &str, docs: Option<&ArgDocs>) -> Re
         Type::Variant(v) => {
             let cases: Vec<_> = v.cases().collect();
             let names: Vec<&str> = cases.iter().map(|c| c.name).collect();
-            let expected = || format!("{name} must be an object {{\"tag\": one of {}, \"val\": …}}; got {}", names.join(", "), got());
+            let expected = || {
+                format!(
+                    "{name} must be an object {{\"tag\": one of {}, \"val\": …}}; got {}",
+                    names.join(", "),
+                    got()
+                )
+            };
             let obj = json.as_object().ok_or_else(expected)?;
-            let tag = obj.get("tag").and_then(Value::as_str).ok_or_else(expected)?;
+            let tag = obj
+                .get("tag")
+                .and_then(Value::as_str)
+                .ok_or_else(expected)?;
             let case = cases.iter().find(|c| c.name == tag).ok_or_else(expected)?;
             let payload = match (&case.ty, obj.get("val")) {
                 (Some(t), Some(v)) => Some(Box::new(to_val(t, v, &format!("{name}.val"), None)?)),
                 (Some(_), None) => return Err(format!("{name}.val is required for tag {tag:?}")),
                 (None, None | Some(Value::Null)) => None,
-                (None, Some(_)) => return Err(format!("{name}.val must be absent for tag {tag:?}")),
+                (None, Some(_)) => {
+                    return Err(format!("{name}.val must be absent for tag {tag:?}"));
+                }
             };
             Val::Variant(tag.to_string(), payload)
         }
@@ -85,7 +110,13 @@ pub fn to_val(ty: &Type, json: &Value, name: &str, docs: Option<&ArgDocs>) -> Re
             let names: Vec<&str> = e.names().collect();
             match json.as_str() {
                 Some(s) if names.contains(&s) => Val::Enum(s.to_string()),
-                _ => return Err(format!("{name} must be one of: {}; got {}", names.join(", "), got())),
+                _ => {
+                    return Err(format!(
+                        "{name} must be one of: {}; got {}",
+                        names.join(", "),
+                        got()
+                    ));
+                }
             }
         }
         Type::Option(o) => match json {
@@ -93,10 +124,12 @@ pub fn to_val(ty: &Type, json: &Value, name: &str, docs: Option<&ArgDocs>) -> Re
             v => Val::Option(Some(Box::new(to_val(&o.ty(), v, name, docs)?))),
         },
         Type::Result(r) => {
-            let obj = json
-                .as_object()
-                .filter(|o| o.len() == 1)
-                .ok_or_else(|| format!("{name} must be {{\"ok\": …}} or {{\"err\": …}}; got {}", got()))?;
+            let obj = json.as_object().filter(|o| o.len() == 1).ok_or_else(|| {
+                format!(
+                    "{name} must be {{\"ok\": …}} or {{\"err\": …}}; got {}",
+                    got()
+                )
+            })?;
             let side = |t: Option<Type>, v: &Value, n: &str| -> Result<Option<Box<Val>>, String> {
                 match t {
                     Some(t) => Ok(Some(Box::new(to_val(&t, v, n, None)?))),
@@ -106,23 +139,40 @@ pub fn to_val(ty: &Type, json: &Value, name: &str, docs: Option<&ArgDocs>) -> Re
             match (obj.get("ok"), obj.get("err")) {
                 (Some(v), None) => Val::Result(Ok(side(r.ok(), v, &format!("{name}.ok"))?)),
                 (None, Some(v)) => Val::Result(Err(side(r.err(), v, &format!("{name}.err"))?)),
-                _ => return Err(format!("{name} must be {{\"ok\": …}} or {{\"err\": …}}; got {}", got())),
+                _ => {
+                    return Err(format!(
+                        "{name} must be {{\"ok\": …}} or {{\"err\": …}}; got {}",
+                        got()
+                    ));
+                }
             }
         }
         Type::Flags(f) => {
             let names: Vec<&str> = f.names().collect();
-            let obj = json
-                .as_object()
-                .ok_or_else(|| format!("{name} must be an object of booleans ({}); got {}", names.join(", "), got()))?;
+            let obj = json.as_object().ok_or_else(|| {
+                format!(
+                    "{name} must be an object of booleans ({}); got {}",
+                    names.join(", "),
+                    got()
+                )
+            })?;
             let mut set = Vec::new();
             for (k, v) in obj {
                 if !names.contains(&k.as_str()) {
-                    return Err(format!("{name} has no flag {k:?}; flags are: {}", names.join(", ")));
+                    return Err(format!(
+                        "{name} has no flag {k:?}; flags are: {}",
+                        names.join(", ")
+                    ));
                 }
                 match v {
                     Value::Bool(true) => set.push(k.clone()),
                     Value::Bool(false) | Value::Null => {}
-                    other => return Err(format!("{name}.{k} must be true or false; got {}", short_json(other))),
+                    other => {
+                        return Err(format!(
+                            "{name}.{k} must be true or false; got {}",
+                            short_json(other)
+                        ));
+                    }
                 }
             }
             Val::Flags(set)
@@ -131,16 +181,24 @@ pub fn to_val(ty: &Type, json: &Value, name: &str, docs: Option<&ArgDocs>) -> Re
             let Some((type_min, type_max)) = integer_bounds(other) else {
                 return Err(format!("{name} has a type that cannot be given as JSON"));
             };
-            let min = docs.and_then(|d| d.minimum).map_or(type_min, |m| m.max(type_min));
-            let max = docs.and_then(|d| d.maximum).map_or(type_max, |m| m.min(type_max));
+            let min = docs
+                .and_then(|d| d.minimum)
+                .map_or(type_min, |m| m.max(type_min));
+            let max = docs
+                .and_then(|d| d.maximum)
+                .map_or(type_max, |m| m.min(type_max));
             let n = json
                 .as_i64()
                 .map(i128::from)
                 .or_else(|| json.as_u64().map(i128::from))
                 .filter(|n| *n >= min)
-                .ok_or_else(|| format!("{name} must be an integer of at least {min}; got {}", got()))?;
+                .ok_or_else(|| {
+                    format!("{name} must be an integer of at least {min}; got {}", got())
+                })?;
             if n > max {
-                return Err(format!("{name} must be an integer of at most {max}; got {n}"));
+                return Err(format!(
+                    "{name} must be an integer of at most {max}; got {n}"
+                ));
             }
             integer_val(other, n)
         }
@@ -159,13 +217,25 @@ pub fn object_to_fields(
     docs: Option<&HashMap<String, ArgDocs>>,
 ) -> Result<Vec<(String, Val)>, String> {
     let names: Vec<String> = fields.iter().map(|(n, _)| json_name(n)).collect();
-    let unknown: Vec<&str> = obj.keys().filter(|k| !names.contains(k)).map(String::as_str).collect();
+    let unknown: Vec<&str> = obj
+        .keys()
+        .filter(|k| !names.contains(k))
+        .map(String::as_str)
+        .collect();
     if !unknown.is_empty() {
         let plural = if unknown.len() == 1 { "" } else { "s" };
-        let allowed = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+        let allowed = if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        };
         return Err(format!(
             "unknown argument{plural}: {}; allowed: {allowed}",
-            unknown.iter().map(|u| format!("{prefix}{u}")).collect::<Vec<_>>().join(", ")
+            unknown
+                .iter()
+                .map(|u| format!("{prefix}{u}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     let mut out = Vec::with_capacity(fields.len());
@@ -207,11 +277,20 @@ pub fn to_json(val: &Val, ty: &Type) -> Value {
             let t = l.ty();
             Value::Array(items.iter().map(|v| to_json(v, &t)).collect())
         }
-        (Val::Tuple(items), Type::Tuple(t)) => Value::Array(items.iter().zip(t.types()).map(|(v, t)| to_json(v, &t)).collect()),
+        (Val::Tuple(items), Type::Tuple(t)) => Value::Array(
+            items
+                .iter()
+                .zip(t.types())
+                .map(|(v, t)| to_json(v, &t))
+                .collect(),
+        ),
         (Val::Variant(tag, payload), Type::Variant(v)) => {
             let mut obj = Map::new();
             obj.insert("tag".into(), Value::from(tag.as_str()));
-            if let (Some(p), Some(t)) = (payload, v.cases().find(|c| c.name == tag).and_then(|c| c.ty)) {
+            if let (Some(p), Some(t)) = (
+                payload,
+                v.cases().find(|c| c.name == tag).and_then(|c| c.ty),
+            ) {
                 obj.insert("val".into(), to_json(p, &t));
             }
             Value::Object(obj)
@@ -227,7 +306,11 @@ pub fn to_json(val: &Val, ty: &Type) -> Value {
             };
             Value::Object(Map::from_iter([(key.to_string(), inner)]))
         }
-        (Val::Flags(set), Type::Flags(f)) => Value::Object(f.names().map(|n| (n.to_string(), Value::Bool(set.iter().any(|s| s == n)))).collect()),
+        (Val::Flags(set), Type::Flags(f)) => Value::Object(
+            f.names()
+                .map(|n| (n.to_string(), Value::Bool(set.iter().any(|s| s == n))))
+                .collect(),
+        ),
         (Val::Enum(s), _) => Value::from(s.as_str()),
         (Val::Bool(b), _) => Value::Bool(*b),
         (Val::S8(n), _) => Value::from(*n),
@@ -238,7 +321,9 @@ pub fn to_json(val: &Val, ty: &Type) -> Value {
         (Val::U32(n), _) => Value::from(*n),
         (Val::S64(n), _) => Value::from(*n),
         (Val::U64(n), _) => Value::from(*n),
-        (Val::Float32(f), _) => serde_json::Number::from_f64(f64::from(*f)).map_or(Value::Null, Value::Number),
+        (Val::Float32(f), _) => {
+            serde_json::Number::from_f64(f64::from(*f)).map_or(Value::Null, Value::Number)
+        }
         (Val::Float64(f), _) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
         (Val::Char(c), _) => Value::from(c.to_string()),
         (Val::String(s), _) => Value::from(s.as_str()),
@@ -263,7 +348,8 @@ fn integer_val(ty: &Type, n: i128) -> Val {
 }
 
 fn number(json: &Value, name: &str) -> Result<f64, String> {
-    json.as_f64().ok_or_else(|| format!("{name} must be a number; got {}", short_json(json)))
+    json.as_f64()
+        .ok_or_else(|| format!("{name} must be a number; got {}", short_json(json)))
 }
 
 /// A value as shown in a message: compact JSON, long ones cut to 100 bytes.

@@ -19,7 +19,11 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
         roots: cli.global.roots.clone(),
         max_tool_result_bytes: cli.global.max_tool_result_bytes.clone(),
     };
-    let config = Config::resolve(cli.global.config.as_deref(), &|k| std::env::var(k).ok(), &overrides)?;
+    let config = Config::resolve(
+        cli.global.config.as_deref(),
+        &|k| std::env::var(k).ok(),
+        &overrides,
+    )?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -53,7 +57,8 @@ fn builtin_toolbox(config: &Config, only: Option<&str>) -> anyhow::Result<Toolbo
         cache_dir: cache_dir(),
         ..EngineOptions::default()
     })?);
-    let policy = ToolPolicy::read_only(config.roots.iter().map(|r| (r.name.clone(), r.dir.clone())));
+    let policy =
+        ToolPolicy::read_only(config.roots.iter().map(|r| (r.name.clone(), r.dir.clone())));
     let specs: Vec<ComponentSpec> = BUILTIN_TOOLS
         .iter()
         .filter(|name| only.is_none_or(|o| o == **name))

@@ -7,7 +7,10 @@ use std::process::{Command, Output};
 fn sluice(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(args)
-        .env("SLUICE_CACHE_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-cache"))
+        .env(
+            "SLUICE_CACHE_DIR",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-cache"),
+        )
         .env_remove("SLUICE_AGENT_MAX_TOOL_RESULT_BYTES")
         .output()
         .expect("sluice runs")
@@ -32,7 +35,13 @@ fn root() -> tempfile::TempDir {
 fn call_prints_the_exact_observation() {
     let dir = root();
     let root_flag = format!("logs={}", dir.path().display());
-    let o = sluice(&["call", "read_file", r#"{"path":"f.txt"}"#, "--root", &root_flag]);
+    let o = sluice(&[
+        "call",
+        "read_file",
+        r#"{"path":"f.txt"}"#,
+        "--root",
+        &root_flag,
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
@@ -44,7 +53,13 @@ fn call_prints_the_exact_observation() {
 fn a_tool_error_still_exits_zero() {
     let dir = root();
     let root_flag = dir.path().display().to_string();
-    let o = sluice(&["--root", &root_flag, "call", "read_file", r#"{"path":"missing.txt"}"#]);
+    let o = sluice(&[
+        "--root",
+        &root_flag,
+        "call",
+        "read_file",
+        r#"{"path":"missing.txt"}"#,
+    ]);
     assert_eq!(o.status.code(), Some(0));
     assert_eq!(
         stdout(&o),
@@ -52,10 +67,17 @@ fn a_tool_error_still_exits_zero() {
     );
     let o = sluice(&["--root", &root_flag, "call", "read_file", "{not json"]);
     assert_eq!(o.status.code(), Some(0));
-    assert!(stdout(&o).starts_with("{\"ok\":false,\"error\":\"arguments are not valid JSON: "), "{}", stdout(&o));
+    assert!(
+        stdout(&o).starts_with("{\"ok\":false,\"error\":\"arguments are not valid JSON: "),
+        "{}",
+        stdout(&o)
+    );
     let o = sluice(&["--root", &root_flag, "call", "no_such_tool"]);
     assert_eq!(o.status.code(), Some(0));
-    assert_eq!(stdout(&o), "{\"ok\":false,\"error\":\"unknown_tool\",\"name\":\"no_such_tool\"}\n");
+    assert_eq!(
+        stdout(&o),
+        "{\"ok\":false,\"error\":\"unknown_tool\",\"name\":\"no_such_tool\"}\n"
+    );
 }
 
 #[test]
@@ -64,7 +86,15 @@ fn the_cap_flag_applies() {
     let text: String = (1..=500).map(|i| format!("line {i:014}\n")).collect();
     std::fs::write(dir.path().join("f.txt"), text).unwrap();
     let root_flag = dir.path().display().to_string();
-    let o = sluice(&["--root", &root_flag, "--max-tool-result-bytes", "2048", "call", "read_file", r#"{"path":"f.txt"}"#]);
+    let o = sluice(&[
+        "--root",
+        &root_flag,
+        "--max-tool-result-bytes",
+        "2048",
+        "call",
+        "read_file",
+        r#"{"path":"f.txt"}"#,
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.len() <= 2048 + 1);
@@ -92,7 +122,11 @@ fn bad_cap_values_stop_at_boot_with_key_value_and_range() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("got 1.5 (from SLUICE_AGENT_MAX_TOOL_RESULT_BYTES)"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("got 1.5 (from SLUICE_AGENT_MAX_TOOL_RESULT_BYTES)"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -100,15 +134,25 @@ fn a_missing_root_is_a_clear_error() {
     let o = sluice(&["--root", "/no/such/dir", "call", "list_dir"]);
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
-    assert!(err.starts_with("sluice: error: root \"dir\" (/no/such/dir): cannot be opened: "), "{err}");
-    assert!(!err.contains("panicked") && !err.contains("backtrace"), "{err}");
+    assert!(
+        err.starts_with("sluice: error: root \"dir\" (/no/such/dir): cannot be opened: "),
+        "{err}"
+    );
+    assert!(
+        !err.contains("panicked") && !err.contains("backtrace"),
+        "{err}"
+    );
 }
 
 #[test]
 fn bad_flags_are_reported_by_the_parser() {
     let o = sluice(&["call"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("required arguments were not provided"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("required arguments were not provided"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]

@@ -46,7 +46,9 @@ pub fn context() -> Result<Context, types::ToolError> {
     let limits = Limits::new(budget::max_result_bytes())
         .with_time_budget(Duration::from_millis(u64::from(budget::time_budget_ms())));
     let keys = KeyNames::new(&key_policy::denied_names()).map_err(|e| {
-        types::ToolError::InvalidArgument(format!("the operator's key-material name list is invalid: {e}"))
+        types::ToolError::InvalidArgument(format!(
+            "the operator's key-material name list is invalid: {e}"
+        ))
     })?;
     Ok(Context {
         roots: Roots::new(roots),

@@ -4,7 +4,7 @@
 #![allow(unsafe_code)] // The generated export glue is unsafe.
 
 mod bindings {
-    #![allow(missing_docs, unreachable_pub)]
+    #![allow(missing_docs, unreachable_pub, clippy::all)]
     wit_bindgen::generate!({
         world: "list-dir",
         path: "../../wit",

@@ -122,6 +122,11 @@ pub fn grep_files(ctx: &Context, args: &GrepFilesArgs) -> Result<GrepFilesPage> 
     let meta = std::fs::metadata(&target.fs_path).map_err(|e| ToolError::io(&target.shown, &e))?;
     target.refuse_key_names(&ctx.keys, meta.is_dir())?;
     let page = ctx.limits.page_for(&target.shown)?;
+    // Parse the pattern as written first: grep-regex wraps it in a group before parsing,
+    // which makes some of its messages point at text the caller never wrote.
+    regex_syntax::Parser::new()
+        .parse(&args.pattern)
+        .map_err(|e| ToolError::new(ErrorKind::InvalidArgument, format!("invalid pattern: {e}")))?;
     let matcher = RegexMatcherBuilder::new()
         .case_insensitive(!args.case_sensitive.unwrap_or(false))
         .line_terminator(Some(b'\n'))

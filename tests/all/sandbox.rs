@@ -1,0 +1,203 @@
+//! A component never reads outside its root: `..`, absolute paths, symlinks out (relative
+//! and absolute targets, with and without a trailing slash) are `outside-root` errors.
+//! Named roots: a second root by name, an unknown name listed against the real ones.
+
+use serde_json::{Value, json};
+use sluice_runtime::RootGrant;
+use sluice_tests::Sandbox;
+
+use crate::cache;
+
+/// Asserts that `tool` with `args` is an `outside-root` error saying so, and that nothing
+/// of the secret leaks.
+fn assert_outside(sb: &Sandbox, tool: &str, args: &Value) {
+    let obs = sb.checked(tool, args);
+    assert!(
+        !obs.text.contains("TOPSECRET"),
+        "{tool} {args}: {}",
+        obs.text
+    );
+    let v: Value = serde_json::from_str(&obs.text).unwrap();
+    assert_eq!(v["ok"], false, "{tool} {args}: {v}");
+    assert_eq!(v["kind"], "outside-root", "{tool} {args}: {v}");
+    let msg = v["error"].as_str().unwrap();
+    assert!(msg.contains("outside the root"), "{tool} {args}: {msg}");
+}
+
+/// A sandbox with `secret.txt` and `outside/inner.txt` beside the root (both holding
+/// `TOPSECRET`), and symlinks in the root pointing at them.
+fn sandbox_with_secrets() -> Sandbox {
+    let sb = Sandbox::new(cache(), 65_536);
+    std::fs::write(sb.outside("secret.txt"), "TOPSECRET\n").unwrap();
+    std::fs::create_dir(sb.outside("outside")).unwrap();
+    std::fs::write(sb.outside("outside/inner.txt"), "TOPSECRET inner\n").unwrap();
+    sb.write("inside.txt", "fine\n");
+    sb.symlink("../secret.txt", "rel_link");
+    sb.symlink(sb.outside("secret.txt"), "abs_link");
+    sb.symlink("../outside", "dir_link");
+    sb.symlink(sb.outside("outside"), "abs_dir_link");
+    sb.symlink("../../secret.txt", "sub/deep_link");
+    sb.symlink("inside.txt", "ok_link");
+    sb
+}
+
+#[test]
+fn dot_dot_and_absolute_paths_are_outside() {
+    let sb = sandbox_with_secrets();
+    for path in [
+        "../secret.txt",
+        "sub/../../secret.txt",
+        "..",
+        "/etc/passwd",
+        "/",
+        "./../root/inside.txt",
+    ] {
+        assert_outside(&sb, "read_file", &json!({"path": path}));
+        assert_outside(&sb, "tail_file", &json!({"path": path}));
+        assert_outside(
+            &sb,
+            "grep_files",
+            &json!({"pattern": "TOPSECRET", "path": path}),
+        );
+        assert_outside(&sb, "list_dir", &json!({"path": path}));
+    }
+    let host_path = sb.root().join("inside.txt");
+    assert_outside(
+        &sb,
+        "read_file",
+        &json!({"path": host_path.to_str().unwrap()}),
+    );
+    // `..` that stays inside the root is fine.
+    assert_eq!(
+        sb.ok("read_file", &json!({"path": "sub/../inside.txt"}))["path"],
+        "inside.txt"
+    );
+}
+
+#[test]
+fn symlinks_out_of_the_root_are_outside() {
+    let sb = sandbox_with_secrets();
+    for path in ["rel_link", "abs_link", "sub/deep_link"] {
+        assert_outside(&sb, "read_file", &json!({"path": path}));
+        assert_outside(&sb, "tail_file", &json!({"path": path}));
+        assert_outside(
+            &sb,
+            "grep_files",
+            &json!({"pattern": "TOPSECRET", "path": path}),
+        );
+    }
+    for dir in ["dir_link", "abs_dir_link"] {
+        for path in [
+            dir.to_string(),
+            format!("{dir}/"),
+            format!("{dir}/inner.txt"),
+        ] {
+            assert_outside(&sb, "read_file", &json!({"path": path}));
+            assert_outside(&sb, "tail_file", &json!({"path": path}));
+            assert_outside(&sb, "list_dir", &json!({"path": path}));
+            assert_outside(
+                &sb,
+                "grep_files",
+                &json!({"pattern": "TOPSECRET", "path": path}),
+            );
+        }
+    }
+    // A symlink inside the root is followed by read_file; the result shows the path asked.
+    assert_eq!(
+        sb.ok("read_file", &json!({"path": "ok_link"})),
+        json!({"path":"ok_link","size":5,"offset":0,"content":"fine\n","startLine":1,"endLine":1,"totalLines":1})
+    );
+    // grep over the whole root passes over every symlink (counted), never following one.
+    let r = sb.ok("grep_files", &json!({"pattern": "TOPSECRET|fine"}));
+    assert_eq!(
+        r,
+        json!({"path":".","count":1,"results":[{"path":"inside.txt","line":1,"text":"fine"}],"truncated":false,"skippedFiles":6})
+    );
+    // list_dir shows the links as symlinks without following them.
+    let r = sb.ok("list_dir", &json!({}));
+    let kinds: Vec<(String, String)> = r["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap().to_string(),
+                e["kind"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("abs_dir_link", "symlink"),
+            ("abs_link", "symlink"),
+            ("dir_link", "symlink"),
+            ("inside.txt", "file"),
+            ("ok_link", "symlink"),
+            ("rel_link", "symlink"),
+            ("sub", "directory"),
+        ]
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+    );
+}
+
+#[test]
+fn second_root_by_name_and_unknown_root() {
+    let other = tempfile::tempdir().unwrap();
+    std::fs::write(other.path().join("o.txt"), "other root\n").unwrap();
+    let sb = Sandbox::with_policy(cache(), 65_536, |p| {
+        p.roots.push(RootGrant {
+            name: "other".into(),
+            dir: other.path().to_path_buf(),
+            write: false,
+        });
+    });
+    sb.write("o.txt", "first root\n");
+    assert_eq!(
+        sb.ok("read_file", &json!({"path": "o.txt"}))["content"],
+        "first root\n"
+    );
+    assert_eq!(
+        sb.ok("read_file", &json!({"path": "o.txt", "root": "root"}))["content"],
+        "first root\n"
+    );
+    assert_eq!(
+        sb.ok("read_file", &json!({"path": "o.txt", "root": "other"})),
+        json!({"path":"o.txt","size":11,"offset":0,"content":"other root\n","startLine":1,"endLine":1,"totalLines":1})
+    );
+    assert_eq!(
+        sb.ok("tail_file", &json!({"path": "o.txt", "root": "other"}))["lines"],
+        json!(["other root"])
+    );
+    assert_eq!(
+        sb.ok("grep_files", &json!({"pattern": "root", "root": "other"})),
+        json!({"path":".","count":1,"results":[{"path":"o.txt","line":1,"text":"other root"}],"truncated":false,"skippedFiles":0})
+    );
+    assert_eq!(
+        sb.ok("list_dir", &json!({"root": "other"}))["entries"],
+        json!([{"name":"o.txt","kind":"file","size":11}])
+    );
+    // The second root is a root of its own: `..` does not reach the first one.
+    assert_outside(
+        &sb,
+        "read_file",
+        &json!({"path": "../root/o.txt", "root": "other"}),
+    );
+    for (tool, args) in [
+        ("read_file", json!({"path": "o.txt", "root": "nope"})),
+        ("tail_file", json!({"path": "o.txt", "root": "nope"})),
+        ("grep_files", json!({"pattern": "x", "root": "nope"})),
+        ("list_dir", json!({"root": "nope"})),
+    ] {
+        let (msg, kind) = sb.err(tool, &args);
+        assert_eq!(kind, "invalid-argument", "{tool}");
+        assert!(
+            msg.contains("root") && msg.contains("other") && msg.contains("nope"),
+            "{tool}: {msg}"
+        );
+        assert_eq!(
+            msg, r#"root must be one of: root, other; got "nope""#,
+            "{tool}"
+        );
+    }
+}
