@@ -10,11 +10,13 @@ mod cap; // Every observation within the cap: pages of tricky text tile files un
 mod cases; // Cases C1–C4 and C7–C13 from real bug reports, at CAP 8192.
 mod equivalence; // The component's JSON equals sluice_pager's native serde, byte for byte.
 mod grep_files; // Rows G1–G4, grep paging, the walk's skip rules.
+mod hostile; // Hostile components: loops, memory, floods, panics, escapes, missing imports.
 mod keys; // Rows K1–K3 and the key-material look-back rules.
 mod list_dir; // Row L1, entry kinds, list paging and name cutting.
 mod read_file; // Rows R1–R9: read_file pages, cursors and the page budget.
 mod sandbox; // Escapes from the root (`..`, absolute, symlinks) and named roots.
 mod tail_file; // Rows T1–T5: tail_file windows.
+mod third_party; // A third-party component (own WIT, no Sluice import): schema, results, bad args.
 
 use std::path::Path;
 

@@ -1,6 +1,9 @@
 //! Helpers for Sluice's end-to-end tests: a temporary root directory with the built-in
-//! tools loaded over it, and calls that return the exact observation a session would
-//! store.
+//! tools (or a test component) loaded over it, and calls that return the exact observation
+//! a session would store.
+//!
+//! The test components of `tests/components/` are compiled by this crate's build script;
+//! their paths are the `*_WASM` constants below.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -8,11 +11,44 @@ use std::time::Duration;
 
 use serde_json::Value;
 use sluice_runtime::{
-    ComponentSpec, EngineOptions, Observation, Source, ToolEngine, ToolPolicy, Toolbox,
+    ComponentSpec, EngineOptions, Observation, RuntimeError, Source, ToolEngine, ToolPolicy,
+    Toolbox,
 };
+
+include!(concat!(env!("OUT_DIR"), "/components.rs"));
 
 /// The built-in tools.
 pub const BUILTIN_TOOLS: [&str; 4] = ["read_file", "tail_file", "grep_files", "list_dir"];
+
+/// The component file at `path` (one of the `*_WASM` constants) as a [`ComponentSpec`]
+/// under `policy`, named by its file name (`sluice_test_hostile.wasm`), as an operator's
+/// component file would be.
+pub fn component_spec(path: &str, policy: ToolPolicy) -> ComponentSpec {
+    let path = Path::new(path);
+    let wasm = std::fs::read(path)
+        .unwrap_or_else(|e| panic!("the test component {} is readable: {e}", path.display()));
+    let name = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    ComponentSpec {
+        source: Source::Bytes {
+            name,
+            wasm: Arc::new(wasm),
+        },
+        policy,
+    }
+}
+
+/// Loads the test component at `path` (one of the `*_WASM` constants) under `policy` with
+/// the shared engine; a component the host cannot load is an `Err`.
+pub fn load_component(
+    cache_dir: &Path,
+    path: &str,
+    policy: ToolPolicy,
+) -> Result<Toolbox, RuntimeError> {
+    Toolbox::load(engine(cache_dir), &[component_spec(path, policy)])
+}
 
 /// One engine per test process (its epoch ticker is a thread), with the compiled
 /// components cached under `cache_dir` so later processes skip compilation.
@@ -54,19 +90,45 @@ impl Sandbox {
         cap: u32,
         adjust: impl FnOnce(&mut ToolPolicy),
     ) -> Sandbox {
+        Sandbox::load(cache_dir, cap, adjust, |policy| {
+            BUILTIN_TOOLS
+                .iter()
+                .map(|name| ComponentSpec {
+                    source: Source::Builtin(name),
+                    policy: policy.clone(),
+                })
+                .collect()
+        })
+    }
+
+    /// A sandbox with the test component at `wasm` (one of the `*_WASM` constants) instead
+    /// of the built-in tools, under the read-only root policy that `adjust` may change.
+    pub fn with_component(
+        cache_dir: &Path,
+        cap: u32,
+        wasm: &str,
+        adjust: impl FnOnce(&mut ToolPolicy),
+    ) -> Sandbox {
+        Sandbox::load(cache_dir, cap, adjust, |policy| {
+            vec![component_spec(wasm, policy.clone())]
+        })
+    }
+
+    /// Makes the root, the policy (read-only over the root, then `adjust`ed) and loads the
+    /// components `specs` gives for it.
+    fn load(
+        cache_dir: &Path,
+        cap: u32,
+        adjust: impl FnOnce(&mut ToolPolicy),
+        specs: impl FnOnce(&ToolPolicy) -> Vec<ComponentSpec>,
+    ) -> Sandbox {
         let dir = temp_dir();
         let root = dir.path().join("root");
         std::fs::create_dir(&root).expect("the root directory");
         let mut policy = ToolPolicy::read_only([("root".to_string(), root)]);
         adjust(&mut policy);
-        let specs: Vec<ComponentSpec> = BUILTIN_TOOLS
-            .iter()
-            .map(|name| ComponentSpec {
-                source: Source::Builtin(name),
-                policy: policy.clone(),
-            })
-            .collect();
-        let toolbox = Toolbox::load(engine(cache_dir), &specs).expect("the built-in tools load");
+        let toolbox =
+            Toolbox::load(engine(cache_dir), &specs(&policy)).expect("the components load");
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

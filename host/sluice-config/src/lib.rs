@@ -20,10 +20,18 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod tools;
+
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+
 use sluice_pager::budget::{DEFAULT_MAX_RESULT_BYTES, MAX_MAX_RESULT_BYTES, MIN_MAX_RESULT_BYTES};
+pub use tools::{
+    BUILTIN_TOOLS, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_MS, MAX_MEMORY_MIB, MAX_TIMEOUT_MS,
+    ToolConfig, ToolSource,
+};
 
 /// The environment variable that sets `agent.max_tool_result_bytes`.
 pub const ENV_MAX_TOOL_RESULT_BYTES: &str = "SLUICE_AGENT_MAX_TOOL_RESULT_BYTES";
@@ -80,6 +88,8 @@ pub struct Overrides {
     pub roots: Vec<String>,
     /// `--max-tool-result-bytes`, as typed.
     pub max_tool_result_bytes: Option<String>,
+    /// `--tools DIR`: a directory of `*.wasm` components with sibling `*.toml` policies.
+    pub tools_dir: Option<PathBuf>,
 }
 
 /// The resolved configuration.
@@ -87,8 +97,11 @@ pub struct Overrides {
 pub struct Config {
     /// The `[agent]` table.
     pub agent: AgentConfig,
-    /// Named directories the built-in tools read; the first is the default root.
+    /// Named directories tools may be granted; the first is the default root.
     pub roots: Vec<RootConfig>,
+    /// The components to load and their policies: the built-ins first, then `[tools.*]`,
+    /// then the tools directory.
+    pub tools: Vec<ToolConfig>,
 }
 
 /// Settings of the agent loop.
@@ -116,6 +129,12 @@ struct File {
     agent: FileAgent,
     #[serde(default)]
     roots: toml::Table,
+    /// Built-in tools to offer; default all.
+    builtins: Option<Vec<String>>,
+    /// A tools directory, relative to the file.
+    tools_dir: Option<String>,
+    #[serde(default)]
+    tools: BTreeMap<String, tools::PolicyFile>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -195,7 +214,33 @@ impl Config {
                 });
             }
         }
+        let resolver = tools::Resolver { roots: &roots, env };
+        let base = file.and_then(Path::parent).unwrap_or(Path::new("."));
+        let builtins = parsed
+            .builtins
+            .clone()
+            .unwrap_or_else(|| BUILTIN_TOOLS.iter().map(|s| s.to_string()).collect());
+        let mut tools = resolver.tables(&parsed.tools, &builtins, base, &file_label)?;
+        let tools_dir = match (&overrides.tools_dir, &parsed.tools_dir) {
+            (Some(dir), _) => Some(dir.clone()),
+            (None, Some(dir)) => Some(base.join(dir)),
+            (None, None) => None,
+        };
+        if let Some(dir) = tools_dir {
+            tools.extend(resolver.directory(&dir)?);
+        }
+        for (i, t) in tools.iter().enumerate() {
+            if let Some(first) = tools[..i].iter().find(|o| o.name == t.name) {
+                return Err(ConfigError::Value {
+                    key: format!("tools.{}", t.name),
+                    value: format!("a second entry ({})", t.origin),
+                    allowed: format!("one entry per name (the first is {})", first.origin),
+                    origin: t.origin.clone(),
+                });
+            }
+        }
         Ok(Config {
+            tools,
             agent: AgentConfig {
                 max_tool_result_bytes,
             },
@@ -391,6 +436,157 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("two roots have this name")
+        );
+    }
+}
+
+#[cfg(test)]
+mod tool_tests {
+    use super::*;
+
+    /// A config file in a temp dir with roots `logs` and `src`; `body` may start with
+    /// top-level keys (they go before the `[roots]` table).
+    fn setup(body: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("logs")).unwrap();
+        std::fs::create_dir(dir.path().join("src")).unwrap();
+        let file = dir.path().join("sluice.toml");
+        std::fs::write(
+            &file,
+            format!("{body}\n[roots]\nlogs = \"logs\"\nsrc = \"src\"\n"),
+        )
+        .unwrap();
+        (dir, file)
+    }
+
+    fn resolve(file: &Path) -> Result<Config, ConfigError> {
+        let env = |k: &str| (k == "LANG").then(|| "C.UTF-8".to_string());
+        Config::resolve(Some(file), &env, &Overrides::default())
+    }
+
+    #[test]
+    fn builtins_read_every_root_by_default() {
+        let (_d, file) = setup("");
+        let c = resolve(&file).unwrap();
+        let names: Vec<&str> = c.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, BUILTIN_TOOLS);
+        let t = &c.tools[0];
+        assert_eq!(t.source, ToolSource::Builtin("read_file".into()));
+        assert_eq!(
+            t.read.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
+            ["logs", "src"]
+        );
+        assert_eq!((t.memory_mib, t.timeout_ms), (256, 10_000));
+    }
+
+    #[test]
+    fn a_component_table_grants_only_what_it_names() {
+        let (d, file) = setup(
+            "builtins = [\"list_dir\"]\n\n[tools.stats]\ncomponent = \"stats.wasm\"\nread = [\"src\"]\nwrite = [\"logs\"]\nmemory_mib = 64\ntimeout_ms = 2000\nenv = [\"LANG\", \"UNSET\"]\nsha256 = \"AB00000000000000000000000000000000000000000000000000000000000000\"\ndescription = \"Text statistics\"\n",
+        );
+        let c = resolve(&file).unwrap();
+        assert_eq!(c.tools.len(), 2);
+        let t = &c.tools[1];
+        assert_eq!(t.name, "stats");
+        assert_eq!(t.source, ToolSource::Component(d.path().join("stats.wasm")));
+        assert_eq!(
+            t.read.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
+            ["src"]
+        );
+        assert_eq!(
+            t.write.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
+            ["logs"]
+        );
+        assert_eq!((t.memory_mib, t.timeout_ms), (64, 2000));
+        assert_eq!(t.env, [("LANG".to_string(), "C.UTF-8".to_string())]);
+        assert_eq!(
+            t.sha256.as_deref(),
+            Some("ab00000000000000000000000000000000000000000000000000000000000000")
+        );
+        assert_eq!(t.description.as_deref(), Some("Text statistics"));
+    }
+
+    #[test]
+    fn bad_policies_are_config_errors_naming_the_key() {
+        let cases = [
+            (
+                "[tools.x]\ncomponent = \"x.wasm\"\nread = [\"nope\"]\n",
+                "tools.x.read must be names of defined roots (logs, src); got \"nope\"",
+            ),
+            (
+                "[tools.x]\ncomponent = \"x.wasm\"\nmemory_mib = 0\n",
+                "tools.x.memory_mib must be an integer from 1 to 4096 (MiB); got 0",
+            ),
+            (
+                "[tools.x]\ncomponent = \"x.wasm\"\ntimeout_ms = 1.5\n",
+                "tools.x.timeout_ms must be an integer from 1 to 3600000 (ms); got 1.5",
+            ),
+            (
+                "[tools.x]\ncomponent = \"x.wasm\"\nsha256 = \"abc\"\n",
+                "tools.x.sha256 must be 64 hexadecimal digits; got \"abc\"",
+            ),
+            (
+                "builtins = [\"cat\"]\n",
+                "builtins must be a list of built-in tool names (read_file, tail_file, grep_files, list_dir); got \"cat\"",
+            ),
+        ];
+        for (body, expected) in cases {
+            let (_d, file) = setup(body);
+            let e = resolve(&file).unwrap_err().to_string();
+            assert!(e.starts_with(expected), "{e}\nexpected: {expected}");
+        }
+        let (_d, file) = setup("[tools.x]\nread = [\"src\"]\n");
+        let e = resolve(&file).unwrap_err().to_string();
+        assert!(e.starts_with("tools.x must be a table with either `component = \"path.wasm\"` or `builtin = \"read_file\"` (or named after a built-in tool); got neither"), "{e}");
+        let (_d, file) = setup("[tools.x]\ncomponent = \"x.wasm\"\nfuel = 5\n");
+        assert!(
+            resolve(&file)
+                .unwrap_err()
+                .to_string()
+                .contains("unknown field `fuel`")
+        );
+    }
+
+    #[test]
+    fn a_root_that_does_not_exist_stops_the_start() {
+        let (d, file) = setup("");
+        std::fs::write(&file, "[roots]\ngone = \"missing\"\n").unwrap();
+        let e = resolve(&file).unwrap_err().to_string();
+        assert!(
+            e.starts_with("root \"gone\" (missing): cannot be opened: "),
+            "{e}"
+        );
+        drop(d);
+    }
+
+    #[test]
+    fn a_tools_directory_pairs_components_with_policies() {
+        let (d, file) = setup("builtins = []\ntools_dir = \"drop-in\"\n");
+        let dir = d.path().join("drop-in");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("b.wasm"), b"").unwrap();
+        std::fs::write(dir.join("a.wasm"), b"").unwrap();
+        std::fs::write(dir.join("a.toml"), "read = [\"logs\"]\ntimeout_ms = 500\n").unwrap();
+        std::fs::write(dir.join("notes.txt"), b"").unwrap();
+        let c = resolve(&file).unwrap();
+        let names: Vec<&str> = c.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(c.tools[0].read[0].name, "logs");
+        assert_eq!(c.tools[0].timeout_ms, 500);
+        // Without a policy: nothing granted, default limits.
+        assert!(
+            c.tools[1].read.is_empty() && c.tools[1].write.is_empty() && c.tools[1].env.is_empty()
+        );
+        assert_eq!(
+            (c.tools[1].memory_mib, c.tools[1].timeout_ms),
+            (256, 10_000)
+        );
+        std::fs::write(dir.join("a.toml"), "component = \"other.wasm\"\n").unwrap();
+        assert!(
+            resolve(&file)
+                .unwrap_err()
+                .to_string()
+                .contains("`component` and `builtin` are not allowed here")
         );
     }
 }

@@ -42,6 +42,9 @@ pub struct ToolEngine {
     engine: Engine,
     cache_dir: Option<PathBuf>,
     pooling: bool,
+    /// Components loaded from the cache / compiled, since the engine started.
+    cache_hits: std::sync::atomic::AtomicUsize,
+    compiled: std::sync::atomic::AtomicUsize,
     /// Kept for its `Drop`, which stops the thread.
     _ticker: Ticker,
 }
@@ -86,6 +89,8 @@ impl ToolEngine {
             engine,
             cache_dir: options.cache_dir,
             pooling,
+            cache_hits: Default::default(),
+            compiled: Default::default(),
             _ticker: ticker,
         })
     }
@@ -98,6 +103,15 @@ impl ToolEngine {
     /// True when instances come from the pooling allocator.
     pub fn pooling(&self) -> bool {
         self.pooling
+    }
+
+    /// How many components were loaded from the cache and how many were compiled, since
+    /// this engine started: `(cached, compiled)`.
+    pub fn compile_counts(&self) -> (usize, usize) {
+        (
+            self.cache_hits.load(Ordering::Relaxed),
+            self.compiled.load(Ordering::Relaxed),
+        )
     }
 
     /// Compiles `wasm`, or loads it from the cache when this engine compiled the same bytes
@@ -118,7 +132,10 @@ impl ToolEngine {
             // cache directory; a file that fails validation is recompiled below.
             #[allow(unsafe_code)]
             match unsafe { Component::deserialize_file(&self.engine, path) } {
-                Ok(component) => return Ok(component),
+                Ok(component) => {
+                    self.cache_hits.fetch_add(1, Ordering::Relaxed);
+                    return Ok(component);
+                }
                 Err(e) => {
                     tracing::warn!(path = %path.display(), error = %e, "ignoring a bad cached component")
                 }
@@ -128,6 +145,7 @@ impl ToolEngine {
             what: what.to_string(),
             reason: format!("{e:#}"),
         })?;
+        self.compiled.fetch_add(1, Ordering::Relaxed);
         if let Some(path) = &cached
             && let Err(e) = store_atomically(path, &component)
         {

@@ -34,6 +34,27 @@ pub enum RuntimeError {
         /// Where the second comes from.
         second: String,
     },
+    /// The component's digest is not the one its policy pins.
+    #[error("refusing to load {what}: its sha256 is {actual}, but the policy pins {expected}")]
+    Pin {
+        /// The component.
+        what: String,
+        /// The pinned digest.
+        expected: String,
+        /// The component's digest.
+        actual: String,
+    },
+    /// The component imports interfaces the host does not provide.
+    #[error(
+        "failed to load {what}: it imports interfaces the host does not provide: {}; the host provides WASI 0.2 (cli, clocks, filesystem, io, random, sockets) and sluice:tools/budget and key-policy",
+        missing.join(", ")
+    )]
+    MissingImports {
+        /// The component.
+        what: String,
+        /// The imports not provided.
+        missing: Vec<String>,
+    },
     /// A root granted to a tool cannot be opened.
     #[error("root {name:?} of tool {tool:?} cannot be opened at {dir}: {reason}")]
     Root {

@@ -22,6 +22,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod component;
 pub mod docs;
 pub mod engine;
 pub mod error;
@@ -33,7 +34,13 @@ pub mod toolbox;
 pub mod value;
 
 pub use engine::{EngineOptions, ToolEngine};
+
+/// The built-in tools: (name, component bytes), in the order they are offered.
+pub fn builtins() -> &'static [(&'static str, &'static [u8])] {
+    sluice_builtins::BUILTINS
+}
+pub use component::{ImportInfo, Inspection, ToolInfo, inspect};
 pub use error::RuntimeError;
 pub use observation::{CallStatus, Observation};
 pub use policy::{RootGrant, ToolPolicy};
-pub use toolbox::{ComponentSpec, Source, ToolInfo, Toolbox};
+pub use toolbox::{ComponentSpec, Source, Toolbox};

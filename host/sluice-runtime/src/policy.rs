@@ -34,6 +34,14 @@ pub struct ToolPolicy {
     pub timeout: Duration,
     /// File-name patterns refused as key material (see `sluice:tools/key-policy`).
     pub key_names: Vec<String>,
+    /// The component's expected SHA-256 (64 hex digits); a component with another digest
+    /// refuses to load.
+    pub sha256: Option<String>,
+    /// The description of the component's tools whose WIT carries no doc comment.
+    pub description: Option<String>,
+    /// The tools change things: calls wait for the operator's approval. Granting a root
+    /// with write access makes a tool destructive too.
+    pub destructive: bool,
 }
 
 impl Default for ToolPolicy {
@@ -47,11 +55,19 @@ impl Default for ToolPolicy {
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
+            sha256: None,
+            description: None,
+            destructive: false,
         }
     }
 }
 
 impl ToolPolicy {
+    /// True when calls need approval: `destructive` is set or a root is writable.
+    pub fn is_destructive(&self) -> bool {
+        self.destructive || self.roots.iter().any(|r| r.write)
+    }
+
     /// The default policy with read-only `roots`.
     pub fn read_only(roots: impl IntoIterator<Item = (String, PathBuf)>) -> Self {
         ToolPolicy {

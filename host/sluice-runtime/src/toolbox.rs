@@ -10,19 +10,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use wasmtime::component::types::{ComponentFunc, ComponentItem, Type};
+use wasmtime::component::types::Type;
 use wasmtime::component::{ComponentExportIndex, InstancePre, Linker, Val};
 use wasmtime::{Store, Trap};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
-use crate::docs::{ComponentDocs, FuncDocs};
+use crate::component::{Shape, ToolInfo};
+use crate::docs::FuncDocs;
 use crate::engine::{EPOCH_TICK_MS, ToolEngine};
 use crate::error::RuntimeError;
 use crate::host::{CallBudget, CallState, MemoryLimiter};
 use crate::observation::{DEFAULT_HINT, Draft, Observation};
 use crate::policy::ToolPolicy;
-use crate::schema::{Unsupported, object_schema, schema_of};
 use crate::value::{object_to_fields, to_json};
 
 /// Bytes of a guest's stderr kept for error messages.
@@ -47,10 +47,34 @@ pub enum Source {
 }
 
 impl Source {
-    fn describe(&self) -> String {
+    /// How messages name it: `built-in read_file`, or the name given.
+    pub fn describe(&self) -> String {
         match self {
             Source::Builtin(name) => format!("built-in {name}"),
             Source::Bytes { name, .. } => name.clone(),
+        }
+    }
+
+    /// The component's bytes.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Load`] for a built-in name that does not exist.
+    pub fn bytes(&self) -> Result<&[u8], RuntimeError> {
+        match self {
+            Source::Builtin(name) => {
+                sluice_builtins::component(name).ok_or_else(|| RuntimeError::Load {
+                    what: self.describe(),
+                    reason: format!(
+                        "there is no built-in tool of that name; built-in tools are: {}",
+                        sluice_builtins::BUILTINS
+                            .iter()
+                            .map(|(n, _)| *n)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                })
+            }
+            Source::Bytes { wasm, .. } => Ok(wasm.as_slice()),
         }
     }
 }
@@ -62,38 +86,6 @@ pub struct ComponentSpec {
     pub source: Source,
     /// What its tools may use.
     pub policy: ToolPolicy,
-}
-
-/// What a model is told about a tool.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolInfo {
-    /// The tool's name, `[a-zA-Z0-9_-]{1,64}`.
-    pub name: String,
-    /// What it does (from its WIT doc comment).
-    pub description: String,
-    /// JSON schema of its arguments (an object).
-    pub input_schema: Value,
-    /// Where it comes from (built-in name or component path).
-    pub source: String,
-}
-
-/// The arguments of an export: the fields of its single record parameter, or its
-/// parameters.
-#[derive(Clone, Debug)]
-enum Shape {
-    /// One record parameter whose fields are the arguments.
-    Record(Vec<(String, Type)>),
-    /// The parameters themselves are the arguments.
-    Params(Vec<(String, Type)>),
-}
-
-impl Shape {
-    fn fields(&self) -> &[(String, Type)] {
-        match self {
-            Shape::Record(f) | Shape::Params(f) => f,
-        }
-    }
 }
 
 struct Loaded {
@@ -375,23 +367,21 @@ fn explain_failure(
     let stderr = String::from_utf8_lossy(&state.stderr.contents())
         .trim()
         .to_string();
-    let first_line = text.lines().next().unwrap_or("failed").to_string();
+    // The trap says what happened; the error's outer context is only a backtrace header.
+    let trap = e.downcast_ref::<Trap>();
+    let what = match trap {
+        Some(trap) => trap.to_string(),
+        None => text.lines().next().unwrap_or("failed").to_string(),
+    };
     let message = if stderr.is_empty() {
-        format!("the tool crashed: {first_line}")
+        format!("the tool crashed: {what}")
     } else {
         format!(
-            "the tool crashed: {first_line}; its stderr ends: {}",
+            "the tool crashed: {what}; its stderr ends: {}",
             tail_chars(&stderr, 500)
         )
     };
-    (
-        message,
-        if e.downcast_ref::<Trap>().is_some() {
-            "trap"
-        } else {
-            "host-error"
-        },
-    )
+    (message, if trap.is_some() { "trap" } else { "host-error" })
 }
 
 fn tail_chars(s: &str, n: usize) -> &str {
@@ -402,147 +392,58 @@ fn tail_chars(s: &str, n: usize) -> &str {
     }
 }
 
-/// Loads one component: compiles it, resolves its imports, and makes a tool of every
-/// exported function.
+/// Loads one component: checks its pin, compiles it, resolves its imports, and makes a tool
+/// of every exported function.
 fn load_component(
     engine: &ToolEngine,
     linker: &Linker<CallState>,
     spec: &ComponentSpec,
 ) -> Result<Vec<Tool>, RuntimeError> {
     let what = spec.source.describe();
-    let (wasm, builtin): (&[u8], Option<&str>) = match &spec.source {
-        Source::Builtin(name) => (
-            sluice_builtins::component(name).ok_or_else(|| RuntimeError::Load {
-                what: what.clone(),
-                reason: format!(
-                    "there is no built-in tool of that name; built-in tools are: {}",
-                    sluice_builtins::BUILTINS
-                        .iter()
-                        .map(|(n, _)| *n)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            })?,
-            Some(name),
-        ),
-        Source::Bytes { wasm, .. } => (wasm.as_slice(), None),
-    };
+    let wasm = spec.source.bytes()?;
+    if let Some(expected) = &spec.policy.sha256 {
+        let actual = crate::component::sha256_hex(wasm);
+        if !actual.eq_ignore_ascii_case(expected.trim()) {
+            return Err(RuntimeError::Pin {
+                what,
+                expected: expected.clone(),
+                actual,
+            });
+        }
+    }
     let component = engine.compile(&what, wasm)?;
-    let pre = linker
-        .instantiate_pre(&component)
-        .map_err(|e| RuntimeError::Load {
-            what: what.clone(),
-            reason: format!("{e:#}"),
-        })?;
-    let docs = match builtin {
-        Some(name) => ComponentDocs::from_wit(sluice_builtins::WIT, &name.replace('_', "-"))
-            .unwrap_or_default(),
-        None => ComponentDocs::from_component(wasm),
-    };
+    let pre = linker.instantiate_pre(&component).map_err(|e| {
+        let missing = crate::component::missing_imports(engine, &component);
+        if missing.is_empty() {
+            RuntimeError::Load {
+                what: what.clone(),
+                reason: format!("{e:#}"),
+            }
+        } else {
+            RuntimeError::MissingImports {
+                what: what.clone(),
+                missing,
+            }
+        }
+    })?;
     let loaded = Arc::new(Loaded {
         pre,
         key_names: Arc::new(spec.policy.key_names.clone()),
         policy: Arc::new(spec.policy.clone()),
     });
-    let mut tools = Vec::new();
-    let ty = component.component_type();
-    for (export, item) in ty.exports(engine.engine()) {
-        match item.ty {
-            ComponentItem::ComponentFunc(f) => {
-                let index = component.get_export_index(None, export);
-                tools.push(make_tool(&what, &loaded, index, export, export, &f, &docs)?);
-            }
-            ComponentItem::ComponentInstance(inst) => {
-                let Some(inst_index) = component.get_export_index(None, export) else {
-                    continue;
-                };
-                let short = export
-                    .rsplit('/')
-                    .next()
-                    .unwrap_or(export)
-                    .split('@')
-                    .next()
-                    .unwrap_or(export);
-                for (fname, fitem) in inst.exports(engine.engine()) {
-                    if let ComponentItem::ComponentFunc(f) = fitem.ty {
-                        let index = component.get_export_index(Some(&inst_index), fname);
-                        let name = format!("{short}_{fname}");
-                        let path = format!("{export}/{fname}");
-                        tools.push(make_tool(&what, &loaded, index, &name, &path, &f, &docs)?);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    Ok(tools)
-}
-
-fn make_tool(
-    what: &str,
-    loaded: &Arc<Loaded>,
-    index: Option<ComponentExportIndex>,
-    name: &str,
-    export_path: &str,
-    func: &ComponentFunc,
-    docs: &ComponentDocs,
-) -> Result<Tool, RuntimeError> {
-    let tool_name = name.replace('-', "_");
-    let fail = |reason: String| RuntimeError::Tool {
-        what: format!("{what}: export {export_path}"),
-        reason,
-    };
-    if tool_name.is_empty()
-        || tool_name.len() > 64
-        || !tool_name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-    {
-        return Err(fail(format!(
-            "tool name {tool_name:?} is not 1 to 64 characters of [a-zA-Z0-9_-]"
-        )));
-    }
-    let export = index.ok_or_else(|| fail("the export cannot be found".into()))?;
-    let params: Vec<(String, Type)> = func.params().map(|(n, t)| (n.to_string(), t)).collect();
-    let shape = match params.as_slice() {
-        [(_, Type::Record(r))] => {
-            Shape::Record(r.fields().map(|f| (f.name.to_string(), f.ty)).collect())
-        }
-        _ => Shape::Params(params),
-    };
-    let func_docs = docs.func(export_path).cloned().unwrap_or_default();
-    let input_schema =
-        object_schema(shape.fields(), Some(&func_docs)).map_err(|Unsupported(t)| {
-            fail(format!(
-                "an argument is {t}, which a model cannot give as JSON"
-            ))
-        })?;
-    let result = func.results().next();
-    if let Some(t) = &result {
-        schema_of(t).map_err(|Unsupported(t)| {
-            fail(format!(
-                "the result holds {t}, which cannot be shown as JSON"
-            ))
-        })?;
-    }
-    let description = func_docs
-        .description
-        .clone()
-        .unwrap_or_else(|| format!("The {export_path} function of {what}."));
-    Ok(Tool {
-        info: ToolInfo {
-            name: tool_name.clone(),
-            description,
-            input_schema,
-            source: what.to_string(),
-        },
-        loaded: loaded.clone(),
-        export,
-        shape,
-        result,
-        docs: func_docs,
-        hint: paging_hint(&tool_name),
-    })
+    let defs = crate::component::reflect(engine, &component, &spec.source, &spec.policy)?;
+    Ok(defs
+        .into_iter()
+        .map(|def| Tool {
+            hint: paging_hint(&def.info.name),
+            info: def.info,
+            loaded: loaded.clone(),
+            export: def.export,
+            shape: def.shape,
+            result: def.result,
+            docs: def.docs,
+        })
+        .collect())
 }
 
 /// What the truncation marker suggests: the paging arguments of the file tools, "a narrower

@@ -34,6 +34,11 @@ pub(crate) struct Global {
     /// default 65536; env SLUICE_AGENT_MAX_TOOL_RESULT_BYTES).
     #[arg(long, global = true, value_name = "BYTES")]
     pub(crate) max_tool_result_bytes: Option<String>,
+
+    /// A directory of tool components: every `*.wasm` in it is loaded, each under its
+    /// sibling `*.toml` policy, or with nothing granted when there is none.
+    #[arg(long = "tools", global = true, value_name = "DIR")]
+    pub(crate) tools_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -49,5 +54,18 @@ pub(crate) enum Command {
         args: Option<String>,
     },
     /// List the tools with the JSON schemas of their arguments.
-    Tools,
+    Tools {
+        #[command(subcommand)]
+        command: Option<ToolsCommand>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ToolsCommand {
+    /// Show what a component would provide (tools and their schemas) and what it imports,
+    /// before granting it anything. Does not run it.
+    Inspect {
+        /// The component (`*.wasm`).
+        file: PathBuf,
+    },
 }

@@ -3,21 +3,22 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
-use sluice_config::{Config, Overrides};
-use sluice_runtime::{ComponentSpec, EngineOptions, Source, ToolEngine, ToolPolicy, Toolbox};
+use sluice_config::{Config, Overrides, ToolConfig, ToolSource};
+use sluice_runtime::{
+    ComponentSpec, EngineOptions, RootGrant, Source, ToolEngine, ToolPolicy, Toolbox,
+};
 
-use crate::cli::{Cli, Command};
-
-/// The built-in tools, in the order they are offered.
-const BUILTIN_TOOLS: [&str; 4] = ["read_file", "tail_file", "grep_files", "list_dir"];
+use crate::cli::{Cli, Command, ToolsCommand};
 
 /// Runs the command.
 pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
     let overrides = Overrides {
         roots: cli.global.roots.clone(),
         max_tool_result_bytes: cli.global.max_tool_result_bytes.clone(),
+        tools_dir: cli.global.tools_dir.clone(),
     };
     let config = Config::resolve(
         cli.global.config.as_deref(),
@@ -28,46 +29,115 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("failed to start the async runtime")?;
+    let mut out = std::io::stdout().lock();
     match cli.command {
         Command::Call { tool, args } => {
-            let toolbox = builtin_toolbox(&config, Some(&tool))?;
+            let toolbox = load_tools(&config, Some(&tool))?;
             let args = args.unwrap_or_default();
             let observation =
                 runtime.block_on(toolbox.call(&tool, &args, config.agent.max_tool_result_bytes));
-            let mut out = std::io::stdout().lock();
             writeln!(out, "{}", observation.text)?;
-            out.flush()?;
         }
-        Command::Tools => {
-            let toolbox = builtin_toolbox(&config, None)?;
+        Command::Tools { command: None } => {
+            let toolbox = load_tools(&config, None)?;
             let tools: Vec<_> = toolbox.tools().collect();
-            let mut out = std::io::stdout().lock();
             serde_json::to_writer_pretty(&mut out, &tools)?;
             writeln!(out)?;
         }
+        Command::Tools {
+            command: Some(ToolsCommand::Inspect { file }),
+        } => {
+            let source = component_source(&file)?;
+            let inspection = sluice_runtime::inspect(&engine()?, &source, &ToolPolicy::default())?;
+            serde_json::to_writer_pretty(&mut out, &inspection)?;
+            writeln!(out)?;
+        }
     }
+    out.flush()?;
     Ok(())
 }
 
-/// The built-in tools over the configured roots. With `only`, just that tool is loaded, so
-/// one call compiles one component (a name that is no tool loads none, and the call answers
-/// with an unknown-tool observation).
-fn builtin_toolbox(config: &Config, only: Option<&str>) -> anyhow::Result<Toolbox> {
-    let engine = Arc::new(ToolEngine::new(EngineOptions {
+/// Loads the configured tools. With `only` naming a built-in tool, only that one is loaded,
+/// so one call compiles one component.
+fn load_tools(config: &Config, only: Option<&str>) -> anyhow::Result<Toolbox> {
+    let single = only.and_then(|name| {
+        config
+            .tools
+            .iter()
+            .find(|t| matches!(&t.source, ToolSource::Builtin(b) if b == name))
+    });
+    let specs = match single {
+        Some(t) => vec![spec(t)?],
+        None => config
+            .tools
+            .iter()
+            .map(spec)
+            .collect::<anyhow::Result<_>>()?,
+    };
+    Ok(Toolbox::load(Arc::new(engine()?), &specs)?)
+}
+
+fn engine() -> anyhow::Result<ToolEngine> {
+    Ok(ToolEngine::new(EngineOptions {
         cache_dir: cache_dir(),
         ..EngineOptions::default()
-    })?);
-    let policy =
-        ToolPolicy::read_only(config.roots.iter().map(|r| (r.name.clone(), r.dir.clone())));
-    let specs: Vec<ComponentSpec> = BUILTIN_TOOLS
+    })?)
+}
+
+/// The runtime's view of one configured component.
+fn spec(t: &ToolConfig) -> anyhow::Result<ComponentSpec> {
+    let source = match &t.source {
+        ToolSource::Builtin(name) => {
+            let (name, _) = sluice_builtins_name(name)?;
+            Source::Builtin(name)
+        }
+        ToolSource::Component(path) => component_source(path)?,
+    };
+    let mut roots: Vec<RootGrant> = t
+        .read
         .iter()
-        .filter(|name| only.is_none_or(|o| o == **name))
-        .map(|name| ComponentSpec {
-            source: Source::Builtin(name),
-            policy: policy.clone(),
+        .filter(|r| !t.write.iter().any(|w| w.name == r.name))
+        .map(|r| RootGrant {
+            name: r.name.clone(),
+            dir: r.dir.clone(),
+            write: false,
         })
         .collect();
-    Ok(Toolbox::load(engine, &specs)?)
+    roots.extend(t.write.iter().map(|r| RootGrant {
+        name: r.name.clone(),
+        dir: r.dir.clone(),
+        write: true,
+    }));
+    let policy = ToolPolicy {
+        roots,
+        env: t.env.clone(),
+        memory_bytes: t.memory_mib << 20,
+        timeout: Duration::from_millis(t.timeout_ms),
+        sha256: t.sha256.clone(),
+        description: t.description.clone(),
+        destructive: t.destructive,
+        ..ToolPolicy::default()
+    };
+    Ok(ComponentSpec { source, policy })
+}
+
+/// The `'static` name of built-in tool `name`.
+fn sluice_builtins_name(name: &str) -> anyhow::Result<(&'static str, &'static [u8])> {
+    sluice_runtime::builtins()
+        .iter()
+        .find(|(n, _)| *n == name)
+        .copied()
+        .with_context(|| format!("there is no built-in tool called {name:?}"))
+}
+
+/// A component file as a source, named by its path.
+fn component_source(path: &std::path::Path) -> anyhow::Result<Source> {
+    let wasm = std::fs::read(path)
+        .with_context(|| format!("failed to read the component {}", path.display()))?;
+    Ok(Source::Bytes {
+        name: path.display().to_string(),
+        wasm: Arc::new(wasm),
+    })
 }
 
 /// Where compiled components are cached: `$SLUICE_CACHE_DIR`, else

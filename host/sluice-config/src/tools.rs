@@ -1,0 +1,316 @@
+//! Which tools run and what each may use: the built-in tools, `[tools.NAME]` tables of
+//! `sluice.toml`, and a tools directory of `*.wasm` components with sibling `*.toml`
+//! policies. Deny by default: a component without a policy gets no roots, no environment,
+//! and the default limits.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::{ConfigError, RootConfig};
+
+/// The built-in tools, in the order they are offered.
+pub const BUILTIN_TOOLS: [&str; 4] = ["read_file", "tail_file", "grep_files", "list_dir"];
+
+/// A tool's default memory limit, in MiB.
+pub const DEFAULT_MEMORY_MIB: u64 = 256;
+
+/// The largest memory limit a tool may be granted, in MiB (4 GiB, the wasm32 limit).
+pub const MAX_MEMORY_MIB: u64 = 4096;
+
+/// A tool's default timeout, in ms.
+pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
+
+/// The longest timeout a tool may be granted, in ms (one hour).
+pub const MAX_TIMEOUT_MS: u64 = 3_600_000;
+
+/// Where a tool's component comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ToolSource {
+    /// A built-in tool, by name.
+    Builtin(String),
+    /// A component file.
+    Component(PathBuf),
+}
+
+/// One component and what its tools may use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolConfig {
+    /// The entry's name: the `[tools.NAME]` key, or the file stem in a tools directory.
+    pub name: String,
+    /// Where the component comes from.
+    pub source: ToolSource,
+    /// Roots the tools may read (read-only), in order; the first is their default root.
+    pub read: Vec<RootConfig>,
+    /// Roots the tools may write.
+    pub write: Vec<RootConfig>,
+    /// Linear memory limit, in MiB (1 to 4,096; default 256).
+    pub memory_mib: u64,
+    /// Wall-clock limit of one call, in ms (1 to 3,600,000; default 10,000).
+    pub timeout_ms: u64,
+    /// Environment variables the guest sees: the allowed keys that are set on the host.
+    pub env: Vec<(String, String)>,
+    /// The component's expected SHA-256, 64 lowercase hex digits.
+    pub sha256: Option<String>,
+    /// Calls need the operator's approval (also implied by any `write` root).
+    pub destructive: bool,
+    /// Description for tools whose WIT has no doc comment.
+    pub description: Option<String>,
+    /// Where this entry was configured (for messages).
+    pub origin: String,
+}
+
+/// A policy as written: a `[tools.NAME]` table, or a tools directory's sibling `*.toml`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PolicyFile {
+    /// Path of the component (tables only), relative to the configuration file.
+    component: Option<String>,
+    /// Name of a built-in tool (tables only).
+    builtin: Option<String>,
+    #[serde(default)]
+    read: Option<Vec<String>>,
+    #[serde(default)]
+    write: Vec<String>,
+    memory_mib: Option<toml::Value>,
+    timeout_ms: Option<toml::Value>,
+    #[serde(default)]
+    env: Vec<String>,
+    sha256: Option<String>,
+    #[serde(default)]
+    destructive: bool,
+    description: Option<String>,
+}
+
+/// What the resolver knows when it turns a [`PolicyFile`] into a [`ToolConfig`].
+pub(crate) struct Resolver<'a> {
+    pub(crate) roots: &'a [RootConfig],
+    pub(crate) env: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl Resolver<'_> {
+    /// The tools configured by `[tools.*]` (relative paths against `base`) and the built-ins
+    /// in `builtins` that have no table of their own.
+    pub(crate) fn tables(
+        &self,
+        tables: &BTreeMap<String, PolicyFile>,
+        builtins: &[String],
+        base: &Path,
+        origin: &str,
+    ) -> Result<Vec<ToolConfig>, ConfigError> {
+        for b in builtins {
+            if !BUILTIN_TOOLS.contains(&b.as_str()) {
+                return Err(ConfigError::Value {
+                    key: "builtins".into(),
+                    value: format!("{b:?}"),
+                    allowed: format!(
+                        "a list of built-in tool names ({})",
+                        BUILTIN_TOOLS.join(", ")
+                    ),
+                    origin: origin.to_string(),
+                });
+            }
+        }
+        let mut out = Vec::new();
+        for b in builtins {
+            if !tables.contains_key(b) {
+                out.push(self.entry(
+                    b,
+                    ToolSource::Builtin(b.clone()),
+                    &PolicyFile::default(),
+                    true,
+                    origin,
+                )?);
+            }
+        }
+        for (name, table) in tables {
+            let key = format!("tools.{name}");
+            let source = match (&table.component, &table.builtin) {
+                (Some(path), None) => ToolSource::Component(base.join(path)),
+                (None, Some(b)) => ToolSource::Builtin(b.clone()),
+                (None, None) if BUILTIN_TOOLS.contains(&name.as_str()) => {
+                    ToolSource::Builtin(name.clone())
+                }
+                _ => {
+                    return Err(ConfigError::Value {
+                        key,
+                        value: if table.component.is_some() { "both".into() } else { "neither".into() },
+                        allowed: "a table with either `component = \"path.wasm\"` or `builtin = \"read_file\"` (or named after a built-in tool)".into(),
+                        origin: origin.to_string(),
+                    });
+                }
+            };
+            if let ToolSource::Builtin(b) = &source
+                && !BUILTIN_TOOLS.contains(&b.as_str())
+            {
+                return Err(ConfigError::Value {
+                    key: format!("{key}.builtin"),
+                    value: format!("{b:?}"),
+                    allowed: format!("one of {}", BUILTIN_TOOLS.join(", ")),
+                    origin: origin.to_string(),
+                });
+            }
+            let builtin = matches!(source, ToolSource::Builtin(_));
+            out.push(self.entry(name, source, table, builtin, &format!("{origin} [{key}]"))?);
+        }
+        Ok(out)
+    }
+
+    /// Every `*.wasm` in `dir`, sorted by name, each with its sibling `*.toml` policy or
+    /// none (nothing granted).
+    pub(crate) fn directory(&self, dir: &Path) -> Result<Vec<ToolConfig>, ConfigError> {
+        let read_dir = std::fs::read_dir(dir).map_err(|source| ConfigError::Read {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let mut wasm: Vec<PathBuf> = read_dir
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
+            .collect();
+        wasm.sort();
+        let mut out = Vec::new();
+        for path in wasm {
+            let name = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let policy_path = path.with_extension("toml");
+            let (policy, origin) = if policy_path.exists() {
+                let text =
+                    std::fs::read_to_string(&policy_path).map_err(|source| ConfigError::Read {
+                        path: policy_path.clone(),
+                        source,
+                    })?;
+                let policy: PolicyFile = toml::from_str(&text).map_err(|e| ConfigError::Parse {
+                    path: policy_path.clone(),
+                    message: e.message().to_string(),
+                })?;
+                if policy.component.is_some() || policy.builtin.is_some() {
+                    return Err(ConfigError::Parse {
+                        path: policy_path,
+                        message: "a tools-directory policy describes its sibling .wasm; `component` and `builtin` are not allowed here".into(),
+                    });
+                }
+                (policy, policy_path.display().to_string())
+            } else {
+                (PolicyFile::default(), path.display().to_string())
+            };
+            out.push(self.entry(&name, ToolSource::Component(path), &policy, false, &origin)?);
+        }
+        Ok(out)
+    }
+
+    /// Checks one policy. Built-ins read every root unless `read` says otherwise; other
+    /// components read only what `read` names.
+    fn entry(
+        &self,
+        name: &str,
+        source: ToolSource,
+        p: &PolicyFile,
+        builtin: bool,
+        origin: &str,
+    ) -> Result<ToolConfig, ConfigError> {
+        let value_error = |field: &str, value: String, allowed: &str| ConfigError::Value {
+            key: format!("tools.{name}.{field}"),
+            value,
+            allowed: allowed.to_string(),
+            origin: origin.to_string(),
+        };
+        let pick = |field: &str, names: &[String]| -> Result<Vec<RootConfig>, ConfigError> {
+            names
+                .iter()
+                .map(|n| {
+                    self.roots
+                        .iter()
+                        .find(|r| &r.name == n)
+                        .cloned()
+                        .ok_or_else(|| {
+                            let defined: Vec<&str> =
+                                self.roots.iter().map(|r| r.name.as_str()).collect();
+                            value_error(
+                                field,
+                                format!("{n:?}"),
+                                &format!("names of defined roots ({})", defined.join(", ")),
+                            )
+                        })
+                })
+                .collect()
+        };
+        let read = match &p.read {
+            Some(names) => pick("read", names)?,
+            None if builtin => self.roots.to_vec(),
+            None => Vec::new(),
+        };
+        let write = pick("write", &p.write)?;
+        let memory_mib = bounded(p.memory_mib.as_ref(), DEFAULT_MEMORY_MIB, 1, MAX_MEMORY_MIB)
+            .map_err(|v| {
+                value_error(
+                    "memory_mib",
+                    v,
+                    &format!("an integer from 1 to {MAX_MEMORY_MIB} (MiB)"),
+                )
+            })?;
+        let timeout_ms = bounded(p.timeout_ms.as_ref(), DEFAULT_TIMEOUT_MS, 1, MAX_TIMEOUT_MS)
+            .map_err(|v| {
+                value_error(
+                    "timeout_ms",
+                    v,
+                    &format!("an integer from 1 to {MAX_TIMEOUT_MS} (ms)"),
+                )
+            })?;
+        for key in &p.env {
+            let ok = !key.is_empty() && !key.contains('=') && !key.contains('\0');
+            if !ok {
+                return Err(value_error(
+                    "env",
+                    format!("{key:?}"),
+                    "names of environment variables",
+                ));
+            }
+        }
+        let env = p
+            .env
+            .iter()
+            .filter_map(|k| (self.env)(k).map(|v| (k.clone(), v)))
+            .collect();
+        let sha256 = match &p.sha256 {
+            Some(h) if h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                Some(h.to_ascii_lowercase())
+            }
+            Some(h) => {
+                return Err(value_error(
+                    "sha256",
+                    format!("{h:?}"),
+                    "64 hexadecimal digits",
+                ));
+            }
+            None => None,
+        };
+        Ok(ToolConfig {
+            name: name.to_string(),
+            source,
+            read,
+            write,
+            memory_mib,
+            timeout_ms,
+            env,
+            sha256,
+            destructive: p.destructive,
+            description: p.description.clone(),
+            origin: origin.to_string(),
+        })
+    }
+}
+
+/// An integer setting between `min` and `max` (inclusive), or `default` when absent; the
+/// error is the value as written.
+fn bounded(value: Option<&toml::Value>, default: u64, min: u64, max: u64) -> Result<u64, String> {
+    match value {
+        None => Ok(default),
+        Some(toml::Value::Integer(n)) if (min as i64..=max as i64).contains(n) => Ok(*n as u64),
+        Some(toml::Value::String(s)) => Err(format!("{s:?}")),
+        Some(other) => Err(other.to_string()),
+    }
+}

@@ -1,0 +1,304 @@
+//! What a component offers and asks for: its exported functions as tools (names, JSON
+//! schemas, descriptions), its imports, and whether the host provides them.
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use wasmtime::component::types::{ComponentFunc, ComponentItem, Type};
+use wasmtime::component::{Component, ComponentExportIndex};
+
+use crate::docs::{ComponentDocs, FuncDocs};
+use crate::engine::ToolEngine;
+use crate::error::RuntimeError;
+use crate::policy::ToolPolicy;
+use crate::schema::{Unsupported, object_schema, schema_of};
+use crate::toolbox::Source;
+
+/// Longest tool name, in bytes (what model APIs accept).
+pub const MAX_TOOL_NAME_BYTES: usize = 64;
+
+/// Interfaces the host provides to every component: WASI 0.2 (`wasi:cli`, `clocks`,
+/// `filesystem`, `io`, `random`, `sockets`; any 0.2.x) and `sluice:tools` `budget` and
+/// `key-policy` (0.1.x). Grants decide what they reach: a tool sees only its preopens and
+/// allowed environment, and every socket address is denied.
+pub const PROVIDED_INTERFACES: &[&str] = &[
+    "wasi:cli/",
+    "wasi:clocks/",
+    "wasi:filesystem/",
+    "wasi:io/",
+    "wasi:random/",
+    "wasi:sockets/",
+    "sluice:tools/budget@0.1.",
+    "sluice:tools/key-policy@0.1.",
+];
+
+/// What a model is told about a tool.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolInfo {
+    /// The tool's name, `[a-zA-Z0-9_-]{1,64}`.
+    pub name: String,
+    /// What it does: its WIT doc comment, else the policy's `description`, else a sentence
+    /// naming the export.
+    pub description: String,
+    /// JSON schema of its arguments (an object).
+    pub input_schema: Value,
+    /// Where it comes from (built-in name or component path).
+    pub source: String,
+    /// Calls wait for approval (the policy says destructive, or grants write access).
+    pub destructive: bool,
+}
+
+/// One import of a component.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ImportInfo {
+    /// The import's name, e.g. `wasi:filesystem/types@0.2.6`.
+    pub name: String,
+    /// The functions it needs from the host (empty for an interface of types only).
+    pub functions: Vec<String>,
+    /// Whether the host provides it.
+    pub provided: bool,
+}
+
+/// Everything `sluice tools inspect` shows about a component.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Inspection {
+    /// The SHA-256 of the component, for a pin in its policy.
+    pub sha256: String,
+    /// The tools it would provide.
+    pub tools: Vec<ToolInfo>,
+    /// What it imports, and whether the host provides each.
+    pub imports: Vec<ImportInfo>,
+}
+
+/// The arguments of an export: the fields of its single record parameter, or its
+/// parameters.
+#[derive(Clone, Debug)]
+pub(crate) enum Shape {
+    /// One record parameter whose fields are the arguments.
+    Record(Vec<(String, Type)>),
+    /// The parameters themselves are the arguments.
+    Params(Vec<(String, Type)>),
+}
+
+impl Shape {
+    pub(crate) fn fields(&self) -> &[(String, Type)] {
+        match self {
+            Shape::Record(f) | Shape::Params(f) => f,
+        }
+    }
+}
+
+/// A tool as reflected from a component's types.
+pub(crate) struct ToolDef {
+    pub(crate) info: ToolInfo,
+    pub(crate) export: ComponentExportIndex,
+    pub(crate) shape: Shape,
+    pub(crate) result: Option<Type>,
+    pub(crate) docs: FuncDocs,
+}
+
+/// The lowercase hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Compiles `source` and describes it without instantiating it: its tools (as they would be
+/// offered under `policy`) and its imports.
+///
+/// # Errors
+/// A component that does not compile, or whose exports cannot be offered to a model.
+pub fn inspect(
+    engine: &ToolEngine,
+    source: &Source,
+    policy: &ToolPolicy,
+) -> Result<Inspection, RuntimeError> {
+    let wasm = source.bytes()?;
+    let component = engine.compile(&source.describe(), wasm)?;
+    let tools = reflect(engine, &component, source, policy)?
+        .into_iter()
+        .map(|d| d.info)
+        .collect();
+    Ok(Inspection {
+        sha256: sha256_hex(wasm),
+        tools,
+        imports: imports(engine, &component),
+    })
+}
+
+/// The imports of `component`.
+pub(crate) fn imports(engine: &ToolEngine, component: &Component) -> Vec<ImportInfo> {
+    let ty = component.component_type();
+    ty.imports(engine.engine())
+        .map(|(name, item)| {
+            let functions: Vec<String> = match &item.ty {
+                ComponentItem::ComponentInstance(inst) => inst
+                    .exports(engine.engine())
+                    .filter(|(_, e)| matches!(e.ty, ComponentItem::ComponentFunc(_)))
+                    .map(|(n, _)| n.to_string())
+                    .collect(),
+                ComponentItem::ComponentFunc(_) => vec![name.to_string()],
+                _ => Vec::new(),
+            };
+            let provided =
+                functions.is_empty() || PROVIDED_INTERFACES.iter().any(|p| provides(p, name));
+            ImportInfo {
+                name: name.to_string(),
+                functions,
+                provided,
+            }
+        })
+        .collect()
+}
+
+/// True when the provided-interface prefix `prefix` covers import `name` (WASI only at
+/// version 0.2.x).
+fn provides(prefix: &str, name: &str) -> bool {
+    name.starts_with(prefix) && (!prefix.starts_with("wasi:") || name.contains("@0.2."))
+}
+
+/// The names of the imports of `component` the host does not provide.
+pub(crate) fn missing_imports(engine: &ToolEngine, component: &Component) -> Vec<String> {
+    imports(engine, component)
+        .into_iter()
+        .filter(|i| !i.provided)
+        .map(|i| i.name)
+        .collect()
+}
+
+/// Makes a tool of every exported function of `component`: world-level functions are named
+/// `<function>`, functions of an exported interface `<interface>_<function>`, with `-`
+/// replaced by `_`.
+pub(crate) fn reflect(
+    engine: &ToolEngine,
+    component: &Component,
+    source: &Source,
+    policy: &ToolPolicy,
+) -> Result<Vec<ToolDef>, RuntimeError> {
+    let what = source.describe();
+    let docs = match source {
+        // The Rust toolchain drops doc comments from components; the built-ins' come from
+        // the WIT they are built from.
+        Source::Builtin(name) => {
+            ComponentDocs::from_wit(sluice_builtins::WIT, &name.replace('_', "-"))
+                .unwrap_or_default()
+        }
+        Source::Bytes { wasm, .. } => ComponentDocs::from_component(wasm),
+    };
+    let cx = Reflect {
+        what: &what,
+        docs: &docs,
+        policy,
+    };
+    let mut tools = Vec::new();
+    let ty = component.component_type();
+    for (export, item) in ty.exports(engine.engine()) {
+        match item.ty {
+            ComponentItem::ComponentFunc(f) => {
+                let index = component.get_export_index(None, export);
+                tools.push(cx.tool(index, export, export, &f)?);
+            }
+            ComponentItem::ComponentInstance(inst) => {
+                let Some(inst_index) = component.get_export_index(None, export) else {
+                    continue;
+                };
+                let short = export.rsplit('/').next().unwrap_or(export);
+                let short = short.split('@').next().unwrap_or(short);
+                for (fname, fitem) in inst.exports(engine.engine()) {
+                    if let ComponentItem::ComponentFunc(f) = fitem.ty {
+                        let index = component.get_export_index(Some(&inst_index), fname);
+                        tools.push(cx.tool(
+                            index,
+                            &format!("{short}_{fname}"),
+                            &format!("{export}/{fname}"),
+                            &f,
+                        )?);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if tools.is_empty() {
+        return Err(RuntimeError::Tool {
+            what,
+            reason: "it exports no functions, so it offers no tools".into(),
+        });
+    }
+    Ok(tools)
+}
+
+struct Reflect<'a> {
+    what: &'a str,
+    docs: &'a ComponentDocs,
+    policy: &'a ToolPolicy,
+}
+
+impl Reflect<'_> {
+    fn tool(
+        &self,
+        index: Option<ComponentExportIndex>,
+        name: &str,
+        export_path: &str,
+        func: &ComponentFunc,
+    ) -> Result<ToolDef, RuntimeError> {
+        let tool_name = name.replace('-', "_");
+        let fail = |reason: String| RuntimeError::Tool {
+            what: format!("{}: export {export_path}", self.what),
+            reason,
+        };
+        let valid = !tool_name.is_empty()
+            && tool_name.len() <= MAX_TOOL_NAME_BYTES
+            && tool_name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !valid {
+            return Err(fail(format!(
+                "its tool name {tool_name:?} is not 1 to {MAX_TOOL_NAME_BYTES} characters of [a-zA-Z0-9_-]"
+            )));
+        }
+        let export = index.ok_or_else(|| fail("the export cannot be found".into()))?;
+        let params: Vec<(String, Type)> = func.params().map(|(n, t)| (n.to_string(), t)).collect();
+        let shape = match params.as_slice() {
+            [(_, Type::Record(r))] => {
+                Shape::Record(r.fields().map(|f| (f.name.to_string(), f.ty)).collect())
+            }
+            _ => Shape::Params(params),
+        };
+        let docs = self.docs.func(export_path).cloned().unwrap_or_default();
+        let input_schema =
+            object_schema(shape.fields(), Some(&docs)).map_err(|Unsupported(t)| {
+                fail(format!(
+                    "an argument is {t}, which a model cannot give as JSON"
+                ))
+            })?;
+        let result = func.results().next();
+        if let Some(t) = &result {
+            schema_of(t).map_err(|Unsupported(t)| {
+                fail(format!(
+                    "its result holds {t}, which cannot be shown as JSON"
+                ))
+            })?;
+        }
+        let description = docs
+            .description
+            .clone()
+            .or_else(|| self.policy.description.clone())
+            .unwrap_or_else(|| format!("The {export_path} function of {}.", self.what));
+        Ok(ToolDef {
+            info: ToolInfo {
+                name: tool_name,
+                description,
+                input_schema,
+                source: self.what.to_string(),
+                destructive: self.policy.is_destructive(),
+            },
+            export,
+            shape,
+            result,
+            docs,
+        })
+    }
+}
