@@ -36,7 +36,7 @@ pub(crate) struct CallBudget {
     /// When the search time budget (80% of the timeout) runs out.
     pub(crate) search_until: Instant,
     /// Names refused as key material.
-    pub(crate) key_names: Arc<Vec<String>>,
+    pub(crate) key_names: Arc<sluice_pager::KeyNames>,
 }
 
 impl CallBudget {
@@ -44,7 +44,7 @@ impl CallBudget {
     pub(crate) fn new(
         max_result_bytes: u32,
         timeout: Duration,
-        key_names: Arc<Vec<String>>,
+        key_names: Arc<sluice_pager::KeyNames>,
     ) -> Self {
         CallBudget {
             max_result_bytes,
@@ -139,9 +139,15 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
     )?;
     let mut keys = linker.instance("sluice:tools/key-policy@0.1.0")?;
     keys.func_wrap(
-        "denied-names",
-        |store: StoreContextMut<'_, CallState>, (): ()| {
-            Ok((store.data().budget.key_names.as_ref().clone(),))
+        "is-key-name",
+        |store: StoreContextMut<'_, CallState>, (name, directory): (String, bool)| {
+            use sluice_pager::KeyNamePolicy;
+            let names = &store.data().budget.key_names;
+            Ok((if directory {
+                names.is_key_dir(&name)
+            } else {
+                names.is_key_file(&name)
+            },))
         },
     )?;
     Ok(())

@@ -127,6 +127,24 @@ impl Draft {
     }
 }
 
+/// The start of the marker that ends an observation shrunk after a context-window
+/// rejection (SPEC section 5).
+pub const SHRINK_MARKER_START: &str = "…[cut from ";
+
+/// What the truncation marker suggests: the paging arguments of the file tools, "a narrower
+/// query" for others.
+pub fn paging_hint(tool: &str) -> &'static str {
+    match tool {
+        "read_file" => "pass lineCount, or startLine with offset (from nextLine and nextOffset)",
+        "tail_file" => "pass a smaller lines",
+        "grep_files" => {
+            "pass a smaller maxResults, a narrower pattern, path or glob, or the nextCursor"
+        }
+        "list_dir" => "pass offset (from nextOffset)",
+        _ => DEFAULT_HINT,
+    }
+}
+
 /// Caps `text` at `cap` bytes: when it is longer, keeps the longest head that ends on a
 /// character boundary and leaves room for the marker
 /// `…[truncated; full result is N bytes. Ask for less: <hint>]`, N being `text`'s length.
@@ -140,15 +158,34 @@ pub fn cap_text(text: String, cap: usize, hint: &str) -> String {
         "{TRUNCATION_MARKER_START}{} bytes. Ask for less: {hint}]",
         text.len()
     );
-    let room = cap.saturating_sub(marker.len());
-    let mut cut = room.min(text.len());
+    head_with_marker(text, cap, &marker)
+}
+
+/// Shrinks an observation after a context-window rejection: a head of at most `limit`
+/// bytes, marker included, ending
+/// `…[cut from N bytes: a request including this result exceeded the model's context
+/// window. Ask for less: <hint>]`. Text of at most `limit` bytes is returned unchanged.
+pub fn shrink_text(text: String, limit: usize, hint: &str) -> String {
+    if text.len() <= limit {
+        return text;
+    }
+    let marker = format!(
+        "{SHRINK_MARKER_START}{} bytes: a request including this result exceeded the model's context window. Ask for less: {hint}]",
+        text.len()
+    );
+    head_with_marker(text, limit, &marker)
+}
+
+/// The longest head of `text` that ends on a character boundary and, followed by `marker`,
+/// fits in `limit` bytes; then the marker.
+fn head_with_marker(mut text: String, limit: usize, marker: &str) -> String {
+    let mut cut = limit.saturating_sub(marker.len()).min(text.len());
     while !text.is_char_boundary(cut) {
         cut -= 1;
     }
-    let mut out = text;
-    out.truncate(cut);
-    out.push_str(&marker);
-    out
+    text.truncate(cut);
+    text.push_str(marker);
+    text
 }
 
 #[cfg(test)]

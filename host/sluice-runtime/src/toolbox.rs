@@ -91,7 +91,7 @@ pub struct ComponentSpec {
 struct Loaded {
     pre: InstancePre<CallState>,
     policy: Arc<ToolPolicy>,
-    key_names: Arc<Vec<String>>,
+    key_names: Arc<sluice_pager::KeyNames>,
 }
 
 struct Tool {
@@ -426,16 +426,22 @@ fn load_component(
             }
         }
     })?;
-    let loaded = Arc::new(Loaded {
-        pre,
-        key_names: Arc::new(spec.policy.key_names.clone()),
-        policy: Arc::new(spec.policy.clone()),
-    });
+    let loaded =
+        Arc::new(Loaded {
+            pre,
+            key_names: Arc::new(sluice_pager::KeyNames::new(&spec.policy.key_names).map_err(
+                |e| RuntimeError::Tool {
+                    what: what.clone(),
+                    reason: format!("its key-material name patterns are invalid: {e}"),
+                },
+            )?),
+            policy: Arc::new(spec.policy.clone()),
+        });
     let defs = crate::component::reflect(engine, &component, &spec.source, &spec.policy)?;
     Ok(defs
         .into_iter()
         .map(|def| Tool {
-            hint: paging_hint(&def.info.name),
+            hint: crate::observation::paging_hint(&def.info.name),
             info: def.info,
             loaded: loaded.clone(),
             export: def.export,
@@ -444,18 +450,4 @@ fn load_component(
             docs: def.docs,
         })
         .collect())
-}
-
-/// What the truncation marker suggests: the paging arguments of the file tools, "a narrower
-/// query" for others.
-fn paging_hint(tool: &str) -> &'static str {
-    match tool {
-        "read_file" => "pass lineCount, or startLine with offset (from nextLine and nextOffset)",
-        "tail_file" => "pass a smaller lines",
-        "grep_files" => {
-            "pass a smaller maxResults, a narrower pattern, path or glob, or the nextCursor"
-        }
-        "list_dir" => "pass offset (from nextOffset)",
-        _ => DEFAULT_HINT,
-    }
 }

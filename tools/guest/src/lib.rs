@@ -6,9 +6,10 @@
 //! pager's [`Context`] for the current call from what the host grants: the preopened roots,
 //! the cap, the time budget and the key-material names.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_pager::{Context, KeyNames, Limits, Root, Roots, ToolError as PagerError};
+use sluice_pager::{Context, KeyNamePolicy, Limits, Root, Roots, ToolError as PagerError};
 
 /// Bindings of the shared `sluice:tools` interfaces (imports only).
 #[allow(missing_docs, unsafe_code, unreachable_pub, clippy::all)]
@@ -45,16 +46,25 @@ pub fn context() -> Result<Context, types::ToolError> {
         .collect();
     let limits = Limits::new(budget::max_result_bytes())
         .with_time_budget(Duration::from_millis(u64::from(budget::time_budget_ms())));
-    let keys = KeyNames::new(&key_policy::denied_names()).map_err(|e| {
-        types::ToolError::InvalidArgument(format!(
-            "the operator's key-material name list is invalid: {e}"
-        ))
-    })?;
     Ok(Context {
         roots: Roots::new(roots),
         limits,
-        keys,
+        keys: Arc::new(HostKeyNames),
     })
+}
+
+/// Key-material names as the host's policy (`sluice:tools/key-policy`) says.
+#[derive(Debug)]
+struct HostKeyNames;
+
+impl KeyNamePolicy for HostKeyNames {
+    fn is_key_file(&self, name: &str) -> bool {
+        key_policy::is_key_name(name, false)
+    }
+
+    fn is_key_dir(&self, name: &str) -> bool {
+        key_policy::is_key_name(name, true)
+    }
 }
 
 /// The WIT `tool-error` for a pager error.

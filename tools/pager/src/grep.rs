@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::Context;
 use crate::budget::json_len;
 use crate::error::{ErrorKind, Result, ToolError};
-use crate::keys::{KeyNames, has_armor};
+use crate::keys::has_armor;
 use crate::root::{Root, Target};
 use crate::text::escaped_prefix;
 
@@ -120,7 +120,7 @@ pub fn grep_files(ctx: &Context, args: &GrepFilesArgs) -> Result<GrepFilesPage> 
     let root = ctx.roots.pick(args.root.as_deref())?;
     let target = root.resolve(args.path.as_deref().unwrap_or(""))?;
     let meta = std::fs::metadata(&target.fs_path).map_err(|e| ToolError::io(&target.shown, &e))?;
-    target.refuse_key_names(&ctx.keys, meta.is_dir())?;
+    target.refuse_key_names(ctx.keys.as_ref(), meta.is_dir())?;
     let page = ctx.limits.page_for(&target.shown)?;
     // Parse the pattern as written first: grep-regex wraps it in a group before parsing,
     // which makes some of its messages point at text the caller never wrote.
@@ -245,7 +245,7 @@ impl Search<'_> {
     /// Walks the root in sorted order, visiting only `target` and its ancestors. Returns
     /// when the walk ends or the page is done.
     fn walk(&mut self, root: &Root, target: &Target) -> Result<()> {
-        let keys: KeyNames = self.ctx.keys.clone();
+        let keys = self.ctx.keys.clone();
         let base = root.dir.clone();
         let wanted = target.resolved_parts.clone();
         let walk = ignore::WalkBuilder::new(&root.dir)
@@ -267,7 +267,7 @@ impl Search<'_> {
                 let inside = rel.len() > wanted.len();
                 !(is_dir
                     && inside
-                    && (PRUNED_DIRS.contains(&name.as_ref()) || keys.is_denied_dir(&name)))
+                    && (PRUNED_DIRS.contains(&name.as_ref()) || keys.is_key_dir(&name)))
             })
             .build();
         let depth = target.resolved_parts.len();
@@ -368,7 +368,7 @@ impl Search<'_> {
     /// line `after_line`. Returns true when the page is done.
     fn file(&mut self, number: u64, rel: &str, path: &Path, after_line: u64) -> Result<bool> {
         let name = rel.rsplit('/').next().unwrap_or(rel);
-        if self.ctx.keys.is_denied_file(name) || !self.load(path) {
+        if self.ctx.keys.is_key_file(name) || !self.load(path) {
             self.page.out.skipped_files += 1;
             return Ok(false);
         }

@@ -1,7 +1,6 @@
 //! Key material: refused names and PEM private-key armor (SPEC sections 3 and 8).
 
 use std::ops::Range;
-use std::sync::LazyLock;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
@@ -24,12 +23,36 @@ pub const DEFAULT_DENIED_NAMES: &[&str] = &[
     "ssh/",
 ];
 
-/// An armor line, found anywhere in a line (SPEC section 8): `-----BEGIN ` or `-----END `,
-/// words of letters, digits, spaces, `_` or `-`, `PRIVATE KEY`, an optional ` BLOCK`, `-----`.
-static ARMOR: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
-    regex::bytes::Regex::new(r"-----(BEGIN|END) [A-Za-z0-9 _-]*PRIVATE KEY( BLOCK)?-----")
-        .expect("the armor pattern is a valid regex")
-});
+/// The longest run of label characters (`[A-Za-z0-9 _-]`) looked at before `PRIVATE KEY`,
+/// in bytes: far longer than any real armor label, and a bound on the work per occurrence.
+pub const MAX_ARMOR_LABEL_BYTES: usize = 1024;
+
+/// Which names are key material. [`KeyNames`] implements it from glob patterns; inside a
+/// component the host answers (`sluice:tools/key-policy`), so the patterns are compiled
+/// once, not on every call.
+pub trait KeyNamePolicy: Send + Sync + std::fmt::Debug {
+    /// True when a file called `name` is key material.
+    fn is_key_file(&self, name: &str) -> bool;
+
+    /// True when a directory called `name` holds key material (nothing under it is read).
+    fn is_key_dir(&self, name: &str) -> bool;
+}
+
+/// True when the path with components `parts` is key material under `policy`: a directory
+/// component is a key directory, or the last component is a key file (or, when
+/// `last_is_dir`, a key directory).
+pub fn is_key_path<S: AsRef<str>>(
+    policy: &dyn KeyNamePolicy,
+    parts: &[S],
+    last_is_dir: bool,
+) -> bool {
+    let Some((last, dirs)) = parts.split_last() else {
+        return false;
+    };
+    dirs.iter().any(|d| policy.is_key_dir(d.as_ref()))
+        || policy.is_key_file(last.as_ref())
+        || (last_is_dir && policy.is_key_dir(last.as_ref()))
+}
 
 /// The compiled deny list of key-material names, matched case-insensitively.
 #[derive(Clone, Debug)]
@@ -70,27 +93,15 @@ impl KeyNames {
             dirs: dirs.build()?,
         })
     }
+}
 
-    /// True when the path with components `parts` is key material: a directory component
-    /// matches a directory pattern, or the last component matches a file pattern (or, when
-    /// `last_is_dir`, a directory pattern).
-    pub fn is_denied<S: AsRef<str>>(&self, parts: &[S], last_is_dir: bool) -> bool {
-        let Some((last, dirs)) = parts.split_last() else {
-            return false;
-        };
-        dirs.iter().any(|d| self.dirs.is_match(d.as_ref()))
-            || self.files.is_match(last.as_ref())
-            || (last_is_dir && self.dirs.is_match(last.as_ref()))
-    }
-
-    /// True when a directory called `name` is key material (its contents are never read).
-    pub fn is_denied_dir(&self, name: &str) -> bool {
-        self.dirs.is_match(name)
-    }
-
-    /// True when a file called `name` is key material.
-    pub fn is_denied_file(&self, name: &str) -> bool {
+impl KeyNamePolicy for KeyNames {
+    fn is_key_file(&self, name: &str) -> bool {
         self.files.is_match(name)
+    }
+
+    fn is_key_dir(&self, name: &str) -> bool {
+        self.dirs.is_match(name)
     }
 }
 
@@ -105,24 +116,56 @@ pub struct Armor {
 
 /// True when `bytes` holds an armor line anywhere.
 pub fn has_armor(bytes: &[u8]) -> bool {
-    memchr::memmem::find(bytes, b"PRIVATE KEY").is_some() && ARMOR.is_match(bytes)
+    armor_lines(bytes).next().is_some()
 }
 
 /// Every armor line in `window`, whose first byte is at file offset `window_start`.
 pub fn find_armor(window: &[u8], window_start: u64) -> Vec<Armor> {
-    if memchr::memmem::find(window, b"PRIVATE KEY").is_none() {
-        return Vec::new();
-    }
-    ARMOR
-        .captures_iter(window)
-        .map(|c| {
-            let m = c.get(0).expect("group 0 is the whole match");
-            Armor {
-                span: window_start + m.start() as u64..window_start + m.end() as u64,
-                begin: &c[1] == b"BEGIN",
-            }
+    armor_lines(window)
+        .map(|(start, end, begin)| Armor {
+            span: window_start + start as u64..window_start + end as u64,
+            begin,
         })
         .collect()
+}
+
+/// The armor lines of `bytes` (SPEC section 8) as `(start, end, is BEGIN)`, without
+/// overlaps: each `PRIVATE KEY` followed by `-----` or ` BLOCK-----`, preceded by a label of
+/// `[A-Za-z0-9 _-]` (at most [`MAX_ARMOR_LABEL_BYTES`]) that holds `-----BEGIN ` or
+/// `-----END `; the last such marker before `PRIVATE KEY` decides the kind.
+fn armor_lines(bytes: &[u8]) -> impl Iterator<Item = (usize, usize, bool)> + '_ {
+    let is_label = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b' ' | b'_' | b'-');
+    let mut after_last = 0;
+    memchr::memmem::find_iter(bytes, b"PRIVATE KEY").filter_map(move |key| {
+        if key < after_last {
+            return None;
+        }
+        let rest = &bytes[key + b"PRIVATE KEY".len()..];
+        let tail = if rest.starts_with(b"-----") {
+            5
+        } else if rest.starts_with(b" BLOCK-----") {
+            11
+        } else {
+            return None;
+        };
+        let floor = key.saturating_sub(MAX_ARMOR_LABEL_BYTES).max(after_last);
+        let mut start = key;
+        while start > floor && is_label(bytes[start - 1]) {
+            start -= 1;
+        }
+        let label = &bytes[start..key];
+        let begin = memchr::memmem::rfind(label, b"-----BEGIN ");
+        let end = memchr::memmem::rfind(label, b"-----END ");
+        let (at, is_begin) = match (begin, end) {
+            (Some(b), Some(e)) if b > e => (b, true),
+            (Some(b), None) => (b, true),
+            (_, Some(e)) => (e, false),
+            (None, None) => return None,
+        };
+        let stop = key + b"PRIVATE KEY".len() + tail;
+        after_last = stop;
+        Some((start + at, stop, is_begin))
+    })
 }
 
 /// True for a key-body line (SPEC section 8): 16–100 characters of `A–Z a–z 0–9 + / =`,
@@ -234,7 +277,7 @@ mod tests {
     #[test]
     fn key_names() {
         let k = KeyNames::default();
-        let denied = |p: &str| k.is_denied(&p.split('/').collect::<Vec<_>>(), false);
+        let denied = |p: &str| is_key_path(&k, &p.split('/').collect::<Vec<_>>(), false);
         for yes in [
             "a.pem",
             "x/B.KEY",
@@ -257,7 +300,7 @@ mod tests {
         ] {
             assert!(!denied(no), "{no}");
         }
-        assert!(k.is_denied(&["a", "keys"], true));
+        assert!(is_key_path(&k, &["a", "keys"], true));
     }
 
     #[test]

@@ -40,7 +40,7 @@ pub use grep::{
     DEFAULT_MAX_RESULTS, GrepFilesArgs, GrepFilesPage, GrepMatch, MAX_FILE_BYTES, MAX_MAX_RESULTS,
     MAX_PATTERN_CHARS, MAX_TEXT_CHARS, grep_files,
 };
-pub use keys::KeyNames;
+pub use keys::{KeyNamePolicy, KeyNames};
 pub use list::{DirEntry, EntryKind, ListDirArgs, ListDirPage, list_dir};
 pub use read::{ReadFileArgs, ReadFilePage, read_file};
 pub use root::{Root, Roots};
@@ -54,7 +54,7 @@ pub struct Context {
     /// The cap and deadline of this call.
     pub limits: Limits,
     /// Names refused as key material.
-    pub keys: KeyNames,
+    pub keys: std::sync::Arc<dyn KeyNamePolicy>,
 }
 
 impl Context {
@@ -63,7 +63,7 @@ impl Context {
         Context {
             roots,
             limits,
-            keys: KeyNames::default(),
+            keys: std::sync::Arc::new(KeyNames::default()),
         }
     }
 }

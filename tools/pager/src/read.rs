@@ -87,7 +87,7 @@ pub fn read_file(ctx: &Context, args: &ReadFileArgs) -> Result<ReadFilePage> {
     crate::args::at_least("lineCount", args.line_count, 1)?;
     let root = ctx.roots.pick(args.root.as_deref())?;
     let target = root.resolve(&args.path)?;
-    target.refuse_key_names(&ctx.keys, false)?;
+    target.refuse_key_names(ctx.keys.as_ref(), false)?;
     let page = ctx.limits.page_for(&target.shown)?;
     let mut file = TextFile::open(&target)?;
     let size = file.size;

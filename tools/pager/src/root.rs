@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{ErrorKind, Result, ToolError};
-use crate::keys::KeyNames;
+use crate::keys::{KeyNamePolicy, is_key_path};
 
 /// Most symlinks followed while resolving one path (as Linux's `MAXSYMLINKS`).
 pub const MAX_SYMLINK_HOPS: usize = 40;
@@ -117,8 +117,9 @@ impl Target {
     /// Refuses the target when its name, as asked or as resolved, is key material.
     /// `is_dir` says whether the target is a directory (then directory patterns apply to its
     /// own name too).
-    pub fn refuse_key_names(&self, keys: &KeyNames, is_dir: bool) -> Result<()> {
-        if keys.is_denied(&self.shown_parts, is_dir) || keys.is_denied(&self.resolved_parts, is_dir)
+    pub fn refuse_key_names(&self, keys: &dyn KeyNamePolicy, is_dir: bool) -> Result<()> {
+        if is_key_path(keys, &self.shown_parts, is_dir)
+            || is_key_path(keys, &self.resolved_parts, is_dir)
         {
             return Err(ToolError::new(
                 ErrorKind::KeyMaterial,

@@ -50,7 +50,7 @@ pub fn tail_file(ctx: &Context, args: &TailFileArgs) -> Result<TailFilePage> {
     let wanted = args.lines.unwrap_or(DEFAULT_TAIL_LINES).min(MAX_TAIL_LINES) as usize;
     let root = ctx.roots.pick(args.root.as_deref())?;
     let target = root.resolve(&args.path)?;
-    target.refuse_key_names(&ctx.keys, false)?;
+    target.refuse_key_names(ctx.keys.as_ref(), false)?;
     let page = ctx.limits.page_for(&target.shown)?;
     let mut file = TextFile::open(&target)?;
     let size = file.size;

@@ -129,7 +129,7 @@ fn k1_configurable_deny_list() {
     fx.write("vault/s.txt", "secret\n");
     fx.write("x.secret", "secret\n");
     let mut ctx = fx.ctx(CAP);
-    ctx.keys = KeyNames::new(&["*.secret", "vault/"]).unwrap();
+    ctx.keys = std::sync::Arc::new(KeyNames::new(&["*.secret", "vault/"]).unwrap());
     assert!(read(&ctx, "a.pem").is_ok());
     assert_key_refusal(read(&ctx, "vault/s.txt"), "vault/s.txt");
     assert_key_refusal(read(&ctx, "X.SECRET"), "X.SECRET");
