@@ -36,6 +36,21 @@ pub use tools::{
 /// The environment variable that sets `agent.max_tool_result_bytes`.
 pub const ENV_MAX_TOOL_RESULT_BYTES: &str = "SLUICE_AGENT_MAX_TOOL_RESULT_BYTES";
 
+/// The environment variable that sets `agent.max_turns`.
+pub const ENV_MAX_TURNS: &str = "SLUICE_AGENT_MAX_TURNS";
+
+/// The environment variable that sets `agent.auto_approve`.
+pub const ENV_AUTO_APPROVE: &str = "SLUICE_AGENT_AUTO_APPROVE";
+
+/// The environment variable that sets `store.path`.
+pub const ENV_STORE: &str = "SLUICE_STORE";
+
+/// `agent.max_turns` when not set.
+pub const DEFAULT_MAX_TURNS: u32 = 50;
+
+/// The largest `agent.max_turns`.
+pub const MAX_MAX_TURNS: u32 = 10_000;
+
 /// A configuration that cannot be used. The message names the key, the value, its source
 /// and what is allowed.
 #[derive(Debug, thiserror::Error)]
@@ -90,6 +105,12 @@ pub struct Overrides {
     pub max_tool_result_bytes: Option<String>,
     /// `--tools DIR`: a directory of `*.wasm` components with sibling `*.toml` policies.
     pub tools_dir: Option<PathBuf>,
+    /// `--max-turns`, as typed.
+    pub max_turns: Option<String>,
+    /// `--auto-approve`.
+    pub auto_approve: bool,
+    /// `--store FILE`.
+    pub store: Option<PathBuf>,
 }
 
 /// The resolved configuration.
@@ -102,6 +123,8 @@ pub struct Config {
     /// The components to load and their policies: the built-ins first, then `[tools.*]`,
     /// then the tools directory.
     pub tools: Vec<ToolConfig>,
+    /// The session database (`store.path`), if set; `None` means the default location.
+    pub store: Option<PathBuf>,
 }
 
 /// Settings of the agent loop.
@@ -110,6 +133,13 @@ pub struct AgentConfig {
     /// `agent.max_tool_result_bytes`: the cap on every observation, in bytes
     /// (1,024 to 1,048,576; default 65,536).
     pub max_tool_result_bytes: u32,
+    /// `agent.max_turns`: the most model requests of one run (1 to 10,000; default 50).
+    pub max_turns: u32,
+    /// `agent.auto_approve`: run destructive tools without waiting for approval (default
+    /// false).
+    pub auto_approve: bool,
+    /// `agent.system_prompt`: replaces the default system prompt.
+    pub system_prompt: Option<String>,
 }
 
 /// A named root directory.
@@ -135,12 +165,68 @@ struct File {
     tools_dir: Option<String>,
     #[serde(default)]
     tools: BTreeMap<String, tools::PolicyFile>,
+    #[serde(default)]
+    store: FileStore,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileAgent {
     max_tool_result_bytes: Option<toml::Value>,
+    max_turns: Option<toml::Value>,
+    auto_approve: Option<toml::Value>,
+    system_prompt: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileStore {
+    path: Option<String>,
+}
+
+/// One setting's value from the highest-precedence place that has it, as text, with where it
+/// came from.
+fn layered(
+    flag: Option<(&str, &str)>,
+    env: &dyn Fn(&str) -> Option<String>,
+    env_var: &str,
+    file: Option<&toml::Value>,
+    file_label: &str,
+) -> Option<(String, String)> {
+    if let Some((value, flag)) = flag {
+        return Some((value.to_string(), flag.to_string()));
+    }
+    if let Some(value) = env(env_var) {
+        return Some((value, env_var.to_string()));
+    }
+    file.map(|v| {
+        let text = match v {
+            toml::Value::String(s) => format!("{s:?}"),
+            other => other.to_string(),
+        };
+        (text, file_label.to_string())
+    })
+}
+
+/// An integer from `min` to `max` given as text.
+fn integer(
+    key: &str,
+    text: &str,
+    origin: &str,
+    min: u64,
+    max: u64,
+    unit: &str,
+) -> Result<u64, ConfigError> {
+    text.trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|v| (min..=max).contains(v))
+        .ok_or_else(|| ConfigError::Value {
+            key: key.to_string(),
+            value: text.to_string(),
+            allowed: format!("an integer from {min} to {max}{unit}"),
+            origin: origin.to_string(),
+        })
 }
 
 impl Config {
@@ -169,19 +255,68 @@ impl Config {
         };
         let file_label = file.map(|p| p.display().to_string()).unwrap_or_default();
 
-        let cap_key = "agent.max_tool_result_bytes";
-        let max_tool_result_bytes = if let Some(v) = &overrides.max_tool_result_bytes {
-            cap_value(cap_key, v, "--max-tool-result-bytes")?
-        } else if let Some(v) = env(ENV_MAX_TOOL_RESULT_BYTES) {
-            cap_value(cap_key, &v, ENV_MAX_TOOL_RESULT_BYTES)?
-        } else if let Some(v) = &parsed.agent.max_tool_result_bytes {
-            let text = match v {
-                toml::Value::String(s) => format!("{s:?}"),
-                other => other.to_string(),
-            };
-            cap_value(cap_key, &text, &file_label)?
-        } else {
-            DEFAULT_MAX_RESULT_BYTES
+        let max_tool_result_bytes = match layered(
+            overrides
+                .max_tool_result_bytes
+                .as_deref()
+                .map(|v| (v, "--max-tool-result-bytes")),
+            env,
+            ENV_MAX_TOOL_RESULT_BYTES,
+            parsed.agent.max_tool_result_bytes.as_ref(),
+            &file_label,
+        ) {
+            Some((v, origin)) => integer(
+                "agent.max_tool_result_bytes",
+                &v,
+                &origin,
+                MIN_MAX_RESULT_BYTES.into(),
+                MAX_MAX_RESULT_BYTES.into(),
+                " (bytes)",
+            )? as u32,
+            None => DEFAULT_MAX_RESULT_BYTES,
+        };
+        let max_turns = match layered(
+            overrides.max_turns.as_deref().map(|v| (v, "--max-turns")),
+            env,
+            ENV_MAX_TURNS,
+            parsed.agent.max_turns.as_ref(),
+            &file_label,
+        ) {
+            Some((v, origin)) => {
+                integer("agent.max_turns", &v, &origin, 1, MAX_MAX_TURNS.into(), "")? as u32
+            }
+            None => DEFAULT_MAX_TURNS,
+        };
+        let auto_approve = match layered(
+            overrides.auto_approve.then_some(("true", "--auto-approve")),
+            env,
+            ENV_AUTO_APPROVE,
+            parsed.agent.auto_approve.as_ref(),
+            &file_label,
+        ) {
+            Some((v, origin)) => match v.trim() {
+                "true" | "1" => true,
+                "false" | "0" => false,
+                _ => {
+                    return Err(ConfigError::Value {
+                        key: "agent.auto_approve".into(),
+                        value: v,
+                        allowed: "true or false".into(),
+                        origin,
+                    });
+                }
+            },
+            None => false,
+        };
+        let store = match (&overrides.store, env(ENV_STORE), &parsed.store.path) {
+            (Some(p), _, _) => Some(p.clone()),
+            (None, Some(p), _) => Some(PathBuf::from(p)),
+            (None, None, Some(p)) => Some(
+                file.and_then(Path::parent)
+                    .unwrap_or(Path::new("."))
+                    .join(p),
+            ),
+            (None, None, None) => None,
         };
 
         let mut roots = Vec::new();
@@ -241,28 +376,16 @@ impl Config {
         }
         Ok(Config {
             tools,
+            store,
             agent: AgentConfig {
                 max_tool_result_bytes,
+                max_turns,
+                auto_approve,
+                system_prompt: parsed.agent.system_prompt.clone(),
             },
             roots,
         })
     }
-}
-
-/// Checks `agent.max_tool_result_bytes` given as text.
-fn cap_value(key: &str, text: &str, source: &str) -> Result<u32, ConfigError> {
-    text.trim()
-        .parse::<u32>()
-        .ok()
-        .filter(|v| (MIN_MAX_RESULT_BYTES..=MAX_MAX_RESULT_BYTES).contains(v))
-        .ok_or_else(|| ConfigError::Value {
-            key: key.to_string(),
-            value: text.to_string(),
-            allowed: format!(
-                "an integer from {MIN_MAX_RESULT_BYTES} to {MAX_MAX_RESULT_BYTES} (bytes)"
-            ),
-            origin: source.to_string(),
-        })
 }
 
 /// `DIR` (named by its last component) or `NAME=DIR`.

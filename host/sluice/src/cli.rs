@@ -39,6 +39,11 @@ pub(crate) struct Global {
     /// sibling `*.toml` policy, or with nothing granted when there is none.
     #[arg(long = "tools", global = true, value_name = "DIR")]
     pub(crate) tools_dir: Option<PathBuf>,
+
+    /// The session database (SQLite). Default: `$SLUICE_STORE`, else
+    /// `$XDG_DATA_HOME/sluice/sessions.db` (`~/.local/share/sluice/sessions.db`).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub(crate) store: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -52,6 +57,19 @@ pub(crate) enum Command {
         tool: String,
         /// The arguments as a JSON object. Default `{}`.
         args: Option<String>,
+    },
+    /// Run the agent on a prompt: the final answer goes to stdout, progress to stderr.
+    ///
+    /// With no provider configured the model is `scripted`: a deterministic, documented
+    /// script that is NOT an LLM. For a prompt about a directory it lists it, greps for
+    /// errors, pages through the most relevant file with the cursors, tails it, and answers
+    /// with what it found, citing files and lines. It exists to run the real loop, tools and
+    /// store with no network and no key.
+    Run(RunArgs),
+    /// Sessions: list them, show a transcript, show the audit, resolve approvals.
+    Session {
+        #[command(subcommand)]
+        command: SessionCommand,
     },
     /// List the tools with the JSON schemas of their arguments.
     Tools {
@@ -67,5 +85,69 @@ pub(crate) enum ToolsCommand {
     Inspect {
         /// The component (`*.wasm`).
         file: PathBuf,
+    },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// The prompt. May be left out to resume a session (after an approval, or a crash).
+    pub(crate) prompt: Option<String>,
+
+    /// Continue this session instead of starting a new one.
+    #[arg(long, value_name = "ID")]
+    pub(crate) session: Option<String>,
+
+    /// The model: `scripted` (the offline default; not an LLM) or `replay:FILE` (a JSONL
+    /// script of turns, for tests).
+    #[arg(long, value_name = "PROVIDER:NAME", default_value = "scripted")]
+    pub(crate) model: String,
+
+    /// Simulate a model context window of this many bytes: larger requests are rejected
+    /// the way a provider rejects them (for trying out recovery offline).
+    #[arg(long, value_name = "BYTES")]
+    pub(crate) context_window_bytes: Option<usize>,
+
+    /// The most model requests of this run (1 to 10000; default 50; env
+    /// SLUICE_AGENT_MAX_TURNS).
+    #[arg(long, value_name = "N")]
+    pub(crate) max_turns: Option<String>,
+
+    /// Run destructive tools without waiting for approval.
+    #[arg(long)]
+    pub(crate) auto_approve: bool,
+
+    /// Print the run as JSON on stdout (status, answer, and the messages it added) instead
+    /// of the answer alone.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum SessionCommand {
+    /// List sessions, newest first.
+    List,
+    /// Print a session's transcript as JSON.
+    Show {
+        /// The session.
+        id: String,
+    },
+    /// Print the original of every message that was changed (shrunk), with when and why.
+    Audit {
+        /// The session.
+        id: String,
+    },
+    /// Approve a destructive call that waits; the next `sluice run --session ID` runs it.
+    Approve {
+        /// The session.
+        id: String,
+        /// The call (as shown when the run paused).
+        call_id: String,
+    },
+    /// Deny a destructive call that waits; the next run stores a denial as its result.
+    Deny {
+        /// The session.
+        id: String,
+        /// The call.
+        call_id: String,
     },
 }

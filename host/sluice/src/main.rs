@@ -24,6 +24,10 @@ fn main() -> ExitCode {
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        // The run already said how it ended (on stderr); only the exit code is left.
+        Err(e) if e.downcast_ref::<commands::RunEnded>().is_some() => {
+            ExitCode::from(e.downcast_ref::<commands::RunEnded>().map_or(1, |r| r.0))
+        }
         Err(e) => {
             #[allow(clippy::print_stderr)]
             {

@@ -1,5 +1,10 @@
 //! What each command does, given the parsed command line.
 
+mod run;
+mod session;
+
+pub(crate) use run::RunEnded;
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -15,10 +20,17 @@ use crate::cli::{Cli, Command, ToolsCommand};
 
 /// Runs the command.
 pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
+    let (max_turns, auto_approve) = match &cli.command {
+        Command::Run(r) => (r.max_turns.clone(), r.auto_approve),
+        _ => (None, false),
+    };
     let overrides = Overrides {
         roots: cli.global.roots.clone(),
         max_tool_result_bytes: cli.global.max_tool_result_bytes.clone(),
         tools_dir: cli.global.tools_dir.clone(),
+        max_turns,
+        auto_approve,
+        store: cli.global.store.clone(),
     };
     let config = Config::resolve(
         cli.global.config.as_deref(),
@@ -31,6 +43,14 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
         .context("failed to start the async runtime")?;
     let mut out = std::io::stdout().lock();
     match cli.command {
+        Command::Run(args) => {
+            drop(out);
+            return runtime.block_on(run::run(&config, args));
+        }
+        Command::Session { command } => {
+            drop(out);
+            return session::run(&config, command);
+        }
         Command::Call { tool, args } => {
             let toolbox = load_tools(&config, Some(&tool))?;
             let args = args.unwrap_or_default();
@@ -59,7 +79,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
 
 /// Loads the configured tools. With `only` naming a built-in tool, only that one is loaded,
 /// so one call compiles one component.
-fn load_tools(config: &Config, only: Option<&str>) -> anyhow::Result<Toolbox> {
+pub(crate) fn load_tools(config: &Config, only: Option<&str>) -> anyhow::Result<Toolbox> {
     let single = only.and_then(|name| {
         config
             .tools

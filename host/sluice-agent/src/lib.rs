@@ -1,0 +1,190 @@
+//! The agent loop (SPEC section 5): a run asks the model, stores its reply, runs the tool
+//! calls it asks for in order, stores one capped observation per call, and repeats until
+//! the model answers without tools, `maxTurns` runs out, the run is cancelled, or it fails.
+//!
+//! What makes a dead session impossible:
+//! - every observation is capped before it is stored ([`Tools::call`] returns capped
+//!   observations; the runtime applies the key scan and the cap in one place);
+//! - the system prompt travels in the request's system slot and is never stored;
+//! - when the backend says the request does not fit the context window
+//!   ([`sluice_backends::BackendError::context_window_exceeded`]), the loop shrinks every
+//!   observation over [`SHRINK_ABOVE_BYTES`] in the newest group of tool messages that has
+//!   one, keeps the originals in the audit, and retries once ([`recovery`]). No tool runs
+//!   again. The shrink persists, so later requests of the session fit too, and a session
+//!   made unusable by an oversized result stored earlier recovers the same way.
+//!
+//! A session has at most one run at a time ([`sluice_store::Store::begin_run`]). Calls of
+//! destructive tools wait for the operator's decision unless `auto_approve` is set; the next
+//! run executes or denies them and stores one observation each.
+
+pub mod recovery;
+mod run;
+mod tools;
+
+use std::sync::Arc;
+
+use sluice_backends::Backend;
+use sluice_protocol::SessionStatus;
+use sluice_store::{Store, StoreError};
+
+pub use recovery::SHRINK_ABOVE_BYTES;
+pub use tools::Tools;
+
+/// `maxTurns` when not configured: the most model requests one run makes.
+pub const DEFAULT_MAX_TURNS: u32 = 50;
+
+/// The system prompt when none is configured.
+pub const DEFAULT_SYSTEM_PROMPT: &str = "You are Sluice, an agent that answers questions about files by calling the tools provided. Every tool result is capped; the file tools return one page at a time with cursors (nextOffset, nextLine, nextCursor) to continue. Read only what you need, then answer concisely, citing files and line numbers.";
+
+/// How a run behaves.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// The system prompt, sent in each request's system slot.
+    pub system_prompt: String,
+    /// `agent.max_tool_result_bytes`: the cap on every observation, in bytes.
+    pub max_tool_result_bytes: u32,
+    /// The most model requests of one run (default 50), not counting the one retry after a
+    /// context-window rejection.
+    pub max_turns: u32,
+    /// Run destructive tools without waiting for approval.
+    pub auto_approve: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            system_prompt: DEFAULT_SYSTEM_PROMPT.to_string(),
+            max_tool_result_bytes: 65_536,
+            max_turns: DEFAULT_MAX_TURNS,
+            auto_approve: false,
+        }
+    }
+}
+
+/// Something that happened during a run, for progress displays and event streams.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RunEvent {
+    /// A request went to the model.
+    ModelRequest {
+        /// Size of the request, in bytes of its JSON.
+        bytes: usize,
+    },
+    /// The model answered.
+    ModelReply {
+        /// Tool calls it asked for.
+        tool_calls: usize,
+    },
+    /// A tool call is about to run.
+    ToolStarted {
+        /// The call's id.
+        call_id: String,
+        /// The tool.
+        name: String,
+    },
+    /// A tool call's observation was stored.
+    ToolFinished {
+        /// The call's id.
+        call_id: String,
+        /// The tool.
+        name: String,
+        /// Bytes stored.
+        bytes: usize,
+        /// Bytes before the cap.
+        full_bytes: usize,
+        /// The cap cut it.
+        truncated: bool,
+        /// The result said more can be had (a page with a cursor).
+        paged: bool,
+        /// The observation is an error.
+        error: bool,
+    },
+    /// Observations were shrunk after a context-window rejection.
+    Shrunk {
+        /// Positions of the shrunk messages.
+        seqs: Vec<u64>,
+        /// Bytes before and after, summed.
+        from_bytes: usize,
+        /// Bytes after.
+        to_bytes: usize,
+    },
+    /// A destructive call waits for the operator.
+    AwaitingApproval {
+        /// The call's id.
+        call_id: String,
+        /// The tool.
+        name: String,
+    },
+}
+
+/// How a run ended.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Outcome {
+    /// The session.
+    pub session_id: String,
+    /// Its status after the run.
+    pub status: SessionStatus,
+    /// Why it stopped early or failed, if it did.
+    pub last_error: Option<String>,
+    /// The model's final answer, when it gave one.
+    pub answer: Option<String>,
+    /// Model requests made (the retry after a context-window rejection included).
+    pub requests: u32,
+}
+
+/// Why a run could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// The store failed (or the session does not exist, or is busy).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A destructive call waits for a decision; a new prompt cannot be added before it.
+    #[error(
+        "session {session} waits for approval of call {call_id} ({tool}); run `sluice session approve {session} {call_id}` or `deny` first"
+    )]
+    AwaitingApproval {
+        /// The session.
+        session: String,
+        /// The call.
+        call_id: String,
+        /// Its tool.
+        tool: String,
+    },
+}
+
+/// The loop, wired to a store, a model and tools.
+pub struct Agent {
+    store: Arc<dyn Store>,
+    backend: Arc<dyn Backend>,
+    tools: Arc<dyn Tools>,
+    settings: Settings,
+}
+
+impl Agent {
+    /// An agent over `store`, `backend` and `tools`.
+    pub fn new(
+        store: Arc<dyn Store>,
+        backend: Arc<dyn Backend>,
+        tools: Arc<dyn Tools>,
+        settings: Settings,
+    ) -> Self {
+        Agent {
+            store,
+            backend,
+            tools,
+            settings,
+        }
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+}

@@ -1,0 +1,41 @@
+//! The tools an agent can call.
+
+use sluice_protocol::ToolSpec;
+use sluice_runtime::{Observation, Toolbox};
+
+/// Tools as the loop sees them. [`Toolbox`] is the real implementation; tests may provide
+/// others, but an observation must always come out of
+/// [`sluice_runtime::observation::Draft::finish`] so it is key-scanned and capped.
+#[async_trait::async_trait]
+pub trait Tools: Send + Sync {
+    /// What the model is told about each tool.
+    fn specs(&self) -> Vec<ToolSpec>;
+
+    /// True when calls of tool `name` wait for approval.
+    fn is_destructive(&self, name: &str) -> bool;
+
+    /// Calls tool `name` with the JSON text `args` and returns the observation, capped at
+    /// `cap` bytes (an unknown name gives the unknown-tool observation).
+    async fn call(&self, name: &str, args: &str, cap: u32) -> Observation;
+}
+
+#[async_trait::async_trait]
+impl Tools for Toolbox {
+    fn specs(&self) -> Vec<ToolSpec> {
+        self.tools()
+            .map(|t| ToolSpec {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                input_schema: t.input_schema.clone(),
+            })
+            .collect()
+    }
+
+    fn is_destructive(&self, name: &str) -> bool {
+        self.tools().any(|t| t.name == name && t.destructive)
+    }
+
+    async fn call(&self, name: &str, args: &str, cap: u32) -> Observation {
+        Toolbox::call(self, name, args, cap).await
+    }
+}

@@ -1,0 +1,83 @@
+//! `sluice session …`: inspect sessions and resolve approvals.
+
+use std::io::Write;
+
+use sluice_config::Config;
+use sluice_store::{Decision, Store};
+
+use crate::cli::SessionCommand;
+
+/// Runs a session command; output is JSON on stdout.
+pub(crate) fn run(config: &Config, command: SessionCommand) -> anyhow::Result<()> {
+    let store = open_store(config)?;
+    let mut out = std::io::stdout().lock();
+    match command {
+        SessionCommand::List => {
+            serde_json::to_writer_pretty(&mut out, &store.list_sessions()?)?;
+        }
+        SessionCommand::Show { id } => {
+            let session = store.session(&id)?;
+            let messages = store.messages(&id)?;
+            let shown = serde_json::json!({"session": session, "messages": messages});
+            serde_json::to_writer_pretty(&mut out, &shown)?;
+        }
+        SessionCommand::Audit { id } => {
+            store.session(&id)?;
+            serde_json::to_writer_pretty(&mut out, &store.audit(&id)?)?;
+        }
+        SessionCommand::Approve { id, call_id } => {
+            decide(&store, &id, &call_id, Decision::Approve, &mut out)?
+        }
+        SessionCommand::Deny { id, call_id } => {
+            decide(&store, &id, &call_id, Decision::Deny, &mut out)?
+        }
+    }
+    writeln!(out)?;
+    Ok(())
+}
+
+fn decide(
+    store: &dyn Store,
+    id: &str,
+    call_id: &str,
+    decision: Decision,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let messages = store.messages(id)?;
+    let pending = sluice_agent::recovery::pending_calls(&messages);
+    let Some(call) = pending.iter().find(|c| c.id == call_id) else {
+        let ids: Vec<&str> = pending.iter().map(|c| c.id.as_str()).collect();
+        anyhow::bail!(
+            "session {id} has no call {call_id:?} waiting; calls waiting: {}",
+            if ids.is_empty() {
+                "none".to_string()
+            } else {
+                ids.join(", ")
+            }
+        );
+    };
+    store.decide(id, call_id, decision)?;
+    let verb = match decision {
+        Decision::Approve => "approved",
+        Decision::Deny => "denied",
+    };
+    write!(
+        out,
+        "{}",
+        serde_json::json!({"session": id, "callId": call_id, "tool": call.name, "decision": verb})
+    )?;
+    Ok(())
+}
+
+/// The session store: `--store`, `SLUICE_STORE`, `store.path`, else the default location.
+pub(crate) fn open_store(config: &Config) -> anyhow::Result<sluice_store::SqliteStore> {
+    let path = match &config.store {
+        Some(p) => p.clone(),
+        None => sluice_store::SqliteStore::default_path().ok_or_else(|| {
+            anyhow::anyhow!(
+                "no place for the session database: set --store FILE, SLUICE_STORE or HOME"
+            )
+        })?,
+    };
+    Ok(sluice_store::SqliteStore::open(&path)?)
+}
