@@ -327,3 +327,17 @@ fn very_long_unknown_tool_name_is_capped() {
         &obs.text[1900..]
     );
 }
+
+/// An integer beyond 64 bits is too large, not too small.
+#[test]
+fn integers_beyond_64_bits_are_too_large() {
+    let sb = Sandbox::new(cache(), 65_536);
+    sb.write("f.txt", "a\n");
+    let obs = sb.call_raw("read_file", r#"{"path":"f.txt","offset":18446744073709551616}"#);
+    let v: serde_json::Value = serde_json::from_str(&obs.text).unwrap();
+    assert_eq!(v["kind"], "invalid-argument");
+    assert_eq!(
+        v["error"],
+        "offset must be an integer of at most 18446744073709551615; got 1.8446744073709552e+19"
+    );
+}

@@ -201,3 +201,53 @@ fn second_root_by_name_and_unknown_root() {
         );
     }
 }
+
+/// Names a component cannot see (not UTF-8) are counted, and never cost their neighbours.
+#[test]
+fn names_that_are_not_utf8_are_counted_not_fatal() {
+    use std::os::unix::ffi::OsStrExt;
+    let sb = Sandbox::new(cache(), 8192);
+    sb.write("a/f.txt", "content\n");
+    sb.write("z/f.txt", "content\n");
+    std::fs::write(sb.root().join(std::ffi::OsStr::from_bytes(b"m\xff.txt")), "content\n").unwrap();
+    let r = sb.ok("grep_files", &json!({"pattern": "content"}));
+    assert_eq!(
+        r,
+        json!({"path": ".", "count": 2, "results": [
+            {"path": "a/f.txt", "line": 1, "text": "content"},
+            {"path": "z/f.txt", "line": 1, "text": "content"}
+        ], "truncated": false, "skippedFiles": 1})
+    );
+    let r = sb.ok("list_dir", &json!({}));
+    assert_eq!(
+        r,
+        json!({"path": ".", "total": 2, "offset": 0, "entries": [
+            {"name": "a", "kind": "directory"},
+            {"name": "z", "kind": "directory"}
+        ], "withheld": 1})
+    );
+}
+
+/// A file named like a PEM armor line is withheld from listings and passed over by grep,
+/// instead of getting the whole page refused by the host's key scan.
+#[test]
+fn a_name_spelling_armor_does_not_block_the_directory() {
+    let sb = Sandbox::new(cache(), 8192);
+    sb.write("a.txt", "x\n");
+    sb.write("-----BEGIN RSA PRIVATE KEY-----", "x\n");
+    let r = sb.ok("list_dir", &json!({}));
+    assert_eq!(
+        r,
+        json!({"path": ".", "total": 1, "offset": 0, "entries": [
+            {"name": "a.txt", "kind": "file", "size": 2}
+        ], "withheld": 1})
+    );
+    let r = sb.ok("grep_files", &json!({"pattern": "x"}));
+    assert_eq!((r["count"].as_u64(), r["skippedFiles"].as_u64()), (Some(1), Some(1)));
+    // A tool name that spells armor is refused without repeating it.
+    let obs = sb.call_raw("-----BEGIN RSA PRIVATE KEY-----", "{}");
+    assert_eq!(
+        obs.text,
+        r#"{"ok":false,"error":"refusing to return key material: the result of [PEM armor] holds a PEM private key","kind":"key-material"}"#
+    );
+}

@@ -20,6 +20,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod model;
 mod tools;
 
 use std::collections::BTreeMap;
@@ -28,6 +29,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use sluice_pager::budget::{DEFAULT_MAX_RESULT_BYTES, MAX_MAX_RESULT_BYTES, MIN_MAX_RESULT_BYTES};
+pub use model::{ModelConfig, PROVIDERS};
 pub use tools::{
     BUILTIN_TOOLS, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_MS, MAX_MEMORY_MIB, MAX_TIMEOUT_MS,
     ToolConfig, ToolSource,
@@ -57,12 +59,12 @@ pub const MAX_MAX_TURNS: u32 = 10_000;
 #[non_exhaustive]
 pub enum ConfigError {
     /// The configuration file cannot be read.
-    #[error("failed to read the configuration file {path}: {source}")]
+    #[error("failed to read {path}: {reason}")]
     Read {
         /// The file.
         path: PathBuf,
-        /// Why.
-        source: std::io::Error,
+        /// Why, in the operating system's words.
+        reason: String,
     },
     /// The configuration file is not valid TOML or has unknown keys.
     #[error("invalid configuration file {path}: {message}")]
@@ -111,6 +113,8 @@ pub struct Overrides {
     pub auto_approve: bool,
     /// `--store FILE`.
     pub store: Option<PathBuf>,
+    /// `--model PROVIDER:NAME`.
+    pub model: Option<String>,
 }
 
 /// The resolved configuration.
@@ -125,6 +129,8 @@ pub struct Config {
     pub tools: Vec<ToolConfig>,
     /// The session database (`store.path`), if set; `None` means the default location.
     pub store: Option<PathBuf>,
+    /// The model (`[model]`, `--model`).
+    pub model: ModelConfig,
 }
 
 /// Settings of the agent loop.
@@ -167,6 +173,8 @@ struct File {
     tools: BTreeMap<String, tools::PolicyFile>,
     #[serde(default)]
     store: FileStore,
+    #[serde(default)]
+    model: model::FileModel,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -242,9 +250,9 @@ impl Config {
     ) -> Result<Config, ConfigError> {
         let parsed = match file {
             Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
                     path: path.to_path_buf(),
-                    source,
+                    reason: e.to_string(),
                 })?;
                 toml::from_str::<File>(&text).map_err(|e| ConfigError::Parse {
                     path: path.to_path_buf(),
@@ -374,9 +382,13 @@ impl Config {
                 });
             }
         }
+        let model = parsed
+            .model
+            .resolve(overrides.model.as_deref(), file.and_then(Path::parent).unwrap_or(Path::new(".")), &file_label)?;
         Ok(Config {
             tools,
             store,
+            model,
             agent: AgentConfig {
                 max_tool_result_bytes,
                 max_turns,

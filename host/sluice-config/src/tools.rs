@@ -160,9 +160,9 @@ impl Resolver<'_> {
     /// Every `*.wasm` in `dir`, sorted by name, each with its sibling `*.toml` policy or
     /// none (nothing granted).
     pub(crate) fn directory(&self, dir: &Path) -> Result<Vec<ToolConfig>, ConfigError> {
-        let read_dir = std::fs::read_dir(dir).map_err(|source| ConfigError::Read {
+        let read_dir = std::fs::read_dir(dir).map_err(|e| ConfigError::Read {
             path: dir.to_path_buf(),
-            source,
+            reason: e.to_string(),
         })?;
         let mut wasm: Vec<PathBuf> = read_dir
             .filter_map(Result::ok)
@@ -179,9 +179,9 @@ impl Resolver<'_> {
             let policy_path = path.with_extension("toml");
             let (policy, origin) = if policy_path.exists() {
                 let text =
-                    std::fs::read_to_string(&policy_path).map_err(|source| ConfigError::Read {
+                    std::fs::read_to_string(&policy_path).map_err(|e| ConfigError::Read {
                         path: policy_path.clone(),
-                        source,
+                        reason: e.to_string(),
                     })?;
                 let policy: PolicyFile = toml::from_str(&text).map_err(|e| ConfigError::Parse {
                     path: policy_path.clone(),

@@ -104,7 +104,8 @@ impl Draft {
             paged,
         } = if sluice_pager::keys::has_armor(self.text.as_bytes()) {
             let refusal = format!(
-                "refusing to return key material: the result of {tool} holds a PEM private key"
+                "refusing to return key material: the result of {} holds a PEM private key",
+                sluice_pager::error::quote(&sluice_pager::keys::redact_armor(tool))
             );
             Observation::error(&refusal, Some("key-material")).with_status(CallStatus::KeyMaterial)
         } else {
@@ -136,7 +137,7 @@ pub const SHRINK_MARKER_START: &str = "…[cut from ";
 pub fn paging_hint(tool: &str) -> &'static str {
     match tool {
         "read_file" => "pass lineCount, or startLine with offset (from nextLine and nextOffset)",
-        "tail_file" => "pass a smaller lines",
+        "tail_file" => "ask for fewer lines",
         "grep_files" => {
             "pass a smaller maxResults, a narrower pattern, path or glob, or the nextCursor"
         }

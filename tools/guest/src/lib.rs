@@ -206,5 +206,6 @@ pub fn list_page(p: sluice_pager::ListDirPage) -> files::ListDirPage {
             })
             .collect(),
         next_offset: p.next_offset,
+        withheld: p.withheld,
     }
 }

@@ -70,6 +70,7 @@ impl ToolError {
     /// An I/O failure on `path` (shown relative to the root), classified by its kind.
     pub fn io(path: &str, err: &std::io::Error) -> Self {
         use std::io::ErrorKind as K;
+        let path = &quote(path);
         match err.kind() {
             K::NotFound => ToolError::new(
                 ErrorKind::NotFound,
@@ -88,12 +89,25 @@ impl ToolError {
 
     /// The path leaves the root.
     pub fn outside_root(path: &str) -> Self {
+        let path = quote(path);
         ToolError::new(
             ErrorKind::OutsideRoot,
             format!(
                 "path is outside the root: {path}; give a path relative to the root, without `..` above it or symlinks that leave it"
             ),
         )
+    }
+}
+
+/// Most characters of caller input (a path, a name, a cursor) repeated in a message; longer
+/// input is cut with `…`, so an error always fits the cap with its advice intact.
+pub const MAX_QUOTED_CHARS: usize = 200;
+
+/// `input` for a message: as is, or its first [`MAX_QUOTED_CHARS`] characters and `…`.
+pub fn quote(input: &str) -> String {
+    match input.char_indices().nth(MAX_QUOTED_CHARS) {
+        Some((cut, _)) => format!("{}…", &input[..cut]),
+        None => input.to_string(),
     }
 }
 

@@ -22,7 +22,7 @@ impl TextFile {
     /// list_dir), other files that are not regular (FIFOs, devices, sockets) and binary
     /// files (naming the size).
     pub(crate) fn open(target: &Target) -> Result<TextFile> {
-        let shown = target.shown.clone();
+        let shown = crate::error::quote(&target.shown);
         let meta = std::fs::metadata(&target.fs_path).map_err(|e| ToolError::io(&shown, &e))?;
         if meta.is_dir() {
             return Err(ToolError::new(

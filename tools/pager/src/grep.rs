@@ -1,9 +1,11 @@
 //! `grep_files`: search files for a regular expression, one page of matches at a time
 //! (SPEC sections 4 and 8).
 //!
-//! The walk (ripgrep's `ignore` crate) starts at the root so that every `.gitignore` from
-//! the root down applies, visits only the searched path, and is sorted by name, so the
-//! `n`th file is the same on every call while the tree does not change. A cursor names the
+//! The walk starts at the root so that every `.gitignore` from the root down applies
+//! (matched by ripgrep's `ignore` crate), visits only the searched path, and is sorted by
+//! name, so the `n`th file is the same on every call while the tree does not change. It
+//! reads directories through [`crate::dir`], which counts an entry it cannot read instead
+//! of losing its neighbours. A cursor names the
 //! position of the last returned match (file number and line) plus a check of the search
 //! and the file, so it stays short whatever the path length.
 //!
@@ -15,12 +17,15 @@ use std::io::Read;
 use std::path::Path;
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use grep_searcher::{BinaryDetection, SearcherBuilder, sinks};
 use serde::{Deserialize, Serialize};
 
 use crate::Context;
 use crate::budget::json_len;
 use crate::error::{ErrorKind, Result, ToolError};
+use crate::dir::Kind;
+use crate::error::quote;
 use crate::keys::has_armor;
 use crate::root::{Root, Target};
 use crate::text::escaped_prefix;
@@ -134,6 +139,12 @@ pub fn grep_files(ctx: &Context, args: &GrepFilesArgs) -> Result<GrepFilesPage> 
         .map_err(|e| ToolError::new(ErrorKind::InvalidArgument, format!("invalid pattern: {e}")))?;
     let glob = match &args.glob {
         None => None,
+        Some(g) if g.is_empty() => {
+            return Err(ToolError::new(
+                ErrorKind::InvalidArgument,
+                "glob must not be empty; leave it out to search every file",
+            ));
+        }
         Some(g) => Some(
             globset::GlobBuilder::new(g)
                 .literal_separator(true)
@@ -242,75 +253,26 @@ struct Collector {
 }
 
 impl Search<'_> {
-    /// Walks the root in sorted order, visiting only `target` and its ancestors. Returns
-    /// when the walk ends or the page is done.
+    /// Walks the root in sorted order (depth first, names in byte order), visiting only
+    /// `target` and what is under it, with every `.gitignore` from the root down applied.
+    /// Returns when the walk ends or the page is done.
     fn walk(&mut self, root: &Root, target: &Target) -> Result<()> {
-        let keys = self.ctx.keys.clone();
-        let base = root.dir.clone();
-        let wanted = target.resolved_parts.clone();
-        let walk = ignore::WalkBuilder::new(&root.dir)
-            .standard_filters(false)
-            .hidden(false)
-            .git_ignore(true)
-            .require_git(false)
-            .parents(false)
-            .follow_links(false)
-            .sort_by_file_name(|a, b| a.as_encoded_bytes().cmp(b.as_encoded_bytes()))
-            .filter_entry(move |e| {
-                let rel = relative_parts(&base, e.path());
-                // Stay on the way to the target, or inside it.
-                if !rel.iter().zip(&wanted).all(|(a, b)| a == b) {
-                    return false;
-                }
-                let is_dir = e.file_type().is_some_and(|t| t.is_dir());
-                let name = e.file_name().to_string_lossy();
-                let inside = rel.len() > wanted.len();
-                !(is_dir
-                    && inside
-                    && (PRUNED_DIRS.contains(&name.as_ref()) || keys.is_key_dir(&name)))
-            })
-            .build();
-        let depth = target.resolved_parts.len();
-        // Every file, symlink or other non-directory below the target gets the next
-        // number, whether or not the glob selects it, so the time budget is honoured even
-        // while a glob passes over everything.
-        let mut number = 0u64;
-        // The walk reaches the target unless a `.gitignore` (or an unreadable directory)
-        // on the way excludes it; that is said, not answered with an empty page.
-        let mut reached = depth == 0;
-        for entry in walk {
-            // Unreadable directories are passed over; the walk goes on.
-            let Ok(entry) = entry else { continue };
-            let Some(kind) = entry.file_type() else {
-                continue;
-            };
-            // Only the target and its ancestors pass the filter at this depth or above.
-            reached |= entry.depth() == depth;
-            if entry.depth() <= depth || kind.is_dir() {
-                continue;
-            }
-            let rel = relative_parts(&root.dir, entry.path()).join("/");
-            let what = if !self.glob_matches(&rel) {
-                Visit::Filtered
-            } else if kind.is_file() {
-                Visit::File
-            } else {
-                // Symlinks (and sockets, fifos) are never followed or read.
-                Visit::Skipped
-            };
-            let this = number;
-            number += 1;
-            if self.visit(this, &rel, entry.path(), what)? {
-                break;
-            }
-        }
-        if !reached {
+        let mut walk = Walk {
+            root: &root.dir,
+            target: &target.resolved_parts,
+            shown: &target.shown,
+            ignores: Vec::new(),
+            number: 0,
+        };
+        walk.dir(self, &mut Vec::new())?;
+        if let Some(c) = &self.resume
+            && walk.number <= c.file
+        {
+            // The walk ended before the cursor's file: the tree shrank, or the cursor was
+            // altered. Saying so beats an empty page that reads as "no matches".
             return Err(ToolError::new(
                 ErrorKind::InvalidArgument,
-                format!(
-                    "{} is excluded by a .gitignore (or could not be read), and grep_files does not search ignored files; list it with list_dir or read its files with read_file",
-                    target.shown
-                ),
+                "cursor no longer matches the files (the tree changed); search again without cursor",
             ));
         }
         Ok(())
@@ -455,7 +417,8 @@ impl Collector {
             return Err(ToolError::new(
                 ErrorKind::PageTooSmall,
                 format!(
-                    "a match in {rel} cannot fit: its path is too long for agent.max_tool_result_bytes ({} bytes leave a page of {} bytes); raise agent.max_tool_result_bytes or search a narrower path",
+                    "a match in {} cannot fit: its path is too long for agent.max_tool_result_bytes ({} bytes leave a page of {} bytes); raise agent.max_tool_result_bytes or search a narrower path",
+                    quote(rel),
                     self.cap, self.budget
                 ),
             ));
@@ -492,16 +455,152 @@ impl Collector {
     }
 }
 
-/// The components of `path` below `base`.
-fn relative_parts(base: &Path, path: &Path) -> Vec<String> {
-    path.strip_prefix(base)
-        .map(|p| {
-            p.components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
+/// The state of one sorted walk.
+struct Walk<'w> {
+    /// The root directory.
+    root: &'w Path,
+    /// The components of the searched directory, relative to the root.
+    target: &'w [String],
+    /// The searched path as shown, for messages.
+    shown: &'w str,
+    /// The `.gitignore` of every directory on the way, outermost first.
+    ignores: Vec<Gitignore>,
+    /// The number the next entry below the target gets.
+    number: u64,
 }
+
+impl Walk<'_> {
+    /// Walks the directory at `parts` (relative to the root). Returns true when the page is
+    /// done.
+    fn dir(&mut self, search: &mut Search<'_>, parts: &mut Vec<String>) -> Result<bool> {
+        let depth = parts.len();
+        let dir = parts.iter().fold(self.root.to_path_buf(), |p, c| p.join(c));
+        let rel_dir = parts.join("/");
+        let on_the_way = depth < self.target.len();
+        let listing = match crate::dir::list(&dir) {
+            Ok(l) => l,
+            Err(e) if on_the_way || depth == self.target.len() => return Err(ToolError::io(self.shown, &e)),
+            // An unreadable directory below the target is passed over; the walk goes on.
+            Err(_) => return Ok(false),
+        };
+        let has_ignore_file = listing
+            .entries
+            .iter()
+            .any(|(n, k)| *k == Kind::File && n.as_encoded_bytes() == b".gitignore");
+        if has_ignore_file {
+            let mut builder = GitignoreBuilder::new(&dir);
+            // A .gitignore that cannot be read or parsed adds no rules.
+            let _ = builder.add(dir.join(".gitignore"));
+            if let Ok(gi) = builder.build() {
+                self.ignores.push(gi);
+            }
+        }
+        let done = self.entries(search, parts, &dir, &rel_dir, listing);
+        if has_ignore_file {
+            self.ignores.pop();
+        }
+        done
+    }
+
+    fn entries(
+        &mut self,
+        search: &mut Search<'_>,
+        parts: &mut Vec<String>,
+        dir: &Path,
+        rel_dir: &str,
+        listing: crate::dir::Listing,
+    ) -> Result<bool> {
+        let depth = parts.len();
+        let on_the_way = depth < self.target.len();
+        for (os_name, kind) in listing.entries {
+            // The path opens the entry by its real name; results show it lossily.
+            let path = dir.join(&os_name);
+            let name = os_name.to_string_lossy().into_owned();
+            let is_dir = kind == Kind::Dir;
+            if on_the_way {
+                // Above the target: only the next directory on the way to it.
+                if name != self.target[depth] {
+                    continue;
+                }
+                if PRUNED_DIRS.contains(&name.as_str()) {
+                    return Err(ToolError::new(
+                        ErrorKind::InvalidArgument,
+                        format!("{} is inside {name}, which grep_files does not search; read its files with read_file", quote(self.shown)),
+                    ));
+                }
+                if self.ignored(&path, true) {
+                    return Err(ToolError::new(
+                        ErrorKind::InvalidArgument,
+                        format!("{} is excluded by a .gitignore, and grep_files does not search ignored files; list it with list_dir or read its files with read_file", quote(self.shown)),
+                    ));
+                }
+                parts.push(name);
+                let done = self.dir(search, parts)?;
+                parts.pop();
+                return Ok(done);
+            }
+            let rel = if rel_dir.is_empty() { name.clone() } else { format!("{rel_dir}/{name}") };
+            if is_dir {
+                let pruned = PRUNED_DIRS.contains(&name.as_str()) || search.ctx.keys.is_key_dir(&name);
+                if pruned || self.ignored(&path, true) {
+                    continue;
+                }
+                parts.push(name);
+                let done = self.dir(search, parts)?;
+                parts.pop();
+                if done {
+                    return Ok(true);
+                }
+                continue;
+            }
+            if self.ignored(&path, false) {
+                continue;
+            }
+            let what = if !search.glob_matches(&rel) {
+                Visit::Filtered
+            } else if kind == Kind::File && !has_armor(rel.as_bytes()) {
+                Visit::File
+            } else {
+                // Symlinks (and sockets, fifos) are never followed or read; a path that
+                // spells a PEM armor line is key material.
+                Visit::Skipped
+            };
+            let number = self.next_number();
+            if search.visit(number, &rel, &path, what)? {
+                return Ok(true);
+            }
+        }
+        // Entries that could not be read (names that are not UTF-8, in a component) are
+        // counted, not lost silently.
+        for k in 0..listing.unreadable {
+            let number = self.next_number();
+            let rel = format!("{rel_dir}/\u{fffd}{k}");
+            if search.visit(number, &rel, dir, Visit::Skipped)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    fn next_number(&mut self) -> u64 {
+        let n = self.number;
+        self.number += 1;
+        n
+    }
+
+    /// True when the innermost `.gitignore` that has a say about `path` ignores it.
+    fn ignored(&self, path: &Path, is_dir: bool) -> bool {
+        for gi in self.ignores.iter().rev() {
+            match gi.matched(path, is_dir) {
+                ignore::Match::Ignore(_) => return true,
+                ignore::Match::Whitelist(_) => return false,
+                ignore::Match::None => {}
+            }
+        }
+        false
+    }
+}
+
 
 /// A position in a search: after line `line` of entry number `file` of the sorted walk
 /// (every non-directory below the searched path is numbered, whatever the glob).
@@ -534,7 +633,8 @@ impl Cursor {
             ToolError::new(
                 ErrorKind::InvalidArgument,
                 format!(
-                    "cursor {s:?} is not a nextCursor of this search; pass it back unchanged with the same pattern, path, root, glob and caseSensitive, or search again without cursor"
+                    "cursor {:?} is not a nextCursor of this search; pass it back unchanged with the same pattern, path, root, glob and caseSensitive, or search again without cursor",
+                    quote(s),
                 ),
             )
         };

@@ -119,6 +119,20 @@ pub fn has_armor(bytes: &[u8]) -> bool {
     armor_lines(bytes).next().is_some()
 }
 
+/// `text` with every armor line replaced by `[PEM armor]`, for messages that repeat input.
+pub fn redact_armor(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for (start, end, _) in armor_lines(text.as_bytes()) {
+        // Armor is ASCII, so both ends fall on character boundaries.
+        out.push_str(&text[last..start]);
+        out.push_str("[PEM armor]");
+        last = end;
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
 /// Every armor line in `window`, whose first byte is at file offset `window_start`.
 pub fn find_armor(window: &[u8], window_start: u64) -> Vec<Armor> {
     armor_lines(window)

@@ -26,6 +26,7 @@ pub mod keys;
 pub mod root;
 
 mod args;
+mod dir;
 mod file;
 mod grep;
 mod list;

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::Context;
 use crate::budget::json_len;
+use crate::dir::Kind;
 use crate::error::{ErrorKind, Result, ToolError};
 use crate::text::escaped_prefix;
 
@@ -64,6 +65,10 @@ pub struct ListDirPage {
     /// Index of the next page's first entry; `None` on the last page.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_offset: Option<u64>,
+    /// Entries left out of the listing (not in `total`): names that cannot be shown (not
+    /// UTF-8, inside a component) or that spell a PEM private-key armor line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub withheld: Option<u64>,
 }
 
 /// Lists one page of `args.path`. Names only: key-material names are listed, never refused.
@@ -75,28 +80,42 @@ pub fn list_dir(ctx: &Context, args: &ListDirArgs) -> Result<ListDirPage> {
     let root = ctx.roots.pick(args.root.as_deref())?;
     let target = root.resolve(args.path.as_deref().unwrap_or(""))?;
     let page = ctx.limits.page_for(&target.shown)?;
-    let shown = &target.shown;
+    let shown = &crate::error::quote(&target.shown);
     let meta = std::fs::metadata(&target.fs_path).map_err(|e| ToolError::io(shown, &e))?;
     if !meta.is_dir() {
+        let advice = if meta.is_file() {
+            "; use read_file to read it"
+        } else {
+            " (a device, FIFO or socket)"
+        };
         return Err(ToolError::new(
             ErrorKind::WrongKind,
-            format!("{shown} is a file, not a directory; use read_file to read it"),
+            format!("{shown} is not a directory{advice}"),
         ));
     }
 
     // Names and kinds come from the directory itself; sizes are looked up for the page only.
-    let mut names = Vec::new();
-    for entry in std::fs::read_dir(&target.fs_path).map_err(|e| ToolError::io(shown, &e))? {
-        let entry = entry.map_err(|e| ToolError::io(shown, &e))?;
-        let kind = match entry.file_type() {
-            Ok(t) if t.is_symlink() => EntryKind::Symlink,
-            Ok(t) if t.is_dir() => EntryKind::Directory,
-            Ok(t) if t.is_file() => EntryKind::File,
-            _ => EntryKind::Other,
-        };
-        names.push((entry.file_name(), kind));
-    }
-    names.sort_unstable_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
+    let listing = crate::dir::list(&target.fs_path).map_err(|e| ToolError::io(shown, &e))?;
+    let mut withheld = listing.unreadable;
+    let names: Vec<(std::ffi::OsString, EntryKind)> = listing
+        .entries
+        .into_iter()
+        .filter(|(name, _)| {
+            // A name that spells an armor line would get the whole page refused.
+            let armor = crate::keys::has_armor(name.as_encoded_bytes());
+            withheld += u64::from(armor);
+            !armor
+        })
+        .map(|(name, kind)| {
+            let kind = match kind {
+                Kind::File => EntryKind::File,
+                Kind::Dir => EntryKind::Directory,
+                Kind::Symlink => EntryKind::Symlink,
+                Kind::Other => EntryKind::Other,
+            };
+            (name, kind)
+        })
+        .collect();
 
     let total = names.len() as u64;
     let offset = args.offset.unwrap_or(0);
@@ -146,5 +165,6 @@ pub fn list_dir(ctx: &Context, args: &ListDirArgs) -> Result<ListDirPage> {
         offset,
         entries,
         next_offset: (next < total).then_some(next),
+        withheld: (withheld > 0).then_some(withheld),
     })
 }

@@ -47,7 +47,8 @@ pub struct TailFilePage {
 /// before the end of the file is a BEGIN.
 pub fn tail_file(ctx: &Context, args: &TailFileArgs) -> Result<TailFilePage> {
     crate::args::at_least("lines", args.lines, 1)?;
-    let wanted = args.lines.unwrap_or(DEFAULT_TAIL_LINES).min(MAX_TAIL_LINES) as usize;
+    let asked = usize::try_from(args.lines.unwrap_or(DEFAULT_TAIL_LINES)).unwrap_or(usize::MAX);
+    let wanted = asked.min(MAX_TAIL_LINES as usize);
     let root = ctx.roots.pick(args.root.as_deref())?;
     let target = root.resolve(&args.path)?;
     target.refuse_key_names(ctx.keys.as_ref(), false)?;
@@ -96,7 +97,12 @@ pub fn tail_file(ctx: &Context, args: &TailFileArgs) -> Result<TailFilePage> {
         returned_from = tail_start + line_start as u64;
         match newline {
             Some(i) if lines.len() < wanted => end = i,
-            _ => break,
+            // More lines were asked than the 5,000 returned, and the file has more.
+            Some(_) => {
+                truncated = asked > wanted;
+                break;
+            }
+            None => break,
         }
     }
     lines.reverse();

@@ -1,0 +1,131 @@
+//! `[model]`: which model the agent talks to. Keys are never in the file: `api_key_env`
+//! names an environment variable, `api_key_file` a file holding the key.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::ConfigError;
+
+/// Providers that `provider` (or `--model PROVIDER:NAME`) may name.
+pub const PROVIDERS: &[&str] = &[
+    "scripted",
+    "replay",
+    "openai",
+    "anthropic",
+    "bedrock",
+    "openai-compatible",
+    "ollama",
+    "llamacpp",
+    "vllm",
+    "openrouter",
+];
+
+/// The model settings, resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelConfig {
+    /// One of [`PROVIDERS`]; `scripted` (the offline default) when nothing is configured.
+    pub provider: String,
+    /// The model name (for `replay`, the script file).
+    pub name: String,
+    /// The endpoint, overriding the provider's default (required for OpenAI-compatible
+    /// servers).
+    pub base_url: Option<String>,
+    /// The environment variable holding the API key (default per provider:
+    /// `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `AWS_BEARER_TOKEN_BEDROCK`, `OPENROUTER_API_KEY`).
+    pub api_key_env: Option<String>,
+    /// A file holding the API key (its first line), instead of an environment variable.
+    pub api_key_file: Option<PathBuf>,
+    /// AWS region (Bedrock).
+    pub region: Option<String>,
+    /// Most tokens of a reply (1 to 1,000,000; default 4,096).
+    pub max_tokens: u32,
+    /// The model's context window, in tokens, for the local estimate before sending.
+    pub context_window_tokens: Option<u64>,
+    /// Stream replies (default true).
+    pub stream: bool,
+    /// Connection timeout, in ms (default 10,000).
+    pub connect_timeout_ms: u64,
+    /// Request (or stream idle) timeout, in ms (default 300,000).
+    pub request_timeout_ms: u64,
+    /// Retries of rate-limited, overloaded or transient failures (0 to 10; default 3).
+    pub max_retries: u32,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileModel {
+    provider: Option<String>,
+    name: Option<String>,
+    base_url: Option<String>,
+    api_key_env: Option<String>,
+    api_key_file: Option<String>,
+    region: Option<String>,
+    max_tokens: Option<toml::Value>,
+    context_window_tokens: Option<toml::Value>,
+    stream: Option<bool>,
+    connect_timeout_ms: Option<toml::Value>,
+    request_timeout_ms: Option<toml::Value>,
+    max_retries: Option<toml::Value>,
+}
+
+impl FileModel {
+    /// Resolves `[model]`, with `flag` (`--model PROVIDER:NAME`) overriding provider and
+    /// name. `base` resolves a relative `api_key_file` or replay script.
+    pub(crate) fn resolve(&self, flag: Option<&str>, base: &Path, origin: &str) -> Result<ModelConfig, ConfigError> {
+        // A script named on the command line is relative to the working directory.
+        let base = if flag.is_some() { Path::new(".") } else { base };
+        let err = |key: &str, value: String, allowed: String, origin: &str| ConfigError::Value {
+            key: format!("model.{key}"),
+            value,
+            allowed,
+            origin: origin.to_string(),
+        };
+        let (provider, name, from) = match flag {
+            Some(f) => {
+                let (p, n) = f.split_once(':').unwrap_or((f, ""));
+                (p.to_string(), n.to_string(), "--model")
+            }
+            None => (
+                self.provider.clone().unwrap_or_else(|| "scripted".into()),
+                self.name.clone().unwrap_or_default(),
+                origin,
+            ),
+        };
+        if !PROVIDERS.contains(&provider.as_str()) {
+            return Err(err("provider", format!("{provider:?}"), format!("one of {}", PROVIDERS.join(", ")), from));
+        }
+        let needs_name = !matches!(provider.as_str(), "scripted");
+        if needs_name && name.is_empty() {
+            return Err(err(
+                "name",
+                "nothing".into(),
+                format!("a model name (`--model {provider}:NAME`)"),
+                from,
+            ));
+        }
+        let name = if provider == "replay" { base.join(&name).display().to_string() } else { name };
+        let int = |key: &str, v: &Option<toml::Value>, default: u64, min: u64, max: u64, unit: &str| match v {
+            None => Ok(default),
+            Some(toml::Value::Integer(n)) if (min as i64..=max as i64).contains(n) => Ok(*n as u64),
+            Some(other) => Err(err(key, other.to_string(), format!("an integer from {min} to {max}{unit}"), origin)),
+        };
+        Ok(ModelConfig {
+            provider,
+            name,
+            base_url: self.base_url.clone(),
+            api_key_env: self.api_key_env.clone(),
+            api_key_file: self.api_key_file.as_ref().map(|f| base.join(f)),
+            region: self.region.clone(),
+            max_tokens: int("max_tokens", &self.max_tokens, 4096, 1, 1_000_000, " (tokens)")? as u32,
+            context_window_tokens: match &self.context_window_tokens {
+                None => None,
+                v => Some(int("context_window_tokens", v, 0, 1, 100_000_000, " (tokens)")?),
+            },
+            stream: self.stream.unwrap_or(true),
+            connect_timeout_ms: int("connect_timeout_ms", &self.connect_timeout_ms, 10_000, 1, 600_000, " (ms)")?,
+            request_timeout_ms: int("request_timeout_ms", &self.request_timeout_ms, 300_000, 1, 3_600_000, " (ms)")?,
+            max_retries: int("max_retries", &self.max_retries, 3, 0, 10, "")? as u32,
+        })
+    }
+}
