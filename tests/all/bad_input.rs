@@ -333,7 +333,10 @@ fn very_long_unknown_tool_name_is_capped() {
 fn integers_beyond_64_bits_are_too_large() {
     let sb = Sandbox::new(cache(), 65_536);
     sb.write("f.txt", "a\n");
-    let obs = sb.call_raw("read_file", r#"{"path":"f.txt","offset":18446744073709551616}"#);
+    let obs = sb.call_raw(
+        "read_file",
+        r#"{"path":"f.txt","offset":18446744073709551616}"#,
+    );
     let v: serde_json::Value = serde_json::from_str(&obs.text).unwrap();
     assert_eq!(v["kind"], "invalid-argument");
     assert_eq!(

@@ -5,6 +5,8 @@
 //! Row and case names (R1, T3, C10, …) refer to `/work/shared/cases/reference.md` and
 //! `/work/shared/cases/README.md`.
 
+mod agent_cases; // The reference scenario (1 MB log, 300 KB / 45 KB windows) and cases C5–C6.
+mod agent_loop; // Rows P1–P11: the agent loop with a replay model, caps, recovery, cancel, approvals.
 mod bad_input; // Wrong types, bounds, unknown and missing arguments, bad JSON, unknown tools.
 mod cap; // Every observation within the cap: pages of tricky text tile files under several caps.
 mod cases; // Cases C1–C4 and C7–C13 from real bug reports, at CAP 8192.

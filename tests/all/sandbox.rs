@@ -209,7 +209,11 @@ fn names_that_are_not_utf8_are_counted_not_fatal() {
     let sb = Sandbox::new(cache(), 8192);
     sb.write("a/f.txt", "content\n");
     sb.write("z/f.txt", "content\n");
-    std::fs::write(sb.root().join(std::ffi::OsStr::from_bytes(b"m\xff.txt")), "content\n").unwrap();
+    std::fs::write(
+        sb.root().join(std::ffi::OsStr::from_bytes(b"m\xff.txt")),
+        "content\n",
+    )
+    .unwrap();
     let r = sb.ok("grep_files", &json!({"pattern": "content"}));
     assert_eq!(
         r,
@@ -243,7 +247,10 @@ fn a_name_spelling_armor_does_not_block_the_directory() {
         ], "withheld": 1})
     );
     let r = sb.ok("grep_files", &json!({"pattern": "x"}));
-    assert_eq!((r["count"].as_u64(), r["skippedFiles"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(
+        (r["count"].as_u64(), r["skippedFiles"].as_u64()),
+        (Some(1), Some(1))
+    );
     // A tool name that spells armor is refused without repeating it.
     let obs = sb.call_raw("-----BEGIN RSA PRIVATE KEY-----", "{}");
     assert_eq!(

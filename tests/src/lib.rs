@@ -71,8 +71,8 @@ pub fn engine(cache_dir: &Path) -> Arc<ToolEngine> {
 pub struct Sandbox {
     /// The temporary directory; the root is `dir/root`.
     pub dir: tempfile::TempDir,
-    /// The tools, read-only over the root.
-    pub toolbox: Toolbox,
+    /// The tools, read-only over the root (shared, so an agent loop can hold them too).
+    pub toolbox: Arc<Toolbox>,
     /// The cap every call uses, in bytes.
     pub cap: u32,
     runtime: tokio::runtime::Runtime,
@@ -135,10 +135,16 @@ impl Sandbox {
             .expect("a tokio runtime");
         Sandbox {
             dir,
-            toolbox,
+            toolbox: Arc::new(toolbox),
             cap,
             runtime,
         }
+    }
+
+    /// Runs `future` to completion on the sandbox's runtime (the one its calls use), for
+    /// tests that drive an agent loop over the sandbox's tools.
+    pub fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
+        self.runtime.block_on(future)
     }
 
     /// The root directory.

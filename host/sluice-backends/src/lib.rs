@@ -16,16 +16,30 @@
 //! - [`replay`]: [`ReplayModel`], answers from a JSONL script (`--model replay:FILE`) and
 //!   records every request;
 //! - [`window`]: [`ContextWindow`], a simulated context window of N bytes in front of any
-//!   backend (`--context-window-bytes N`), rejecting with a real provider's envelope.
+//!   backend (`--context-window-bytes N`), rejecting with a real provider's envelope;
+//! - [`openai`]: OpenAI Chat Completions, for OpenAI and OpenAI-compatible servers (Ollama,
+//!   llama.cpp server, vLLM, OpenRouter), JSON and streamed;
+//! - [`anthropic`]: Anthropic Messages, JSON and streamed;
+//! - [`sse`]: the server-sent-events parser both stream through;
+//! - [`estimate`]: the local size check that refuses a request surely over the configured
+//!   context window without sending it.
 
 use std::time::Duration;
 
 use sluice_protocol::{Message, ToolCall, ToolSpec};
 
+pub mod anthropic;
+pub mod bedrock;
 pub mod classify;
+pub mod estimate;
+pub mod http;
+pub mod openai;
+pub mod provider;
 pub mod replay;
 pub mod scripted;
+pub mod sse;
 pub mod window;
+mod wire;
 
 pub use classify::{classify, classify_stream_error};
 pub use replay::ReplayModel;

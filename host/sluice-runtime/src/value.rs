@@ -188,8 +188,15 @@ pub fn to_val(ty: &Type, json: &Value, name: &str, docs: Option<&ArgDocs>) -> Re
                 .and_then(|d| d.maximum)
                 .map_or(type_max, |m| m.min(type_max));
             // An integer too large for 64 bits arrives as a float with no fraction.
-            if json.as_f64().is_some_and(|f| f.fract() == 0.0 && f >= 18_446_744_073_709_551_616.0) {
-                return Err(format!("{name} must be an integer of at most {max}; got {}", got()));
+            if json.is_f64()
+                && json
+                    .as_f64()
+                    .is_some_and(|f| f.fract() == 0.0 && f >= 18_446_744_073_709_551_616.0)
+            {
+                return Err(format!(
+                    "{name} must be an integer of at most {max}; got {}",
+                    got()
+                ));
             }
             let n = json
                 .as_i64()

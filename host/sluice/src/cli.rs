@@ -97,10 +97,12 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "ID")]
     pub(crate) session: Option<String>,
 
-    /// The model: `scripted` (the offline default; not an LLM) or `replay:FILE` (a JSONL
-    /// script of turns, for tests).
-    #[arg(long, value_name = "PROVIDER:NAME", default_value = "scripted")]
-    pub(crate) model: String,
+    /// The model: `openai:NAME`, `anthropic:NAME`, `bedrock:MODEL_ID`,
+    /// `openai-compatible:NAME` (with `model.base_url`; also `ollama:`, `llamacpp:`, `vllm:`,
+    /// `openrouter:`), `replay:FILE` (a JSONL script, for tests), or `scripted` (the offline
+    /// default: a script, not an LLM). Overrides `[model]` in sluice.toml.
+    #[arg(long, value_name = "PROVIDER:NAME")]
+    pub(crate) model: Option<String>,
 
     /// Simulate a model context window of this many bytes: larger requests are rejected
     /// the way a provider rejects them (for trying out recovery offline).

@@ -334,3 +334,282 @@ fn inspect_shows_tools_imports_and_digest_without_running() {
             .starts_with("wasi:filesystem/preopens@0.2.")
     }));
 }
+
+/// A directory of a few log files: `logs/build.log` fails at line 3.
+fn log_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    std::fs::write(
+        logs.join("build.log"),
+        "compiling core\ncompiling cli\nerror: linker failed with exit code 1\nbuild stopped\n",
+    )
+    .unwrap();
+    std::fs::write(logs.join("app.log"), "started\nserving on :8080\nstopped\n").unwrap();
+    std::fs::write(logs.join("notes.txt"), "nothing to see\n").unwrap();
+    dir
+}
+
+#[test]
+fn run_with_the_scripted_model_answers_citing_a_file_and_line() {
+    let dir = log_dir();
+    let root = dir.path().join("logs").display().to_string();
+    let store = dir.path().join("sessions.db").display().to_string();
+    let o = sluice(&["--root", &root, "--store", &store, "run", "What failed?"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("build.log:3: error: linker failed"), "{out}");
+    assert!(stderr(&o).contains(": completed"), "{}", stderr(&o));
+
+    let o = sluice(&[
+        "--root",
+        &root,
+        "--store",
+        &store,
+        "run",
+        "--json",
+        "What failed?",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["status"], "completed");
+    assert_eq!(v["lastError"], serde_json::Value::Null);
+    assert!(
+        v["answer"].as_str().unwrap().contains("build.log:3:"),
+        "{v}"
+    );
+    let messages = v["messages"].as_array().unwrap();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles.first(), Some(&"user"));
+    assert_eq!(roles.last(), Some(&"assistant"));
+    assert!(roles.contains(&"tool"), "{roles:?}");
+    assert_eq!(messages[0]["content"], "What failed?");
+    // A new session: its messages start at 1, gapless.
+    for (i, m) in messages.iter().enumerate() {
+        assert_eq!(m["seq"], i as u64 + 1);
+    }
+    for m in messages.iter().filter(|m| m["role"] == "tool") {
+        let observation: serde_json::Value =
+            serde_json::from_str(m["content"].as_str().unwrap()).unwrap();
+        assert_eq!(observation["ok"], true, "{observation}");
+    }
+    assert_eq!(v["requests"], messages.len() as u64 / 2);
+}
+
+/// A stored message as its row: (seq, role, content, tool_calls, tool_call_id).
+type Row = (i64, String, String, Option<String>, Option<String>);
+
+/// The rows of session `id` in `db`, read through a read-only connection that does not
+/// disturb a writer.
+fn rows(db: &Path, id: &str) -> Vec<Row> {
+    let conn =
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT seq, role, content, tool_calls, tool_call_id FROM messages
+             WHERE session_id = ?1 ORDER BY seq",
+        )
+        .unwrap();
+    stmt.query_map([id], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+    })
+    .unwrap()
+    .collect::<Result<_, _>>()
+    .unwrap()
+}
+
+/// The id of the only session in `db`, once there is one.
+fn only_session(db: &Path) -> Option<String> {
+    if !db.exists() {
+        return None;
+    }
+    let conn =
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .ok()?;
+    conn.query_row("SELECT id FROM sessions", [], |r| r.get(0))
+        .ok()
+}
+
+/// Checks that the stored transcript of `id` is whole: positions 1..n without gaps, roles
+/// known, tool calls and observations valid JSON, every observation answering a call.
+fn assert_whole(store: &sluice_store::SqliteStore, id: &str) -> Vec<sluice_store::StoredMessage> {
+    use sluice_store::Store;
+    let messages = store.messages(id).unwrap();
+    let mut calls = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        assert_eq!(m.seq, i as u64 + 1, "gapless");
+        match m.message.role {
+            sluice_protocol::Role::Assistant => {
+                calls.extend(m.message.tool_calls.iter().map(|c| c.id.clone()));
+                for c in &m.message.tool_calls {
+                    serde_json::from_str::<serde_json::Value>(&c.arguments).unwrap();
+                }
+            }
+            sluice_protocol::Role::Tool => {
+                let v: serde_json::Value = serde_json::from_str(&m.message.content).unwrap();
+                assert_eq!(v["ok"], true, "{v}");
+                let call = m.message.tool_call_id.clone().unwrap();
+                assert!(
+                    calls.contains(&call),
+                    "an observation of an unknown call {call}"
+                );
+            }
+            sluice_protocol::Role::User => {}
+        }
+    }
+    messages
+}
+
+#[test]
+fn a_killed_run_keeps_every_acknowledged_message_and_resumes() {
+    let dir = log_dir();
+    let root = dir.path().join("logs").display().to_string();
+    let db = dir.path().join("sessions.db");
+    // Forty turns of one read each, 100 ms of thinking per turn: the run takes seconds.
+    let slow = dir.path().join("slow.jsonl");
+    let mut script = String::new();
+    for i in 0..40 {
+        script.push_str(&format!(
+            "{{\"content\":\"step {i}\",\"toolCalls\":[{{\"name\":\"read_file\",\"arguments\":{{\"path\":\"build.log\"}}}}],\"delayMs\":100}}\n"
+        ));
+    }
+    script.push_str("{\"content\":\"never reached\"}\n");
+    std::fs::write(&slow, script).unwrap();
+    let model = format!("replay:{}", slow.display());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["--root", &root, "--store"])
+        .arg(&db)
+        .args(["run", "--model", &model, "Read build.log forty times."])
+        .env(
+            "SLUICE_CACHE_DIR",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-cache"),
+        )
+        .env_remove("SLUICE_AGENT_MAX_TOOL_RESULT_BYTES")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+
+    // Wait (bounded) until the run has stored a few messages, then kill -9 it mid-run.
+    let start = std::time::Instant::now();
+    let (id, acknowledged) = loop {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "the run stored no messages"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before it was killed"
+        );
+        if let Some(id) = only_session(&db) {
+            let seen = rows(&db, &id);
+            if seen.len() >= 6 {
+                break (id, seen);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    child.kill().unwrap();
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "killed, not finished: {status:?}");
+
+    // Restart: the database is sound, the session loads, and every message seen before the
+    // kill is there, unchanged, followed by at most what was committed after.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let check: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+    drop(conn);
+    let store = sluice_store::SqliteStore::open(&db).unwrap();
+    use sluice_store::Store;
+    let session = store.session(&id).unwrap();
+    assert_eq!(session.status, sluice_protocol::SessionStatus::Running);
+    let after = rows(&db, &id);
+    assert!(after.len() >= acknowledged.len());
+    assert_eq!(after[..acknowledged.len()], acknowledged[..]);
+    let before_resume = assert_whole(&store, &id);
+    assert_eq!(
+        before_resume[0].message.content,
+        "Read build.log forty times."
+    );
+    drop(store);
+
+    // Resume without a prompt: a call left without its observation runs first, then the
+    // model (a fresh script) answers.
+    let fresh = dir.path().join("fresh.jsonl");
+    std::fs::write(&fresh, "{\"content\":\"resumed and done\"}\n").unwrap();
+    let fresh_model = format!("replay:{}", fresh.display());
+    let db_flag = db.display().to_string();
+    let o = sluice(&[
+        "--root",
+        &root,
+        "--store",
+        &db_flag,
+        "run",
+        "--session",
+        &id,
+        "--model",
+        &fresh_model,
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["status"], "completed", "{v}");
+    assert_eq!(v["answer"], "resumed and done");
+    let store = sluice_store::SqliteStore::open(&db).unwrap();
+    assert_eq!(
+        store.session(&id).unwrap().status,
+        sluice_protocol::SessionStatus::Completed
+    );
+    let resumed = assert_whole(&store, &id);
+    assert_eq!(resumed[..before_resume.len()], before_resume[..]);
+    let last = resumed.last().unwrap();
+    assert_eq!(last.message.content, "resumed and done");
+    // Every call has exactly one observation.
+    let calls: Vec<&str> = resumed
+        .iter()
+        .flat_map(|m| m.message.tool_calls.iter().map(|c| c.id.as_str()))
+        .collect();
+    let answered: Vec<&str> = resumed
+        .iter()
+        .filter_map(|m| m.message.tool_call_id.as_deref())
+        .collect();
+    assert_eq!(calls, answered);
+}
+
+#[test]
+fn an_empty_cache_variable_counts_as_unset() {
+    let dir = root();
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["call", "list_dir"])
+        .current_dir(dir.path())
+        .env("SLUICE_CACHE_DIR", "")
+        .env("XDG_CACHE_HOME", dir.path().join("xdg"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // Nothing was written into the working directory; the cache went to XDG_CACHE_HOME.
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".cwasm"))
+        .collect();
+    assert!(names.is_empty(), "{names:?}");
+    assert!(dir.path().join("xdg/sluice/components").is_dir());
+}
+
+#[test]
+fn a_missing_config_file_is_named_once() {
+    let o = sluice(&["--config", "/no/such/sluice.toml", "tools"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        "sluice: error: failed to read /no/such/sluice.toml: No such file or directory (os error 2)\n"
+    );
+}

@@ -67,27 +67,45 @@ mod platform {
 #[cfg(target_os = "wasi")]
 mod platform {
     use super::*;
-    use wasip2::filesystem::types::{Descriptor, DescriptorFlags, DescriptorType, ErrorCode, OpenFlags, PathFlags};
+    use wasip2::filesystem::types::{
+        Descriptor, DescriptorFlags, DescriptorType, ErrorCode, OpenFlags, PathFlags,
+    };
 
     pub(super) fn list(dir: &Path) -> io::Result<Listing> {
-        let path = dir.to_str().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path is not UTF-8"))?;
+        let path = dir
+            .to_str()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path is not UTF-8"))?;
         let preopens = wasip2::filesystem::preopens::get_directories();
         // The preopen with the longest guest path that is a prefix of `path`.
         let (descriptor, rel) = preopens
             .iter()
             .filter_map(|(d, guest)| {
                 let rest = path.strip_prefix(guest.as_str())?;
-                (rest.is_empty() || rest.starts_with('/') || guest.ends_with('/')).then_some((d, guest.len(), rest))
+                (rest.is_empty() || rest.starts_with('/') || guest.ends_with('/')).then_some((
+                    d,
+                    guest.len(),
+                    rest,
+                ))
             })
             .max_by_key(|(_, len, _)| *len)
             .map(|(d, _, rest)| (d, rest.trim_start_matches('/')))
-            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no preopened directory holds this path"))?;
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::NotFound,
+                    "no preopened directory holds this path",
+                )
+            })?;
         let opened: Descriptor;
         let dir_descriptor = if rel.is_empty() {
             descriptor
         } else {
             opened = descriptor
-                .open_at(PathFlags::empty(), rel, OpenFlags::DIRECTORY, DescriptorFlags::READ)
+                .open_at(
+                    PathFlags::empty(),
+                    rel,
+                    OpenFlags::DIRECTORY,
+                    DescriptorFlags::READ,
+                )
                 .map_err(to_io)?;
             &opened
         };

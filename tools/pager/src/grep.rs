@@ -17,15 +17,15 @@ use std::io::Read;
 use std::path::Path;
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
-use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use grep_searcher::{BinaryDetection, SearcherBuilder, sinks};
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use serde::{Deserialize, Serialize};
 
 use crate::Context;
 use crate::budget::json_len;
-use crate::error::{ErrorKind, Result, ToolError};
 use crate::dir::Kind;
 use crate::error::quote;
+use crate::error::{ErrorKind, Result, ToolError};
 use crate::keys::has_armor;
 use crate::root::{Root, Target};
 use crate::text::escaped_prefix;
@@ -419,7 +419,8 @@ impl Collector {
                 format!(
                     "a match in {} cannot fit: its path is too long for agent.max_tool_result_bytes ({} bytes leave a page of {} bytes); raise agent.max_tool_result_bytes or search a narrower path",
                     quote(rel),
-                    self.cap, self.budget
+                    self.cap,
+                    self.budget
                 ),
             ));
         }
@@ -479,7 +480,9 @@ impl Walk<'_> {
         let on_the_way = depth < self.target.len();
         let listing = match crate::dir::list(&dir) {
             Ok(l) => l,
-            Err(e) if on_the_way || depth == self.target.len() => return Err(ToolError::io(self.shown, &e)),
+            Err(e) if on_the_way || depth == self.target.len() => {
+                return Err(ToolError::io(self.shown, &e));
+            }
             // An unreadable directory below the target is passed over; the walk goes on.
             Err(_) => return Ok(false),
         };
@@ -525,13 +528,19 @@ impl Walk<'_> {
                 if PRUNED_DIRS.contains(&name.as_str()) {
                     return Err(ToolError::new(
                         ErrorKind::InvalidArgument,
-                        format!("{} is inside {name}, which grep_files does not search; read its files with read_file", quote(self.shown)),
+                        format!(
+                            "{} is inside {name}, which grep_files does not search; read its files with read_file",
+                            quote(self.shown)
+                        ),
                     ));
                 }
                 if self.ignored(&path, true) {
                     return Err(ToolError::new(
                         ErrorKind::InvalidArgument,
-                        format!("{} is excluded by a .gitignore, and grep_files does not search ignored files; list it with list_dir or read its files with read_file", quote(self.shown)),
+                        format!(
+                            "{} is excluded by a .gitignore, and grep_files does not search ignored files; list it with list_dir or read its files with read_file",
+                            quote(self.shown)
+                        ),
                     ));
                 }
                 parts.push(name);
@@ -539,9 +548,14 @@ impl Walk<'_> {
                 parts.pop();
                 return Ok(done);
             }
-            let rel = if rel_dir.is_empty() { name.clone() } else { format!("{rel_dir}/{name}") };
+            let rel = if rel_dir.is_empty() {
+                name.clone()
+            } else {
+                format!("{rel_dir}/{name}")
+            };
             if is_dir {
-                let pruned = PRUNED_DIRS.contains(&name.as_str()) || search.ctx.keys.is_key_dir(&name);
+                let pruned =
+                    PRUNED_DIRS.contains(&name.as_str()) || search.ctx.keys.is_key_dir(&name);
                 if pruned || self.ignored(&path, true) {
                     continue;
                 }
@@ -600,7 +614,6 @@ impl Walk<'_> {
         false
     }
 }
-
 
 /// A position in a search: after line `line` of entry number `file` of the sorted walk
 /// (every non-directory below the searched path is numbered, whatever the glob).

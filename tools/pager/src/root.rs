@@ -157,7 +157,11 @@ impl Roots {
             let names: Vec<&str> = self.0.iter().map(|r| r.name.as_str()).collect();
             ToolError::new(
                 ErrorKind::InvalidArgument,
-                format!("root must be one of: {}; got {:?}", names.join(", "), crate::error::quote(name)),
+                format!(
+                    "root must be one of: {}; got {:?}",
+                    names.join(", "),
+                    crate::error::quote(name)
+                ),
             )
         })
     }

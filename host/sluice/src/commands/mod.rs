@@ -20,9 +20,9 @@ use crate::cli::{Cli, Command, ToolsCommand};
 
 /// Runs the command.
 pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
-    let (max_turns, auto_approve) = match &cli.command {
-        Command::Run(r) => (r.max_turns.clone(), r.auto_approve),
-        _ => (None, false),
+    let (max_turns, auto_approve, model) = match &cli.command {
+        Command::Run(r) => (r.max_turns.clone(), r.auto_approve, r.model.clone()),
+        _ => (None, false, None),
     };
     let overrides = Overrides {
         roots: cli.global.roots.clone(),
@@ -31,6 +31,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
         max_turns,
         auto_approve,
         store: cli.global.store.clone(),
+        model,
     };
     let config = Config::resolve(
         cli.global.config.as_deref(),
@@ -162,12 +163,14 @@ fn component_source(path: &std::path::Path) -> anyhow::Result<Source> {
 
 /// Where compiled components are cached: `$SLUICE_CACHE_DIR`, else
 /// `$XDG_CACHE_HOME/sluice/components`, else `$HOME/.cache/sluice/components`.
+/// Empty variables count as unset.
 fn cache_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("SLUICE_CACHE_DIR") {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(dir) = var("SLUICE_CACHE_DIR") {
         return Some(PathBuf::from(dir));
     }
-    let base = std::env::var_os("XDG_CACHE_HOME")
+    let base = var("XDG_CACHE_HOME")
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+        .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
     Some(base.join("sluice").join("components"))
 }

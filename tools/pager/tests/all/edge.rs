@@ -203,7 +203,10 @@ mod review {
             },
         )
         .unwrap();
-        assert_eq!((found.count, found.skipped_files, found.truncated), (2, 1, false));
+        assert_eq!(
+            (found.count, found.skipped_files, found.truncated),
+            (2, 1, false)
+        );
     }
 
     #[test]
@@ -232,7 +235,10 @@ mod review {
     #[test]
     fn tail_says_truncated_when_more_than_5000_lines_were_asked() {
         let fx = Fixture::new();
-        fx.write("l.txt", (1..=6000).map(|i| format!("{i}\n")).collect::<String>());
+        fx.write(
+            "l.txt",
+            (1..=6000).map(|i| format!("{i}\n")).collect::<String>(),
+        );
         let page = tail_file(
             &fx.ctx(1_048_576),
             &TailFileArgs {
@@ -300,14 +306,24 @@ mod review {
         )
         .unwrap_err();
         assert_eq!(err.kind, ErrorKind::OutsideRoot);
-        assert!(err.message.starts_with(&format!("path is outside the root: /{}…; give", "y".repeat(199))), "{}", err.message);
+        assert!(
+            err.message.starts_with(&format!(
+                "path is outside the root: /{}…; give",
+                "y".repeat(199)
+            )),
+            "{}",
+            err.message
+        );
         assert!(err.message.len() < 500);
     }
 
     #[test]
     fn list_dir_on_a_fifo_does_not_point_at_read_file() {
         let fx = Fixture::new();
-        let status = std::process::Command::new("mkfifo").arg(fx.root().join("p")).status().unwrap();
+        let status = std::process::Command::new("mkfifo")
+            .arg(fx.root().join("p"))
+            .status()
+            .unwrap();
         assert!(status.success());
         let err = list_dir(
             &fx.ctx(CAP),
@@ -318,7 +334,10 @@ mod review {
         )
         .unwrap_err();
         assert_eq!(err.kind, ErrorKind::WrongKind);
-        assert_eq!(err.message, "p is not a directory (a device, FIFO or socket)");
+        assert_eq!(
+            err.message,
+            "p is not a directory (a device, FIFO or socket)"
+        );
     }
 
     #[test]
@@ -334,7 +353,10 @@ mod review {
             },
         )
         .unwrap_err();
-        assert_eq!(err.message, "glob must not be empty; leave it out to search every file");
+        assert_eq!(
+            err.message,
+            "glob must not be empty; leave it out to search every file"
+        );
     }
 
     #[test]

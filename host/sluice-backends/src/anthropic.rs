@@ -1,0 +1,632 @@
+//! Anthropic Messages (`POST {base}/messages`, base `https://api.anthropic.com/v1`).
+//!
+//! # The request
+//!
+//! - headers `x-api-key`, `anthropic-version: 2023-06-01`, `content-type: application/json`;
+//! - `system`: the system prompt, top level, once (left out when empty); never a message;
+//! - `max_tokens` (required by the API): the configured output cap;
+//! - `messages`: roles `user` and `assistant` only, every content a list of blocks, adjacent
+//!   turns of the same role merged into one (the API wants them alternating):
+//!   - a user message is a `text` block;
+//!   - an assistant message is a `text` block (when it has text) and one `tool_use` block per
+//!     call (`id`, `name`, `input` = the parsed arguments; arguments that are not a JSON
+//!     object, invalid JSON included, are sent as `{}`: the call stays paired with its
+//!     result and the run goes on);
+//!   - a tool message is a `tool_result` block (`tool_use_id`, `content`, and
+//!     `is_error: true` when the observation starts with `{"ok":false`) in a user turn; in
+//!     every user turn the `tool_result` blocks come first, before any text, as the API
+//!     demands;
+//!   - empty texts are left out (the API refuses empty text blocks), and a turn left with no
+//!     block disappears;
+//!   - tool-call ids outside `[A-Za-z0-9_-]` (ids minted by other providers) are re-keyed to
+//!     `toolu_` + 16 hex digits of their hash, consistently within and across requests;
+//! - `tools`: `{"name","description","input_schema"}`, left out when there are none;
+//! - `"stream": true` when streaming.
+//!
+//! Before sending, the body's size is checked against the configured context window
+//! ([`estimate`]).
+//!
+//! # The reply
+//!
+//! JSON: `content` blocks (`text` appended in order, `tool_use` → a tool call whose arguments
+//! are `input` as compact JSON; other blocks, such as `thinking`, ignored), `usage` (input =
+//! `input_tokens` + `cache_creation_input_tokens` + `cache_read_input_tokens`, output =
+//! `output_tokens`). `stop_reason: model_context_window_exceeded` is a successful, truncated
+//! reply and is returned as such. An error body inside a `200` goes through [`classify()`].
+//!
+//! Streaming (named server-sent events): `message_start` (input usage),
+//! `content_block_start` (a `text` or `tool_use` block at `index`), `content_block_delta`
+//! (`text_delta` appended; `input_json_delta.partial_json` concatenated per block and parsed
+//! at the end: empty means `{}`, valid JSON is stored compact, exactly as in JSON mode, and
+//! invalid text is stored as sent), `content_block_stop`, `message_delta` (cumulative
+//! `output_tokens`), `message_stop` (the end), `ping` and unknown events (ignored), and
+//! `error` (for example `overloaded_error` mid-stream) through [`classify_stream_error`]. A
+//! body that ends before `message_stop` is a transient error; a body with no event at all is
+//! read as a plain JSON reply or error.
+//!
+//! Rate limits, overload and transient failures, also inside the stream, are retried by
+//! [`Http::send_and_read`]; a context-window rejection never is.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+use sluice_protocol::{Role, ToolCall};
+
+use crate::http::{Http, network, protocol};
+use crate::provider::{Provider, ProviderConfig, Secret};
+use crate::sse::SseEvent;
+use crate::wire::{Ending, IdMap, bad_request, header_pairs, mint_id, quote, read_sse};
+use crate::{
+    Backend, BackendError, ErrorKind, ModelReply, ModelRequest, Usage, classify,
+    classify_stream_error, estimate,
+};
+
+/// Anthropic's API base.
+pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com/v1";
+
+/// The `anthropic-version` header sent.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// The environment variable the Anthropic key is usually read from.
+pub const ANTHROPIC_KEY_ENV: &str = "ANTHROPIC_API_KEY";
+
+/// A Messages backend.
+#[derive(Debug)]
+pub struct AnthropicBackend {
+    http: Http,
+    url: String,
+    api_key: Secret,
+    model: String,
+    max_tokens: u32,
+    stream: bool,
+    context_window_tokens: Option<u64>,
+}
+
+impl AnthropicBackend {
+    /// The backend for `config` (provider [`Provider::Anthropic`]).
+    ///
+    /// # Errors
+    /// A `BadRequest` error without a key (naming [`ANTHROPIC_KEY_ENV`]) or for another
+    /// provider; a `Protocol` error when the HTTP client cannot start.
+    pub fn new(config: ProviderConfig) -> Result<AnthropicBackend, BackendError> {
+        if config.provider != Provider::Anthropic {
+            return Err(bad_request(format!(
+                "{:?} is not the Anthropic provider",
+                config.provider
+            )));
+        }
+        let Some(api_key) = config.api_key.filter(|k| !k.expose().is_empty()) else {
+            return Err(bad_request(format!(
+                "no API key for anthropic: set {ANTHROPIC_KEY_ENV} (or model.api_key_env / model.api_key_file)"
+            )));
+        };
+        let base = config.base_url.as_deref().unwrap_or(ANTHROPIC_BASE_URL);
+        Ok(AnthropicBackend {
+            http: Http::new(config.timeouts, config.retry)?,
+            url: format!("{}/messages", base.trim_end_matches('/')),
+            api_key,
+            model: config.model,
+            max_tokens: config.max_tokens,
+            stream: config.stream,
+            context_window_tokens: config.context_window_tokens,
+        })
+    }
+
+    /// The endpoint requests go to.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The JSON body sent for `request` (see the module docs).
+    pub fn body(&self, request: &ModelRequest) -> Value {
+        let ids = IdMap::new(&request.messages, "toolu_", valid_id);
+        let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
+        for m in &request.messages {
+            let (role, blocks) = match m.role {
+                Role::User => ("user", text_block(&m.content).into_iter().collect()),
+                Role::Assistant => {
+                    let mut blocks: Vec<Value> = text_block(&m.content).into_iter().collect();
+                    blocks.extend(m.tool_calls.iter().map(|c| {
+                        json!({
+                            "type": "tool_use",
+                            "id": ids.get(&c.id),
+                            "name": c.name,
+                            "input": input_of(&c.arguments),
+                        })
+                    }));
+                    ("assistant", blocks)
+                }
+                Role::Tool => {
+                    let mut block = json!({
+                        "type": "tool_result",
+                        "tool_use_id": ids.get(m.tool_call_id.as_deref().unwrap_or_default()),
+                        "content": m.content,
+                    });
+                    if m.content.starts_with(r#"{"ok":false"#) {
+                        block["is_error"] = Value::Bool(true);
+                    }
+                    ("user", vec![block])
+                }
+            };
+            if blocks.is_empty() {
+                continue;
+            }
+            match turns.last_mut() {
+                Some((last, existing)) if *last == role => existing.extend(blocks),
+                _ => turns.push((role, blocks)),
+            }
+        }
+        let messages: Vec<Value> = turns
+            .into_iter()
+            .map(|(role, blocks)| {
+                // Results first, before any text; otherwise the order is kept.
+                let (mut ordered, rest): (Vec<Value>, Vec<Value>) =
+                    blocks.into_iter().partition(|b| b["type"] == "tool_result");
+                ordered.extend(rest);
+                json!({"role": role, "content": ordered})
+            })
+            .collect();
+        let mut body = Map::new();
+        body.insert("model".into(), Value::from(self.model.as_str()));
+        body.insert("max_tokens".into(), Value::from(self.max_tokens));
+        if !request.system.is_empty() {
+            body.insert("system".into(), Value::from(request.system.as_str()));
+        }
+        body.insert("messages".into(), Value::Array(messages));
+        if !request.tools.is_empty() {
+            let tools = request
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({
+                        "name": t.name,
+                        "description": t.description,
+                        "input_schema": t.input_schema,
+                    })
+                })
+                .collect();
+            body.insert("tools".into(), Value::Array(tools));
+        }
+        if self.stream {
+            body.insert("stream".into(), Value::Bool(true));
+        }
+        Value::Object(body)
+    }
+
+    /// Reads one successful response.
+    async fn read(&self, response: reqwest::Response) -> Result<ModelReply, BackendError> {
+        if !self.stream {
+            let headers = header_pairs(response.headers());
+            let text = response.text().await.map_err(|e| network(&e))?;
+            return decode_body(&headers, &text);
+        }
+        let mut stream = MessageStream::default();
+        match read_sse(response, |event| stream.event(event)).await? {
+            Ending::Terminal => Ok(stream.finish()),
+            Ending::Eof {
+                unparsed: Some((headers, text)),
+            } if !stream.started => decode_body(&headers, &text),
+            Ending::Eof { .. } => Err(BackendError {
+                kind: ErrorKind::Transient,
+                status: None,
+                message: "the model's stream ended before message_stop".into(),
+                retry_after: None,
+            }),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Backend for AnthropicBackend {
+    /// `anthropic:MODEL`.
+    fn name(&self) -> String {
+        format!("anthropic:{}", self.model)
+    }
+
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, BackendError> {
+        let body = serde_json::to_vec(&self.body(request))
+            .map_err(|e| protocol(format!("failed to encode the request: {e}")))?;
+        estimate::check(body.len(), self.context_window_tokens)?;
+        let make = || {
+            let mut builder = self
+                .http
+                .client()
+                .post(&self.url)
+                .header("x-api-key", self.api_key.expose())
+                .header("anthropic-version", ANTHROPIC_VERSION)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body.clone());
+            if self.stream {
+                builder = builder.header(reqwest::header::ACCEPT, "text/event-stream");
+            }
+            builder
+                .build()
+                .map_err(|e| bad_request(format!("failed to build the request: {e}")))
+        };
+        self.http
+            .send_and_read(make, |response| self.read(response))
+            .await
+    }
+}
+
+/// True for an id Anthropic accepts (`^[a-zA-Z0-9_-]+$`).
+fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// A text block, unless `text` is empty.
+fn text_block(text: &str) -> Option<Value> {
+    (!text.is_empty()).then(|| json!({"type": "text", "text": text}))
+}
+
+/// A call's `input`: its arguments when they are a JSON object, else `{}`.
+fn input_of(arguments: &str) -> Value {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(value @ Value::Object(_)) => value,
+        _ => Value::Object(Map::new()),
+    }
+}
+
+/// A non-streamed `200` body: a message, or an error object (classified as a `200`).
+fn decode_body(headers: &[(String, String)], text: &str) -> Result<ModelReply, BackendError> {
+    let value: Value = match serde_json::from_str(text) {
+        Ok(value) => value,
+        Err(_) => return Err(classify(200, headers, text)),
+    };
+    let Some(blocks) = value.get("content").and_then(Value::as_array) else {
+        if value.get("type").and_then(Value::as_str) == Some("error")
+            || value.get("error").is_some()
+        {
+            return Err(classify(200, headers, text));
+        }
+        return Err(protocol(format!(
+            "the model's reply has no content: {}",
+            quote(text)
+        )));
+    };
+    let mut content = String::new();
+    let mut tool_calls = Vec::new();
+    for block in blocks {
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                content.push_str(block.get("text").and_then(Value::as_str).unwrap_or(""))
+            }
+            Some("tool_use") => {
+                let position = tool_calls.len();
+                tool_calls.push(ToolCall {
+                    id: string_at(block, "id").unwrap_or_else(|| mint_id(position)),
+                    name: string_at(block, "name").unwrap_or_default(),
+                    arguments: match block.get("input") {
+                        Some(input @ Value::Object(_)) => input.to_string(),
+                        _ => "{}".to_string(),
+                    },
+                });
+            }
+            _ => {}
+        }
+    }
+    let mut usage = None;
+    if let Some(u) = value.get("usage") {
+        add_usage(&mut usage, u);
+    }
+    Ok(ModelReply {
+        content,
+        tool_calls,
+        usage,
+    })
+}
+
+/// A non-empty string field.
+fn string_at(value: &Value, key: &str) -> Option<String> {
+    value
+        .get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+/// Sets the counts `usage` reports (in a message, `message_start` or `message_delta`):
+/// input = input + cache creation + cache read tokens, output = output tokens. Counts absent
+/// from `u` are left as they were.
+fn add_usage(usage: &mut Option<Usage>, u: &Value) {
+    let count = |key: &str| u.get(key).and_then(Value::as_u64);
+    let input = [
+        "input_tokens",
+        "cache_creation_input_tokens",
+        "cache_read_input_tokens",
+    ]
+    .iter()
+    .filter_map(|k| count(k))
+    .reduce(|a, b| a + b);
+    let output = count("output_tokens");
+    if input.is_none() && output.is_none() {
+        return;
+    }
+    let current = usage.get_or_insert_with(Usage::default);
+    if let Some(input) = input {
+        current.input_tokens = input;
+    }
+    if let Some(output) = output {
+        current.output_tokens = output;
+    }
+}
+
+/// A content block being assembled from stream events.
+#[derive(Debug)]
+enum Block {
+    Text(String),
+    ToolUse {
+        id: String,
+        name: String,
+        json: String,
+    },
+    Other,
+}
+
+/// The state of one streamed message.
+#[derive(Debug, Default)]
+struct MessageStream {
+    blocks: BTreeMap<u64, Block>,
+    usage: Option<Usage>,
+    /// An event was read.
+    started: bool,
+}
+
+impl MessageStream {
+    /// Takes one event; `Ok(true)` at `message_stop`.
+    fn event(&mut self, event: SseEvent) -> Result<bool, BackendError> {
+        let data = event.data.trim();
+        let value: Value = serde_json::from_str(data).map_err(|e| {
+            protocol(format!(
+                "a stream event from the model is not JSON ({e}): {}",
+                quote(data)
+            ))
+        })?;
+        let kind = event
+            .event
+            .as_deref()
+            .or_else(|| value.get("type").and_then(Value::as_str))
+            .unwrap_or_default();
+        self.started = true;
+        let index = value.get("index").and_then(Value::as_u64).unwrap_or(0);
+        match kind {
+            "error" => return Err(classify_stream_error(data)),
+            "message_start" => {
+                if let Some(u) = value.pointer("/message/usage") {
+                    add_usage(&mut self.usage, u);
+                }
+            }
+            "content_block_start" => {
+                let block = value.get("content_block").unwrap_or(&Value::Null);
+                let started = match block.get("type").and_then(Value::as_str) {
+                    Some("text") => Block::Text(
+                        block
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string(),
+                    ),
+                    Some("tool_use") => Block::ToolUse {
+                        id: string_at(block, "id").unwrap_or_default(),
+                        name: string_at(block, "name").unwrap_or_default(),
+                        json: match block.get("input") {
+                            Some(Value::Object(o)) if !o.is_empty() => {
+                                Value::Object(o.clone()).to_string()
+                            }
+                            _ => String::new(),
+                        },
+                    },
+                    _ => Block::Other,
+                };
+                self.blocks.insert(index, started);
+            }
+            "content_block_delta" => {
+                let delta = value.get("delta").unwrap_or(&Value::Null);
+                let text = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or_default();
+                match (
+                    delta.get("type").and_then(Value::as_str),
+                    self.blocks.get_mut(&index),
+                ) {
+                    (Some("text_delta"), Some(Block::Text(s))) => s.push_str(text("text")),
+                    (Some("text_delta"), None) => {
+                        self.blocks
+                            .insert(index, Block::Text(text("text").to_string()));
+                    }
+                    (Some("input_json_delta"), Some(Block::ToolUse { json, .. })) => {
+                        json.push_str(text("partial_json"));
+                    }
+                    _ => {}
+                }
+            }
+            "message_delta" => {
+                if let Some(u) = value.get("usage") {
+                    add_usage(&mut self.usage, u);
+                }
+            }
+            "message_stop" => return Ok(true),
+            // content_block_stop, ping, and events added later.
+            _ => {}
+        }
+        Ok(false)
+    }
+
+    /// The assembled reply.
+    fn finish(self) -> ModelReply {
+        let mut content = String::new();
+        let mut tool_calls = Vec::new();
+        for block in self.blocks.into_values() {
+            match block {
+                Block::Text(text) => content.push_str(&text),
+                Block::ToolUse { id, name, json } => {
+                    let position = tool_calls.len();
+                    let arguments = if json.trim().is_empty() {
+                        "{}".to_string()
+                    } else {
+                        serde_json::from_str::<Value>(&json).map_or(json, |value| value.to_string())
+                    };
+                    tool_calls.push(ToolCall {
+                        id: if id.is_empty() { mint_id(position) } else { id },
+                        name,
+                        arguments,
+                    });
+                }
+                Block::Other => {}
+            }
+        }
+        ModelReply {
+            content,
+            tool_calls,
+            usage: self.usage,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sluice_protocol::Message;
+
+    use super::*;
+
+    fn backend() -> AnthropicBackend {
+        let mut config = ProviderConfig::new(Provider::Anthropic, "claude");
+        config.api_key = Some(Secret::new("k"));
+        config.stream = false;
+        AnthropicBackend::new(config).unwrap()
+    }
+
+    fn events(events: &[(&str, &str)]) -> Result<(bool, ModelReply), BackendError> {
+        let mut s = MessageStream::default();
+        let mut done = false;
+        for (name, data) in events {
+            done = s.event(SseEvent {
+                event: Some(name.to_string()),
+                data: data.to_string(),
+            })?;
+        }
+        Ok((done, s.finish()))
+    }
+
+    #[test]
+    fn config_errors_name_what_is_missing() {
+        let e = AnthropicBackend::new(ProviderConfig::new(Provider::Anthropic, "m")).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::BadRequest);
+        assert!(e.message.contains("ANTHROPIC_API_KEY"), "{}", e.message);
+        assert_eq!(backend().url(), "https://api.anthropic.com/v1/messages");
+        assert_eq!(backend().name(), "anthropic:claude");
+    }
+
+    #[test]
+    fn odd_transcripts_still_make_valid_turns() {
+        let call = |id: &str, args: &str| ToolCall {
+            id: id.into(),
+            name: "t".into(),
+            arguments: args.into(),
+        };
+        let request = ModelRequest {
+            system: String::new(),
+            messages: vec![
+                Message::user("a", "t"),
+                Message::user("", "t"),
+                Message::user("b", "t"),
+                Message::assistant("", vec![call("call:1", "[1]"), call("c2", "{bad")], "t"),
+                Message::user("interjection", "t"),
+                Message::tool("call:1", r#"{"ok":false,"error":"x"}"#, "t"),
+                Message::tool("c2", r#"{"ok":true,"result":1}"#, "t"),
+                Message::assistant("", vec![], "t"),
+            ],
+            tools: vec![],
+        };
+        let body = backend().body(&request);
+        let rekeyed = body["messages"][1]["content"][0]["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            rekeyed.starts_with("toolu_") && valid_id(&rekeyed),
+            "{rekeyed}"
+        );
+        assert_eq!(
+            body["messages"],
+            json!([
+                {"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},
+                {"role":"assistant","content":[
+                    {"type":"tool_use","id":rekeyed,"name":"t","input":{}},
+                    {"type":"tool_use","id":"c2","name":"t","input":{}}]},
+                {"role":"user","content":[
+                    {"type":"tool_result","tool_use_id":rekeyed,"content":"{\"ok\":false,\"error\":\"x\"}","is_error":true},
+                    {"type":"tool_result","tool_use_id":"c2","content":"{\"ok\":true,\"result\":1}"},
+                    {"type":"text","text":"interjection"}]}
+            ])
+        );
+        assert_eq!(body.get("system"), None);
+        assert_eq!(body.get("tools"), None);
+    }
+
+    #[test]
+    fn json_replies_and_errors_in_a_200() {
+        let r = decode_body(&[], r#"{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"text","text":"a"},{"type":"tool_use","id":"toolu_1","name":"t","input":{"b":1,"a":2}},{"type":"text","text":"b"}],"stop_reason":"model_context_window_exceeded","usage":{"input_tokens":5,"cache_creation_input_tokens":10,"cache_read_input_tokens":100,"output_tokens":7}}"#).unwrap();
+        assert_eq!(r.content, "ab");
+        assert_eq!(r.tool_calls[0].arguments, r#"{"b":1,"a":2}"#);
+        assert_eq!(
+            r.usage,
+            Some(Usage {
+                input_tokens: 115,
+                output_tokens: 7
+            })
+        );
+        let e = decode_body(
+            &[],
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Overloaded);
+        assert_eq!(
+            decode_body(&[], r#"{"type":"message"}"#).unwrap_err().kind,
+            ErrorKind::Protocol
+        );
+    }
+
+    #[test]
+    fn stream_edge_cases() {
+        // Empty partial JSON means {}; invalid JSON is kept as sent; unknown events and
+        // thinking deltas are ignored.
+        let (done, r) = events(&[
+            ("message_start", r#"{"type":"message_start","message":{"usage":{"input_tokens":3,"output_tokens":1}}}"#),
+            ("content_block_start", r#"{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}"#),
+            ("content_block_delta", r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}"#),
+            ("content_block_start", r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_a","name":"t","input":{}}}"#),
+            ("content_block_start", r#"{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_b","name":"u","input":{}}}"#),
+            ("content_block_delta", r#"{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"x\": "}}"#),
+            ("future_event", r#"{"type":"future_event"}"#),
+            ("message_delta", r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}"#),
+            ("message_stop", r#"{"type":"message_stop"}"#),
+        ])
+        .unwrap();
+        assert!(done);
+        assert_eq!(r.content, "");
+        let calls: Vec<(&str, &str)> = r
+            .tool_calls
+            .iter()
+            .map(|c| (c.id.as_str(), c.arguments.as_str()))
+            .collect();
+        assert_eq!(calls, [("toolu_a", "{}"), ("toolu_b", r#"{"x": "#)]);
+        assert_eq!(
+            r.usage,
+            Some(Usage {
+                input_tokens: 3,
+                output_tokens: 9
+            })
+        );
+        let e = events(&[(
+            "error",
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        )])
+        .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Overloaded);
+        let e = events(&[("ping", "not json")]).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Protocol);
+    }
+}

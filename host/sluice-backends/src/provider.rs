@@ -1,0 +1,123 @@
+//! Which provider to talk to, and how: the settings of `[model]` in `sluice.toml` and
+//! `--model PROVIDER:NAME`, resolved by the caller (keys come from the environment or a
+//! file the operator names, never from the configuration file itself).
+
+use std::sync::Arc;
+
+use crate::http::{RetryPolicy, Timeouts};
+use crate::{Backend, BackendError};
+
+/// A provider's wire format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Provider {
+    /// OpenAI Chat Completions (`https://api.openai.com/v1`).
+    OpenAi,
+    /// Anthropic Messages (`https://api.anthropic.com/v1`).
+    Anthropic,
+    /// AWS Bedrock Converse (`https://bedrock-runtime.{region}.amazonaws.com`).
+    Bedrock,
+    /// An OpenAI-compatible server at `base_url` (Ollama, llama.cpp server, vLLM,
+    /// OpenRouter).
+    OpenAiCompatible,
+}
+
+impl Provider {
+    /// The provider called `name` in `--model NAME:MODEL` (`openai`, `anthropic`, `bedrock`,
+    /// `openai-compatible`; also `ollama`, `llamacpp`, `vllm`, `openrouter` for the
+    /// compatible servers).
+    pub fn parse(name: &str) -> Option<Provider> {
+        Some(match name {
+            "openai" => Provider::OpenAi,
+            "anthropic" => Provider::Anthropic,
+            "bedrock" => Provider::Bedrock,
+            "openai-compatible" | "ollama" | "llamacpp" | "vllm" | "openrouter" => {
+                Provider::OpenAiCompatible
+            }
+            _ => return None,
+        })
+    }
+}
+
+/// A secret (an API key): never printed, never stored with the session.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps `value`.
+    pub fn new(value: impl Into<String>) -> Secret {
+        Secret(value.into())
+    }
+
+    /// The secret itself, for the request that needs it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(…)")
+    }
+}
+
+/// Everything a provider backend needs.
+#[derive(Clone, Debug)]
+pub struct ProviderConfig {
+    /// The wire format.
+    pub provider: Provider,
+    /// The model's name or id (`gpt-4.1-mini`, `claude-sonnet-4-5`, a Bedrock model id).
+    pub model: String,
+    /// Overrides the provider's default endpoint (required for OpenAI-compatible servers).
+    pub base_url: Option<String>,
+    /// The API key (Bedrock: an API key sent as a bearer token; without one, SigV4 with the
+    /// standard AWS credentials).
+    pub api_key: Option<Secret>,
+    /// AWS region (Bedrock; default from `AWS_REGION` / `AWS_DEFAULT_REGION`).
+    pub region: Option<String>,
+    /// Most tokens of a reply (default 4,096).
+    pub max_tokens: u32,
+    /// The model's context window in tokens, when known: a request estimated to exceed it
+    /// surely is treated as a context-window rejection without being sent.
+    pub context_window_tokens: Option<u64>,
+    /// Stream replies (default true where the provider streams).
+    pub stream: bool,
+    /// Timeouts.
+    pub timeouts: Timeouts,
+    /// Retries.
+    pub retry: RetryPolicy,
+}
+
+impl ProviderConfig {
+    /// Defaults for `provider` and `model`.
+    pub fn new(provider: Provider, model: impl Into<String>) -> ProviderConfig {
+        ProviderConfig {
+            provider,
+            model: model.into(),
+            base_url: None,
+            api_key: None,
+            region: None,
+            max_tokens: 4096,
+            context_window_tokens: None,
+            stream: true,
+            timeouts: Timeouts::default(),
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// The backend for `config`: [`OpenAiBackend`](crate::openai::OpenAiBackend) for OpenAI and
+/// OpenAI-compatible servers, [`AnthropicBackend`](crate::anthropic::AnthropicBackend) for
+/// Anthropic, [`bedrock::connect`](crate::bedrock::connect) for Bedrock.
+///
+/// # Errors
+/// A `BadRequest` error naming what is missing (a key and the variable to set, a base URL, a
+/// region).
+pub fn connect(config: ProviderConfig) -> Result<Arc<dyn Backend>, BackendError> {
+    Ok(match config.provider {
+        Provider::OpenAi | Provider::OpenAiCompatible => {
+            Arc::new(crate::openai::OpenAiBackend::new(config)?)
+        }
+        Provider::Anthropic => Arc::new(crate::anthropic::AnthropicBackend::new(config)?),
+        Provider::Bedrock => crate::bedrock::connect(config)?,
+    })
+}
