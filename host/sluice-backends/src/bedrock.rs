@@ -448,26 +448,6 @@ impl Bedrock {
             .build()
             .map_err(|e| bad_request(format!("cannot build the Bedrock request: {e}")))
     }
-
-    /// Refuses a request whose estimated size (bytes / 4 tokens) is over 1.1 × the window.
-    fn check_window(&self, body_bytes: usize) -> Result<(), BackendError> {
-        let Some(window) = self.context_window_tokens else {
-            return Ok(());
-        };
-        let estimate = u64::try_from(body_bytes / 4).unwrap_or(u64::MAX);
-        if u128::from(estimate) * 10 > u128::from(window) * 11 {
-            return Err(BackendError {
-                kind: ErrorKind::ContextWindowExceeded,
-                status: None,
-                message: format!(
-                    "the request is about {estimate} tokens ({body_bytes} bytes / 4), more than \
-                     the model's context window of {window} tokens; not sent"
-                ),
-                retry_after: None,
-            });
-        }
-        Ok(())
-    }
 }
 
 #[async_trait::async_trait]
@@ -481,7 +461,7 @@ impl Backend for Bedrock {
     async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, BackendError> {
         let body = serde_json::to_vec(&request_body(request, self.max_tokens))
             .map_err(|e| protocol(format!("cannot encode the Bedrock request: {e}")))?;
-        self.check_window(body.len())?;
+        crate::estimate::check(body.len(), self.context_window_tokens)?;
         let mut response = self.http.send(|| self.build(&body)).await?;
         if self.stream {
             let mut reader = StreamReader::default();
@@ -1686,9 +1666,9 @@ mod tests {
         config.api_key = Some(Secret::new("k"));
         config.context_window_tokens = Some(100);
         let backend = Bedrock::new(config, &env_of(&[]), None).unwrap();
-        assert!(backend.check_window(440).is_ok());
-        assert!(backend.check_window(443).is_ok());
-        let error = backend.check_window(444).unwrap_err();
+        // The estimate shared by every backend (crate::estimate): ceil(bytes / 4) > 110.
+        assert!(crate::estimate::check(440, backend.context_window_tokens).is_ok());
+        let error = crate::estimate::check(441, backend.context_window_tokens).unwrap_err();
         assert!(error.context_window_exceeded());
     }
 }
