@@ -1,17 +1,21 @@
-//! `sluice-bench`: measures what the sandbox costs, side by side in one run, and prints one
-//! table (markdown) to stdout.
-//!
-//! Build and run it in release mode next to the `sluice` binary (the start-up rows run
-//! `sluice call` end to end):
+//! `sluice-bench`: what the sandbox costs, and how cost grows with the work, measured side by
+//! side in one run and printed as one markdown table.
 //!
 //! ```sh
 //! cargo build --release -p sluice -p sluice-bench && ./target/release/sluice-bench
 //! ```
 //!
-//! Rows measure a Sluice operation and a baseline in the same process or back to back, and
-//! report their ratio. Times are medians over many runs.
+//! Every row sets a Sluice operation against its baseline (native `pager`, `cat`, ripgrep,
+//! the same operation at a smaller size), measured in the same process or back to back, and
+//! gives the ratio and the target from the benchmark issue. Times are medians. The rows that
+//! need them build a 1 GiB log, a 100,000-entry directory and a 10,000-message session in a
+//! temporary directory; the grep row searches the cargo registry's unpacked crates
+//! (`~/.cargo/registry/src`, at least 200 MB) against `rg -j1` when ripgrep is installed.
+//! `--quick` uses smaller inputs (for a smoke run; its numbers are not the published ones).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)] // A benchmark prints its table.
+
+mod rows;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,172 +24,155 @@ use std::time::{Duration, Instant};
 use sluice_runtime::{ComponentSpec, EngineOptions, Source, ToolEngine, ToolPolicy, Toolbox};
 
 /// One line of the table.
-struct Row {
-    what: String,
-    sluice: String,
-    baseline: String,
-    ratio: String,
-    note: String,
+pub(crate) struct Row {
+    pub(crate) what: String,
+    pub(crate) sluice: String,
+    pub(crate) baseline: String,
+    pub(crate) ratio: String,
+    pub(crate) target: String,
+}
+
+/// What every row shares: a tokio runtime, the engine (with a warm compiled cache), a work
+/// directory, and the sizes to use.
+pub(crate) struct Bench {
+    pub(crate) runtime: tokio::runtime::Runtime,
+    pub(crate) engine: Arc<ToolEngine>,
+    pub(crate) work: PathBuf,
+    pub(crate) quick: bool,
+}
+
+impl Bench {
+    /// The built-in tool `name` over `root` with a timeout of `timeout`.
+    pub(crate) fn toolbox(
+        &self,
+        name: &'static str,
+        root: &Path,
+        timeout: Duration,
+    ) -> anyhow::Result<Toolbox> {
+        let mut policy = ToolPolicy::read_only([("root".to_string(), root.to_path_buf())]);
+        policy.timeout = timeout;
+        Ok(Toolbox::load(
+            self.engine.clone(),
+            &[ComponentSpec {
+                source: Source::Builtin(name),
+                policy,
+            }],
+        )?)
+    }
+
+    /// Calls `tool` and returns the parsed result, failing on a tool error.
+    pub(crate) fn call(
+        &self,
+        toolbox: &Toolbox,
+        tool: &str,
+        args: &serde_json::Value,
+        cap: u32,
+    ) -> anyhow::Result<serde_json::Value> {
+        let obs = self
+            .runtime
+            .block_on(toolbox.call(tool, &args.to_string(), cap));
+        let v: serde_json::Value = serde_json::from_str(&obs.text)?;
+        anyhow::ensure!(v["ok"] == true, "{tool} failed: {}", obs.text);
+        Ok(v["result"].clone())
+    }
 }
 
 fn main() -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // Child mode for the memory row: page through a file, then report peak memory.
+    if let [mode, file, cap] = args.as_slice()
+        && mode == "--page-through"
+    {
+        return rows::page_through_child(Path::new(file), cap.parse()?);
+    }
+    let quick = args.iter().any(|a| a == "--quick");
     let work = tempfile::tempdir()?;
-    let mut rows = Vec::new();
-    rows.extend(per_call(&runtime, work.path())?);
-    rows.extend(start(work.path())?);
-    print_table(&rows);
+    let bench = Bench {
+        runtime: tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?,
+        engine: Arc::new(ToolEngine::new(EngineOptions {
+            cache_dir: Some(work.path().join("cache")),
+            ..EngineOptions::default()
+        })?),
+        work: work.path().to_path_buf(),
+        quick,
+    };
+    let mut table = Vec::new();
+    type RowFn = fn(&Bench) -> anyhow::Result<Vec<Row>>;
+    let all: [(&str, RowFn); 8] = [
+        ("per-call overhead", rows::per_call),
+        ("sequential paging", rows::paging),
+        ("resume cost", rows::resume),
+        ("memory", rows::memory),
+        ("grep vs ripgrep", rows::grep),
+        ("list_dir", rows::list_dir),
+        ("session store", rows::store),
+        ("start", rows::start),
+    ];
+    for (name, f) in all {
+        eprintln!("measuring {name} …");
+        match f(&bench) {
+            Ok(r) => table.extend(r),
+            Err(e) => table.push(Row {
+                what: name.to_string(),
+                sluice: "—".into(),
+                baseline: "—".into(),
+                ratio: "—".into(),
+                target: format!("not measured: {e:#}"),
+            }),
+        }
+    }
+    println!("| measurement | Sluice | baseline | ratio | target |");
+    println!("|---|---|---|---|---|");
+    for r in &table {
+        println!(
+            "| {} | {} | {} | {} | {} |",
+            r.what, r.sluice, r.baseline, r.ratio, r.target
+        );
+    }
     Ok(())
 }
 
 /// The median of `samples`.
-fn median(mut samples: Vec<Duration>) -> Duration {
+pub(crate) fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
 }
 
-fn micros(d: Duration) -> String {
+/// Times `f` `n` times and returns the median.
+pub(crate) fn time_median(
+    n: usize,
+    mut f: impl FnMut() -> anyhow::Result<()>,
+) -> anyhow::Result<Duration> {
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        f()?;
+        samples.push(t.elapsed());
+    }
+    Ok(median(samples))
+}
+
+pub(crate) fn micros(d: Duration) -> String {
     format!("{:.1} µs", d.as_secs_f64() * 1e6)
 }
 
-fn millis(d: Duration) -> String {
+pub(crate) fn millis(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1e3)
 }
 
-/// Rows 1: one `read_file` of a 4 KiB page through the component (warm `InstancePre`,
-/// fresh store per call), with and without the pooling allocator, against `pager` natively.
-fn per_call(runtime: &tokio::runtime::Runtime, work: &Path) -> anyhow::Result<Vec<Row>> {
-    let root = work.join("per-call");
-    std::fs::create_dir_all(&root)?;
-    let line = "2026-11-30T01:00:00Z INFO  worker-7 processed batch 1234 in 87 ms\n";
-    std::fs::write(root.join("page.log"), line.repeat(4096 / line.len()))?;
-    let cap: u32 = 65_536;
-    let args = r#"{"path":"page.log"}"#;
-    const CALLS: usize = 2000;
-
-    let native = {
-        let ctx = sluice_pager::Context::new(
-            sluice_pager::Roots::new(vec![sluice_pager::Root::new("root", &root)]),
-            sluice_pager::Limits::new(cap),
-        );
-        let a = sluice_pager::ReadFileArgs {
-            path: "page.log".into(),
-            ..Default::default()
-        };
-        let mut samples = Vec::with_capacity(CALLS);
-        for _ in 0..CALLS {
-            let t = Instant::now();
-            let page = sluice_pager::read_file(&ctx, &a).map_err(|e| anyhow::anyhow!(e))?;
-            std::hint::black_box(serde_json::to_string(&page)?);
-            samples.push(t.elapsed());
-        }
-        median(samples)
-    };
-
-    let mut rows = Vec::new();
-    for on_demand in [false, true] {
-        let engine = Arc::new(ToolEngine::new(EngineOptions {
-            cache_dir: Some(work.join("cache")),
-            on_demand_allocation: on_demand,
-        })?);
-        let policy = ToolPolicy::read_only([("root".to_string(), root.clone())]);
-        let toolbox = Toolbox::load(
-            engine.clone(),
-            &[ComponentSpec {
-                source: Source::Builtin("read_file"),
-                policy,
-            }],
-        )?;
-        let mut samples = Vec::with_capacity(CALLS);
-        for i in 0..CALLS + 100 {
-            let t = Instant::now();
-            let obs = runtime.block_on(toolbox.call("read_file", args, cap));
-            let elapsed = t.elapsed();
-            anyhow::ensure!(
-                obs.text.starts_with("{\"ok\":true"),
-                "read_file failed: {}",
-                obs.text
-            );
-            if i >= 100 {
-                samples.push(elapsed);
-            }
-        }
-        let sandboxed = median(samples);
-        let allocator = if engine.pooling() {
-            "pooling"
-        } else {
-            "on-demand"
-        };
-        rows.push(Row {
-            what: format!("read_file, 4 KiB page, per call ({allocator} allocator)"),
-            sluice: micros(sandboxed),
-            baseline: format!("{} native pager", micros(native)),
-            ratio: format!("{:.1}×", sandboxed.as_secs_f64() / native.as_secs_f64()),
-            note: format!("overhead {}", micros(sandboxed.saturating_sub(native))),
-        });
-    }
-    Ok(rows)
-}
-
-/// Rows 8: `sluice call list_dir` end to end, first run (compiles the component) against
-/// the second (compiled component from the cache).
-fn start(work: &Path) -> anyhow::Result<Vec<Row>> {
-    let sluice = sibling_binary("sluice")?;
-    let cache = work.join("start-cache");
-    let run = || -> anyhow::Result<Duration> {
-        let t = Instant::now();
-        let out = std::process::Command::new(&sluice)
-            .args(["--root", &work.display().to_string(), "call", "list_dir"])
-            .env("SLUICE_CACHE_DIR", &cache)
-            .output()?;
-        let elapsed = t.elapsed();
-        anyhow::ensure!(
-            out.status.success(),
-            "sluice failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Ok(elapsed)
-    };
-    let mut cold = Vec::new();
-    let mut warm = Vec::new();
-    for _ in 0..5 {
-        let _ = std::fs::remove_dir_all(&cache);
-        cold.push(run()?);
-        for _ in 0..4 {
-            warm.push(run()?);
-        }
-    }
-    let (cold, warm) = (median(cold), median(warm));
-    Ok(vec![Row {
-        what: "`sluice call list_dir` end to end, cached start vs first start".into(),
-        sluice: millis(warm),
-        baseline: format!("{} first start (compiles)", millis(cold)),
-        ratio: format!("{:.0}%", 100.0 * warm.as_secs_f64() / cold.as_secs_f64()),
-        note: "target: cached ≤ 20% of first".into(),
-    }])
+pub(crate) fn ratio(a: Duration, b: Duration) -> String {
+    format!("{:.2}×", a.as_secs_f64() / b.as_secs_f64())
 }
 
 /// A binary built next to this one (`cargo build --release -p sluice -p sluice-bench`).
-fn sibling_binary(name: &str) -> anyhow::Result<PathBuf> {
-    let me = std::env::current_exe()?;
-    let path = me.with_file_name(name);
+pub(crate) fn sibling_binary(name: &str) -> anyhow::Result<PathBuf> {
+    let path = std::env::current_exe()?.with_file_name(name);
     anyhow::ensure!(
         path.exists(),
         "{} not found: build it with `cargo build --release -p {name}`",
         path.display()
     );
     Ok(path)
-}
-
-fn print_table(rows: &[Row]) {
-    println!("| measurement | Sluice | baseline | ratio | note |");
-    println!("|---|---|---|---|---|");
-    for r in rows {
-        println!(
-            "| {} | {} | {} | {} | {} |",
-            r.what, r.sluice, r.baseline, r.ratio, r.note
-        );
-    }
 }

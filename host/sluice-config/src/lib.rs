@@ -21,6 +21,7 @@
 //! ```
 
 mod model;
+mod runtime;
 mod tools;
 
 use std::collections::BTreeMap;
@@ -28,8 +29,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use sluice_pager::budget::{DEFAULT_MAX_RESULT_BYTES, MAX_MAX_RESULT_BYTES, MIN_MAX_RESULT_BYTES};
 pub use model::{ModelConfig, PROVIDERS};
+pub use runtime::{
+    Allowed, BOOT_ONLY_KEYS, RUNTIME_KEYS, RUNTIME_ORIGIN, RuntimeKey, RuntimeSetting, runtime_key,
+    runtime_value,
+};
+use sluice_pager::budget::{DEFAULT_MAX_RESULT_BYTES, MAX_MAX_RESULT_BYTES, MIN_MAX_RESULT_BYTES};
 pub use tools::{
     BUILTIN_TOOLS, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_MS, MAX_MEMORY_MIB, MAX_TIMEOUT_MS,
     ToolConfig, ToolSource,
@@ -85,6 +90,26 @@ pub enum ConfigError {
         allowed: String,
         /// Where it came from (`--max-tool-result-bytes`, an env var, the file).
         origin: String,
+    },
+    /// A key the operator API cannot change: it is read once at boot.
+    #[error(
+        "{key} is read at boot only (from sluice.toml, the environment or a flag): restart Sluice to change it; the keys that can change at run time are {allowed}"
+    )]
+    BootOnly {
+        /// The key as given.
+        key: String,
+        /// The run-time keys, comma-separated.
+        allowed: String,
+    },
+    /// A key the operator API does not know.
+    #[error(
+        "unknown configuration key {key:?}; the keys that can change at run time are {allowed}"
+    )]
+    UnknownKey {
+        /// The key as given.
+        key: String,
+        /// The run-time keys, comma-separated.
+        allowed: String,
     },
     /// A root cannot be used.
     #[error("root {name:?} ({dir}): {reason}")]
@@ -382,9 +407,11 @@ impl Config {
                 });
             }
         }
-        let model = parsed
-            .model
-            .resolve(overrides.model.as_deref(), file.and_then(Path::parent).unwrap_or(Path::new(".")), &file_label)?;
+        let model = parsed.model.resolve(
+            overrides.model.as_deref(),
+            file.and_then(Path::parent).unwrap_or(Path::new(".")),
+            &file_label,
+        )?;
         Ok(Config {
             tools,
             store,

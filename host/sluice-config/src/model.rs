@@ -72,7 +72,12 @@ pub(crate) struct FileModel {
 impl FileModel {
     /// Resolves `[model]`, with `flag` (`--model PROVIDER:NAME`) overriding provider and
     /// name. `base` resolves a relative `api_key_file` or replay script.
-    pub(crate) fn resolve(&self, flag: Option<&str>, base: &Path, origin: &str) -> Result<ModelConfig, ConfigError> {
+    pub(crate) fn resolve(
+        &self,
+        flag: Option<&str>,
+        base: &Path,
+        origin: &str,
+    ) -> Result<ModelConfig, ConfigError> {
         // A script named on the command line is relative to the working directory.
         let base = if flag.is_some() { Path::new(".") } else { base };
         let err = |key: &str, value: String, allowed: String, origin: &str| ConfigError::Value {
@@ -93,7 +98,12 @@ impl FileModel {
             ),
         };
         if !PROVIDERS.contains(&provider.as_str()) {
-            return Err(err("provider", format!("{provider:?}"), format!("one of {}", PROVIDERS.join(", ")), from));
+            return Err(err(
+                "provider",
+                format!("{provider:?}"),
+                format!("one of {}", PROVIDERS.join(", ")),
+                from,
+            ));
         }
         let needs_name = !matches!(provider.as_str(), "scripted");
         if needs_name && name.is_empty() {
@@ -104,11 +114,25 @@ impl FileModel {
                 from,
             ));
         }
-        let name = if provider == "replay" { base.join(&name).display().to_string() } else { name };
-        let int = |key: &str, v: &Option<toml::Value>, default: u64, min: u64, max: u64, unit: &str| match v {
+        let name = if provider == "replay" {
+            base.join(&name).display().to_string()
+        } else {
+            name
+        };
+        let int = |key: &str,
+                   v: &Option<toml::Value>,
+                   default: u64,
+                   min: u64,
+                   max: u64,
+                   unit: &str| match v {
             None => Ok(default),
             Some(toml::Value::Integer(n)) if (min as i64..=max as i64).contains(n) => Ok(*n as u64),
-            Some(other) => Err(err(key, other.to_string(), format!("an integer from {min} to {max}{unit}"), origin)),
+            Some(other) => Err(err(
+                key,
+                other.to_string(),
+                format!("an integer from {min} to {max}{unit}"),
+                origin,
+            )),
         };
         Ok(ModelConfig {
             provider,
@@ -117,14 +141,42 @@ impl FileModel {
             api_key_env: self.api_key_env.clone(),
             api_key_file: self.api_key_file.as_ref().map(|f| base.join(f)),
             region: self.region.clone(),
-            max_tokens: int("max_tokens", &self.max_tokens, 4096, 1, 1_000_000, " (tokens)")? as u32,
+            max_tokens: int(
+                "max_tokens",
+                &self.max_tokens,
+                4096,
+                1,
+                1_000_000,
+                " (tokens)",
+            )? as u32,
             context_window_tokens: match &self.context_window_tokens {
                 None => None,
-                v => Some(int("context_window_tokens", v, 0, 1, 100_000_000, " (tokens)")?),
+                v => Some(int(
+                    "context_window_tokens",
+                    v,
+                    0,
+                    1,
+                    100_000_000,
+                    " (tokens)",
+                )?),
             },
             stream: self.stream.unwrap_or(true),
-            connect_timeout_ms: int("connect_timeout_ms", &self.connect_timeout_ms, 10_000, 1, 600_000, " (ms)")?,
-            request_timeout_ms: int("request_timeout_ms", &self.request_timeout_ms, 300_000, 1, 3_600_000, " (ms)")?,
+            connect_timeout_ms: int(
+                "connect_timeout_ms",
+                &self.connect_timeout_ms,
+                10_000,
+                1,
+                600_000,
+                " (ms)",
+            )?,
+            request_timeout_ms: int(
+                "request_timeout_ms",
+                &self.request_timeout_ms,
+                300_000,
+                1,
+                3_600_000,
+                " (ms)",
+            )?,
             max_retries: int("max_retries", &self.max_retries, 3, 0, 10, "")? as u32,
         })
     }

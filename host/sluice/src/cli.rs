@@ -66,6 +66,14 @@ pub(crate) enum Command {
     /// with what it found, citing files and lines. It exists to run the real loop, tools and
     /// store with no network and no key.
     Run(RunArgs),
+    /// Serve the operator API over HTTP: sessions, prompts and runs, event streams,
+    /// cancellation, approvals, audits and run-time configuration (see the README's
+    /// "Operator API" and GET /openapi.json).
+    ///
+    /// On a loopback address a bearer token is optional (enforced when set); on any other
+    /// address one is required (SLUICE_SERVER_TOKEN or --token-file), or Sluice refuses to
+    /// start. Ctrl-C stops it: runs in progress end `aborted`.
+    Serve(ServeArgs),
     /// Sessions: list them, show a transcript, show the audit, resolve approvals.
     Session {
         #[command(subcommand)]
@@ -122,6 +130,36 @@ pub(crate) struct RunArgs {
     /// of the answer alone.
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// The address to listen on, `IP:PORT` (port 0 picks a free one).
+    #[arg(long, value_name = "IP:PORT", default_value = sluice_server::DEFAULT_LISTEN)]
+    pub(crate) listen: std::net::SocketAddr,
+
+    /// A file whose first line is the bearer token every request must carry. Default: the
+    /// environment variable SLUICE_SERVER_TOKEN.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) token_file: Option<PathBuf>,
+
+    /// The largest request body, in bytes; larger bodies answer 413 (default 1048576).
+    #[arg(long, value_name = "BYTES", default_value_t = sluice_server::DEFAULT_MAX_BODY_BYTES)]
+    pub(crate) max_body_bytes: usize,
+
+    /// The model, as for `sluice run --model` (default `scripted`, offline, not an LLM).
+    #[arg(long, value_name = "PROVIDER:NAME")]
+    pub(crate) model: Option<String>,
+
+    /// The most model requests of a run (1 to 10000; default 50; env
+    /// SLUICE_AGENT_MAX_TURNS); PUT /agent/config changes it while serving.
+    #[arg(long, value_name = "N")]
+    pub(crate) max_turns: Option<String>,
+
+    /// Run destructive tools without waiting for approval; PUT /agent/config changes it
+    /// while serving.
+    #[arg(long)]
+    pub(crate) auto_approve: bool,
 }
 
 #[derive(Debug, Subcommand)]

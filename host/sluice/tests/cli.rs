@@ -613,3 +613,91 @@ fn a_missing_config_file_is_named_once() {
         "sluice: error: failed to read /no/such/sluice.toml: No such file or directory (os error 2)\n"
     );
 }
+
+#[test]
+fn serve_refuses_a_non_loopback_address_without_a_token() {
+    let dir = root();
+    let store = dir.path().join("sessions.db");
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["--root", &dir.path().display().to_string()])
+        .args(["--store", &store.display().to_string()])
+        .args(["serve", "--listen", "0.0.0.0:0"])
+        .env_remove("SLUICE_SERVER_TOKEN")
+        .output()
+        .expect("sluice runs");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o)
+            .starts_with("sluice: error: refusing to listen on 0.0.0.0:0 without a bearer token"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// `sluice serve` wires the same configuration as `sluice run`: a prompt posted over HTTP
+/// runs the scripted model over the root and is stored in the configured store.
+#[test]
+fn serve_answers_over_http() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpStream;
+
+    let dir = log_dir();
+    let store = dir.path().join("sessions.db");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["--root", &dir.path().join("logs").display().to_string()])
+        .args(["--store", &store.display().to_string()])
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env(
+            "SLUICE_CACHE_DIR",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-cache"),
+        )
+        .env_remove("SLUICE_SERVER_TOKEN")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("sluice starts");
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("an address in {line:?}"))
+        .to_string();
+    let request = |method: &str, path: &str, body: &str| -> String {
+        let mut s = TcpStream::connect(&addr).unwrap();
+        write!(
+            s,
+            "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    };
+    let created = request("POST", "/sessions", "");
+    assert!(created.starts_with("HTTP/1.1 201"), "{created}");
+    let id = created
+        .split("\"id\":\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap()
+        .to_string();
+    let ended = request(
+        "POST",
+        &format!("/sessions/{id}/prompts?wait=true"),
+        r#"{"prompt":"what failed in the logs?"}"#,
+    );
+    assert!(ended.starts_with("HTTP/1.1 200"), "{ended}");
+    assert!(ended.contains("\"status\":\"completed\""), "{ended}");
+    // SIGTERM is not Ctrl-C; kill it (the store already holds the run).
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let store = sluice_store::SqliteStore::open(&store).unwrap();
+    use sluice_store::Store as _;
+    assert_eq!(
+        store.session(&id).unwrap().status,
+        sluice_protocol::SessionStatus::Completed
+    );
+}

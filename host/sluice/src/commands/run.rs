@@ -4,10 +4,11 @@ use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_agent::{Agent, RunEvent, Settings};
+use sluice_agent::{Agent, RunEvent};
 use sluice_backends::Backend;
 use sluice_config::Config;
 use sluice_protocol::SessionStatus;
+use sluice_server::wiring;
 use sluice_store::Store;
 use tokio_util::sync::CancellationToken;
 
@@ -15,7 +16,7 @@ use crate::cli::RunArgs;
 
 /// Runs the agent; the answer (or `--json`) on stdout.
 pub(crate) async fn run(config: &Config, args: RunArgs) -> anyhow::Result<()> {
-    let store: Arc<dyn Store> = Arc::new(super::session::open_store(config)?);
+    let store: Arc<dyn Store> = Arc::new(wiring::open_store(config)?);
     let session_id = match &args.session {
         Some(id) => store.session(id)?.id,
         None => {
@@ -27,17 +28,8 @@ pub(crate) async fn run(config: &Config, args: RunArgs) -> anyhow::Result<()> {
         }
     };
     let backend = backend(config, &args)?;
-    let tools = Arc::new(super::load_tools(config, None)?);
-    let settings = Settings {
-        system_prompt: config
-            .agent
-            .system_prompt
-            .clone()
-            .unwrap_or_else(|| sluice_agent::DEFAULT_SYSTEM_PROMPT.to_string()),
-        max_tool_result_bytes: config.agent.max_tool_result_bytes,
-        max_turns: config.agent.max_turns,
-        auto_approve: config.agent.auto_approve,
-    };
+    let tools = Arc::new(wiring::load_tools(config, None)?);
+    let settings = wiring::settings(config);
     let agent = Agent::new(store.clone(), backend, tools, settings);
 
     let cancel = CancellationToken::new();
@@ -98,70 +90,11 @@ pub(crate) struct RunEnded(pub(crate) u8, pub(crate) String);
 /// The configured model (`[model]`, `--model`), wrapped in a simulated context window if
 /// asked.
 fn backend(config: &Config, args: &RunArgs) -> anyhow::Result<Arc<dyn Backend>> {
-    let m = &config.model;
-    let inner: Arc<dyn Backend> = match m.provider.as_str() {
-        "scripted" => Arc::new(sluice_backends::scripted::ScriptedModel::new()),
-        "replay" => Arc::new(sluice_backends::replay::ReplayModel::from_file(
-            std::path::Path::new(&m.name),
-        )?),
-        name => {
-            let provider = sluice_backends::provider::Provider::parse(name)
-                .ok_or_else(|| anyhow::anyhow!("unknown model provider {name:?}"))?;
-            let mut p = sluice_backends::provider::ProviderConfig::new(provider, &m.name);
-            p.base_url = m.base_url.clone();
-            p.api_key = api_key(m, name)?;
-            p.region = m
-                .region
-                .clone()
-                .or_else(|| std::env::var("AWS_REGION").ok())
-                .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok());
-            p.max_tokens = m.max_tokens;
-            p.context_window_tokens = m.context_window_tokens;
-            p.stream = m.stream;
-            p.timeouts.connect_ms = m.connect_timeout_ms;
-            p.timeouts.request_ms = m.request_timeout_ms;
-            p.retry.max_retries = m.max_retries;
-            sluice_backends::provider::connect(p)?
-        }
-    };
+    let inner = wiring::backend(config)?;
     Ok(match args.context_window_bytes {
         Some(bytes) => Arc::new(sluice_backends::window::ContextWindow::new(inner, bytes)),
         None => inner,
     })
-}
-
-/// The API key: from `model.api_key_file`, else the variable `model.api_key_env` names, else
-/// the provider's usual variable. Never logged, never stored with the session.
-fn api_key(
-    m: &sluice_config::ModelConfig,
-    provider: &str,
-) -> anyhow::Result<Option<sluice_backends::provider::Secret>> {
-    if let Some(file) = &m.api_key_file {
-        let text = std::fs::read_to_string(file).map_err(|e| {
-            anyhow::anyhow!("failed to read the API key file {}: {e}", file.display())
-        })?;
-        let key = text.lines().next().unwrap_or("").trim().to_string();
-        anyhow::ensure!(
-            !key.is_empty(),
-            "the API key file {} is empty",
-            file.display()
-        );
-        return Ok(Some(sluice_backends::provider::Secret::new(key)));
-    }
-    let var = m.api_key_env.clone().or_else(|| {
-        match provider {
-            "openai" => Some("OPENAI_API_KEY"),
-            "anthropic" => Some("ANTHROPIC_API_KEY"),
-            "bedrock" => Some("AWS_BEARER_TOKEN_BEDROCK"),
-            "openrouter" => Some("OPENROUTER_API_KEY"),
-            _ => None,
-        }
-        .map(str::to_string)
-    });
-    Ok(var
-        .and_then(|v| std::env::var(v).ok())
-        .filter(|k| !k.is_empty())
-        .map(sluice_backends::provider::Secret::new))
 }
 
 /// Progress on stderr: one line per tool call and per recovery, with a spinner while the

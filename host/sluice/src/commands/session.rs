@@ -9,7 +9,7 @@ use crate::cli::SessionCommand;
 
 /// Runs a session command; output is JSON on stdout.
 pub(crate) fn run(config: &Config, command: SessionCommand) -> anyhow::Result<()> {
-    let store = open_store(config)?;
+    let store = sluice_server::wiring::open_store(config)?;
     let mut out = std::io::stdout().lock();
     match command {
         SessionCommand::List => {
@@ -67,17 +67,4 @@ fn decide(
         serde_json::json!({"session": id, "callId": call_id, "tool": call.name, "decision": verb})
     )?;
     Ok(())
-}
-
-/// The session store: `--store`, `SLUICE_STORE`, `store.path`, else the default location.
-pub(crate) fn open_store(config: &Config) -> anyhow::Result<sluice_store::SqliteStore> {
-    let path = match &config.store {
-        Some(p) => p.clone(),
-        None => sluice_store::SqliteStore::default_path().ok_or_else(|| {
-            anyhow::anyhow!(
-                "no place for the session database: set --store FILE, SLUICE_STORE or HOME"
-            )
-        })?,
-    };
-    Ok(sluice_store::SqliteStore::open(&path)?)
 }

@@ -1,0 +1,491 @@
+//! The rows of the table, one function each.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use sluice_runtime::{EngineOptions, ToolEngine};
+
+use crate::{Bench, Row, micros, millis, ratio, sibling_binary, time_median};
+
+const MIB: u64 = 1 << 20;
+
+/// The log every paging row reads: lines of a realistic log, `bytes` long, made once.
+fn log(bench: &Bench, name: &str, bytes: u64) -> anyhow::Result<PathBuf> {
+    let dir = bench.work.join("logs");
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join(name);
+    if path.metadata().is_ok_and(|m| m.len() == bytes) {
+        return Ok(path);
+    }
+    let line =
+        b"2026-11-30T01:00:00.000Z INFO  worker-7 processed batch 1234 of queue ingest in 87 ms\n";
+    let mut out = std::io::BufWriter::with_capacity(MIB as usize, std::fs::File::create(&path)?);
+    let mut left = bytes;
+    while left > 0 {
+        let n = left.min(line.len() as u64) as usize;
+        out.write_all(&line[..n])?;
+        left -= n as u64;
+    }
+    out.flush()?;
+    Ok(path)
+}
+
+fn big_log_bytes(bench: &Bench) -> u64 {
+    if bench.quick { 64 * MIB } else { 1024 * MIB }
+}
+
+/// Row 1: one `read_file` of a 4 KiB page through the component (warm `InstancePre`, fresh
+/// store per call), with and without the pooling allocator, against `pager` natively.
+pub(crate) fn per_call(bench: &Bench) -> anyhow::Result<Vec<Row>> {
+    let root = bench.work.join("per-call");
+    std::fs::create_dir_all(&root)?;
+    let line = "2026-11-30T01:00:00Z INFO  worker-7 processed batch 1234 in 87 ms\n";
+    std::fs::write(root.join("page.log"), line.repeat(4096 / line.len()))?;
+    let cap = 65_536;
+    let calls = if bench.quick { 300 } else { 3000 };
+    let ctx = sluice_pager::Context::new(
+        sluice_pager::Roots::new(vec![sluice_pager::Root::new("root", &root)]),
+        sluice_pager::Limits::new(cap),
+    );
+    let a = sluice_pager::ReadFileArgs {
+        path: "page.log".into(),
+        ..Default::default()
+    };
+    let native = time_median(calls, || {
+        let page = sluice_pager::read_file(&ctx, &a).map_err(|e| anyhow::anyhow!(e))?;
+        std::hint::black_box(serde_json::to_string(&page)?);
+        Ok(())
+    })?;
+    let mut rows = Vec::new();
+    for on_demand in [false, true] {
+        let engine = Arc::new(ToolEngine::new(EngineOptions {
+            cache_dir: Some(bench.work.join("cache")),
+            on_demand_allocation: on_demand,
+        })?);
+        let mut policy =
+            sluice_runtime::ToolPolicy::read_only([("root".to_string(), root.clone())]);
+        policy.timeout = Duration::from_secs(10);
+        let toolbox = sluice_runtime::Toolbox::load(
+            engine.clone(),
+            &[sluice_runtime::ComponentSpec {
+                source: sluice_runtime::Source::Builtin("read_file"),
+                policy,
+            }],
+        )?;
+        let args = json!({"path": "page.log"});
+        for _ in 0..100 {
+            bench.call(&toolbox, "read_file", &args, cap)?;
+        }
+        let sandboxed = time_median(calls, || {
+            bench.call(&toolbox, "read_file", &args, cap).map(drop)
+        })?;
+        let allocator = if engine.pooling() {
+            "pooling"
+        } else {
+            "on-demand"
+        };
+        rows.push(Row {
+            what: format!("1. read_file 4 KiB page, per call ({allocator} allocator)"),
+            sluice: micros(sandboxed),
+            baseline: format!("{} native pager", micros(native)),
+            ratio: ratio(sandboxed, native),
+            target: format!(
+                "overhead {} (≤ 50 µs and ≤ 10×)",
+                micros(sandboxed.saturating_sub(native))
+            ),
+        });
+    }
+    Ok(rows)
+}
+
+/// Follows `nextOffset` through the whole file at cap `cap` through the component; returns
+/// the time and the number of pages.
+fn page_through_component(bench: &Bench, path: &Path, cap: u32) -> anyhow::Result<(Duration, u64)> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let toolbox = bench.toolbox("read_file", dir, Duration::from_secs(60))?;
+    let t = Instant::now();
+    let (mut offset, mut pages) = (0u64, 0u64);
+    loop {
+        let r = bench.call(
+            &toolbox,
+            "read_file",
+            &json!({"path": name, "offset": offset}),
+            cap,
+        )?;
+        pages += 1;
+        match r["nextOffset"].as_u64() {
+            Some(next) => offset = next,
+            None => break,
+        }
+    }
+    Ok((t.elapsed(), pages))
+}
+
+/// The same pages through `pager` natively.
+fn page_through_native(path: &Path, cap: u32) -> anyhow::Result<(Duration, u64)> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let ctx = sluice_pager::Context::new(
+        sluice_pager::Roots::new(vec![sluice_pager::Root::new("root", dir)]),
+        sluice_pager::Limits::new(cap),
+    );
+    let t = Instant::now();
+    let (mut offset, mut pages) = (0u64, 0u64);
+    loop {
+        let page = sluice_pager::read_file(
+            &ctx,
+            &sluice_pager::ReadFileArgs {
+                path: name.clone(),
+                offset: Some(offset),
+                ..Default::default()
+            },
+        )
+        .map_err(|e| anyhow::anyhow!(e))?;
+        std::hint::black_box(serde_json::to_string(&page)?);
+        pages += 1;
+        match page.next_offset {
+            Some(next) => offset = next,
+            None => break,
+        }
+    }
+    Ok((t.elapsed(), pages))
+}
+
+fn throughput(bytes: u64, d: Duration) -> String {
+    format!("{:.0} MB/s", bytes as f64 / 1e6 / d.as_secs_f64())
+}
+
+/// Row 2: paging a 1 GiB log from start to end with `read_file` at caps 65,536 and
+/// 1,048,576, against the same pages natively and against `cat`.
+pub(crate) fn paging(bench: &Bench) -> anyhow::Result<Vec<Row>> {
+    let bytes = big_log_bytes(bench);
+    let path = log(bench, "big.log", bytes)?;
+    let cat = time_median(3, || {
+        let status = std::process::Command::new("cat")
+            .arg(&path)
+            .stdout(std::process::Stdio::null())
+            .status()?;
+        anyhow::ensure!(status.success(), "cat failed");
+        Ok(())
+    })?;
+    let mut rows = Vec::new();
+    for cap in [65_536u32, 1_048_576] {
+        let (native, pages) = page_through_native(&path, cap)?;
+        let (sandboxed, sandboxed_pages) = page_through_component(bench, &path, cap)?;
+        anyhow::ensure!(
+            pages == sandboxed_pages,
+            "page counts differ: {pages} vs {sandboxed_pages}"
+        );
+        rows.push(Row {
+            what: format!(
+                "2. page through {} MiB, cap {cap} ({pages} pages)",
+                bytes / MIB
+            ),
+            sluice: throughput(bytes, sandboxed),
+            baseline: format!(
+                "{} native pager; {} cat",
+                throughput(bytes, native),
+                throughput(bytes, cat)
+            ),
+            ratio: format!(
+                "{:.0}% of native",
+                100.0 * native.as_secs_f64() / sandboxed.as_secs_f64()
+            ),
+            target: if cap == 1_048_576 {
+                "≥ 50% of native".into()
+            } else {
+                "—".into()
+            },
+        });
+    }
+    Ok(rows)
+}
+
+/// Row 3: a page at byte 900 MiB (with `offset`) against a page at byte 0.
+pub(crate) fn resume(bench: &Bench) -> anyhow::Result<Vec<Row>> {
+    let bytes = big_log_bytes(bench);
+    let path = log(bench, "big.log", bytes)?;
+    let toolbox = bench.toolbox(
+        "read_file",
+        path.parent().unwrap_or(Path::new(".")),
+        Duration::from_secs(60),
+    )?;
+    let far = bytes * 900 / 1024;
+    let calls = if bench.quick { 50 } else { 300 };
+    let at = |offset: u64| {
+        time_median(calls, || {
+            bench
+                .call(
+                    &toolbox,
+                    "read_file",
+                    &json!({"path": "big.log", "offset": offset}),
+                    65_536,
+                )
+                .map(drop)
+        })
+    };
+    let (start, end) = (at(0)?, at(far)?);
+    Ok(vec![Row {
+        what: format!(
+            "3. read_file page at byte {} MiB with offset vs at byte 0",
+            far / MIB
+        ),
+        sluice: micros(end),
+        baseline: format!("{} at byte 0", micros(start)),
+        ratio: ratio(end, start),
+        target: "≤ 1.5".into(),
+    }])
+}
+
+/// The child side of row 4: pages through `file` at `cap` and prints its peak resident set
+/// size (VmHWM) in KiB.
+pub(crate) fn page_through_child(file: &Path, cap: u32) -> anyhow::Result<()> {
+    let cache = std::env::var_os("SLUICE_BENCH_CACHE").map(PathBuf::from);
+    let bench = Bench {
+        runtime: tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?,
+        engine: Arc::new(ToolEngine::new(EngineOptions {
+            cache_dir: cache,
+            ..EngineOptions::default()
+        })?),
+        work: PathBuf::new(),
+        quick: false,
+    };
+    page_through_component(&bench, file, cap)?;
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    let hwm = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .map(|v| v.trim().trim_end_matches(" kB").trim().to_string())
+        .ok_or_else(|| anyhow::anyhow!("no VmHWM in /proc/self/status"))?;
+    println!("{hwm}");
+    Ok(())
+}
+
+/// Row 4: peak memory of paging through a 1 GiB file against a 1 MiB file (each in its own
+/// process, at cap 1,048,576).
+pub(crate) fn memory(bench: &Bench) -> anyhow::Result<Vec<Row>> {
+    let big = log(bench, "big.log", big_log_bytes(bench))?;
+    let small = log(bench, "small.log", MIB)?;
+    let me = std::env::current_exe()?;
+    let peak = |file: &Path| -> anyhow::Result<u64> {
+        let out = std::process::Command::new(&me)
+            .args(["--page-through", &file.display().to_string(), "1048576"])
+            .env("SLUICE_BENCH_CACHE", bench.work.join("cache"))
+            .output()?;
+        anyhow::ensure!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(String::from_utf8_lossy(&out.stdout).trim().parse()?)
+    };
+    let (b, s) = (peak(&big)?, peak(&small)?);
+    Ok(vec![Row {
+        what: format!(
+            "4. peak RSS paging {} MiB vs 1 MiB (cap 1 MiB)",
+            big_log_bytes(bench) / MIB
+        ),
+        sluice: format!("{:.1} MiB", b as f64 / 1024.0),
+        baseline: format!("{:.1} MiB for 1 MiB", s as f64 / 1024.0),
+        ratio: format!("{:.2}×", b as f64 / s as f64),
+        target: "≤ 1.2".into(),
+    }])
+}
+
+/// Row 5: `grep_files` over a real source tree (the cargo registry's unpacked crates) against
+/// `rg -j1` with the same pattern, counting matching lines the same way (case-sensitive,
+/// hidden files, `.gitignore` without a repository, files over 5 MiB skipped).
+pub(crate) fn grep(bench: &Bench) -> anyhow::Result<Vec<Row>> {
+    let tree = std::env::var_os("SLUICE_BENCH_TREE")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo/registry/src")))
+        .ok_or_else(|| anyhow::anyhow!("set SLUICE_BENCH_TREE to a source tree"))?;
+    let rg = which("rg").ok_or_else(|| {
+        anyhow::anyhow!("ripgrep (rg) is not installed (apt-get install ripgrep)")
+    })?;
+    let pattern = "unsafe impl Sync";
+    let tree_bytes = du(&tree);
+    let toolbox = bench.toolbox("grep_files", &tree, Duration::from_secs(3600))?;
+    let t = Instant::now();
+    let (mut count, mut cursor, mut calls) = (0u64, None::<String>, 0);
+    loop {
+        let mut args = json!({"pattern": pattern, "caseSensitive": true, "maxResults": 500});
+        if let Some(c) = &cursor {
+            args["cursor"] = json!(c);
+        }
+        let r = bench.call(&toolbox, "grep_files", &args, 1_048_576)?;
+        calls += 1;
+        count += r["count"].as_u64().unwrap_or(0);
+        match r["nextCursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => break,
+        }
+    }
+    let sluice = t.elapsed();
+    let t = Instant::now();
+    let out = std::process::Command::new(rg)
+        .args([
+            "-j1",
+            "--no-require-git",
+            "--hidden",
+            "--max-filesize",
+            "5M",
+            "-c",
+            "-s",
+            pattern,
+        ])
+        .arg(&tree)
+        .output()?;
+    let ripgrep = t.elapsed();
+    let rg_count: u64 = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.rsplit(':').next()?.parse::<u64>().ok())
+        .sum();
+    Ok(vec![Row {
+        what: format!(
+            "5. grep_files `{pattern}` over {} MB of crates ({count} matches, {calls} calls) vs rg -j1 ({rg_count} matches)",
+            tree_bytes / 1_000_000
+        ),
+        sluice: millis(sluice),
+        baseline: format!("{} rg -j1", millis(ripgrep)),
+        ratio: ratio(sluice, ripgrep),
+        target: "≤ 2×".into(),
+    }])
+}
+
+/// Row 6: `list_dir` of a 100,000-entry directory: the last page against the first.
+pub(crate) fn list_dir(bench: &Bench) -> anyhow::Result<Vec<Row>> {
+    let n = if bench.quick { 10_000 } else { 100_000 };
+    let dir = bench.work.join("many");
+    if !dir.exists() {
+        std::fs::create_dir_all(&dir)?;
+        for i in 0..n {
+            std::fs::File::create(dir.join(format!("entry-{i:06}.txt")))?;
+        }
+    }
+    let toolbox = bench.toolbox("list_dir", &dir, Duration::from_secs(60))?;
+    let first = json!({});
+    let last_page = bench.call(&toolbox, "list_dir", &json!({"offset": n - 1}), 65_536)?;
+    anyhow::ensure!(last_page["total"] == n, "unexpected listing: {last_page}");
+    let last = json!({"offset": n - 100});
+    let runs = if bench.quick { 5 } else { 15 };
+    let first_t = time_median(runs, || {
+        bench.call(&toolbox, "list_dir", &first, 65_536).map(drop)
+    })?;
+    let last_t = time_median(runs, || {
+        bench.call(&toolbox, "list_dir", &last, 65_536).map(drop)
+    })?;
+    Ok(vec![Row {
+        what: format!("6. list_dir of {n} entries: last page vs first page"),
+        sluice: millis(last_t),
+        baseline: format!("{} first page", millis(first_t)),
+        ratio: ratio(last_t, first_t),
+        target: "≤ 2×".into(),
+    }])
+}
+
+/// Row 7: appending message 10,000 of a session against message 1 (medians of the first and
+/// last 200 appends of 10,000 messages of 1 KiB).
+pub(crate) fn store(bench: &Bench) -> anyhow::Result<Vec<Row>> {
+    use sluice_store::Store;
+    let store = sluice_store::SqliteStore::open(&bench.work.join("bench.db"))?;
+    let session = store.create_session()?.id;
+    let n = 10_000;
+    let content = "x".repeat(1024);
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
+        let m =
+            sluice_protocol::Message::tool("call_1", content.clone(), sluice_store::now_rfc3339());
+        let t = Instant::now();
+        store.append(&session, &m)?;
+        samples.push(t.elapsed());
+    }
+    let first = crate::median(samples[..200].to_vec());
+    let last = crate::median(samples[n - 200..].to_vec());
+    Ok(vec![Row {
+        what: "7. session store: append message 10,000 vs message 1".into(),
+        sluice: micros(last),
+        baseline: format!("{} message 1", micros(first)),
+        ratio: ratio(last, first),
+        target: "≤ 1.5".into(),
+    }])
+}
+
+/// Row 8: `sluice call list_dir` end to end, the first run (compiling the component) against
+/// later runs (compiled component from the cache).
+pub(crate) fn start(bench: &Bench) -> anyhow::Result<Vec<Row>> {
+    let sluice = sibling_binary("sluice")?;
+    let cache = bench.work.join("start-cache");
+    let root = bench.work.join("per-call");
+    std::fs::create_dir_all(&root)?;
+    let run = || -> anyhow::Result<Duration> {
+        let t = Instant::now();
+        let out = std::process::Command::new(&sluice)
+            .args(["--root", &root.display().to_string(), "call", "list_dir"])
+            .env("SLUICE_CACHE_DIR", &cache)
+            .output()?;
+        let elapsed = t.elapsed();
+        anyhow::ensure!(
+            out.status.success(),
+            "sluice failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(elapsed)
+    };
+    let (mut cold, mut warm) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        let _ = std::fs::remove_dir_all(&cache);
+        cold.push(run()?);
+        for _ in 0..4 {
+            warm.push(run()?);
+        }
+    }
+    let (cold, warm) = (crate::median(cold), crate::median(warm));
+    Ok(vec![Row {
+        what: "8. `sluice call list_dir` end to end: cached start vs first start".into(),
+        sluice: millis(warm),
+        baseline: format!("{} first start (compiles)", millis(cold)),
+        ratio: format!("{:.0}%", 100.0 * warm.as_secs_f64() / cold.as_secs_f64()),
+        target: "≤ 20%".into(),
+    }])
+}
+
+/// The path of program `name` on `PATH`.
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.is_file())
+}
+
+/// Bytes of the regular files under `dir` (symlinks not followed).
+fn du(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            match e.file_type() {
+                Ok(t) if t.is_dir() => stack.push(e.path()),
+                Ok(t) if t.is_file() => total += e.metadata().map_or(0, |m| m.len()),
+                _ => {}
+            }
+        }
+    }
+    total
+}

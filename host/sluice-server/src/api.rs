@@ -1,0 +1,322 @@
+//! The routes and their handlers. [`crate::ROUTES`] lists them and `/openapi.json`
+//! describes them.
+
+use axum::Router;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{Method, StatusCode, Uri, header};
+use axum::middleware::from_fn_with_state;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use sluice_store::Decision;
+
+use crate::error::ApiError;
+use crate::events::{self, Follow};
+use crate::request::{JsonBody, flag, limit_body, param, require_token};
+use crate::runs::Run;
+use crate::state::AppState;
+
+/// The router over `state`: every route of [`crate::ROUTES`], JSON 404 and 405 answers, the
+/// body limit and the bearer token (checked first).
+pub(crate) fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/openapi.json", get(openapi))
+        .route("/sessions", post(create_session).get(list_sessions))
+        .route("/sessions/{id}", get(get_session))
+        .route("/sessions/{id}/prompts", post(post_prompt))
+        .route("/sessions/{id}/resume", post(resume))
+        .route("/sessions/{id}/events", get(run_events))
+        .route("/sessions/{id}/cancel", post(cancel))
+        .route("/sessions/{id}/approvals", get(list_approvals))
+        .route("/sessions/{id}/approvals/{call_id}", post(decide))
+        .route("/sessions/{id}/audit", get(audit))
+        .route("/agent/config", get(get_config).put(put_config))
+        .fallback(no_route)
+        .method_not_allowed_fallback(wrong_method)
+        .layer(from_fn_with_state(state.clone(), limit_body))
+        .layer(from_fn_with_state(state.clone(), require_token))
+        .with_state(state)
+}
+
+type ApiResult = Result<Response, ApiError>;
+
+fn ok(value: Value) -> ApiResult {
+    Ok(axum::Json(value).into_response())
+}
+
+async fn no_route(method: Method, uri: Uri) -> ApiError {
+    ApiError::not_found(format!(
+        "no route {method} {}; the routes are listed at /openapi.json",
+        uri.path()
+    ))
+}
+
+async fn wrong_method(method: Method, uri: Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("{} does not take {method}; see /openapi.json", uri.path()),
+    )
+}
+
+async fn healthz(State(state): State<AppState>) -> ApiResult {
+    ok(json!({"ok": true, "runsInProgress": state.runs().all_running().len()}))
+}
+
+async fn openapi() -> ApiResult {
+    ok(crate::openapi::document())
+}
+
+async fn create_session(State(state): State<AppState>) -> ApiResult {
+    let session = state.store().create_session()?;
+    let location = format!("/sessions/{}", session.id);
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        axum::Json(json!(session)),
+    )
+        .into_response())
+}
+
+async fn list_sessions(State(state): State<AppState>) -> ApiResult {
+    ok(json!({"sessions": state.store().list_sessions()?}))
+}
+
+/// The session's latest run, as `GET /sessions/{id}` shows it.
+fn run_json(run: Option<&Run>) -> Value {
+    match run {
+        Some(r) => json!({"runId": r.id, "running": r.running()}),
+        None => Value::Null,
+    }
+}
+
+async fn get_session(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
+    let session = state.store().session(&id)?;
+    let messages = state.store().messages(&id)?;
+    let run = state.runs().latest(&id);
+    ok(json!({"session": session, "messages": messages, "run": run_json(run.as_deref())}))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PromptBody {
+    prompt: String,
+}
+
+async fn post_prompt(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+    JsonBody(body): JsonBody<PromptBody>,
+) -> ApiResult {
+    let wait = flag(query.as_deref(), "wait")?;
+    if body.prompt.trim().is_empty() {
+        return Err(ApiError::bad_request(
+            "prompt must be a non-empty string; to continue a session without a new prompt, POST /sessions/{id}/resume",
+        ));
+    }
+    start(&state, &id, Some(body.prompt), wait).await
+}
+
+async fn resume(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> ApiResult {
+    let wait = flag(query.as_deref(), "wait")?;
+    start(&state, &id, None, wait).await
+}
+
+/// Starts a run; with `wait`, answers 200 with how it ended, else 202 at once.
+async fn start(state: &AppState, id: &str, prompt: Option<String>, wait: bool) -> ApiResult {
+    let run = state.start_run(id, prompt)?;
+    if wait {
+        let end = run.wait().await;
+        return ok(ended(&run, &end));
+    }
+    Ok((
+        StatusCode::ACCEPTED,
+        [(header::LOCATION, events_url(&run))],
+        axum::Json(json!({
+            "runId": run.id,
+            "session": run.session,
+            "status": "running",
+            "events": events_url(&run),
+        })),
+    )
+        .into_response())
+}
+
+fn events_url(run: &Run) -> String {
+    format!("/sessions/{}/events?runId={}", run.session, run.id)
+}
+
+/// `{runId, session, status, lastError, answer, requests}` from a `finished` event.
+fn ended(run: &Run, end: &Value) -> Value {
+    let mut out = Map::new();
+    out.insert("runId".into(), json!(run.id));
+    out.insert("session".into(), json!(run.session));
+    for key in ["status", "lastError", "answer", "requests"] {
+        out.insert(key.into(), end.get(key).cloned().unwrap_or(Value::Null));
+    }
+    Value::Object(out)
+}
+
+async fn run_events(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    state.store().session(&id)?;
+    let follow = match param(query.as_deref(), "runId") {
+        Some(run_id) => match state.runs().latest(&id) {
+            Some(run) if run.id == run_id => Follow::Run(run),
+            _ => {
+                return Err(ApiError::not_found(format!(
+                    "session {id} has no run {run_id:?} to follow (only its latest run's events are kept)"
+                ))
+                .with("session", id)
+                .with("runId", run_id));
+            }
+        },
+        None => {
+            let next = state.runs().subscribe_started();
+            match state.runs().current(&id) {
+                Some(run) => Follow::Run(run),
+                None => Follow::Next(next),
+            }
+        }
+    };
+    Ok(events::stream(state, id, follow).into_response())
+}
+
+async fn cancel(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> ApiResult {
+    let wait = flag(query.as_deref(), "wait")?;
+    state.store().session(&id)?;
+    let Some(run) = state.runs().current(&id) else {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            format!("session {id} has no run in progress to cancel"),
+        )
+        .with("session", id));
+    };
+    run.cancel.cancel();
+    if wait {
+        let end = run.wait().await;
+        return ok(ended(&run, &end));
+    }
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(json!({"runId": run.id, "session": run.session, "status": "cancelling"})),
+    )
+        .into_response())
+}
+
+async fn list_approvals(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
+    state.store().session(&id)?;
+    let approvals: Vec<Value> = state
+        .pending_approvals(&id)?
+        .into_iter()
+        .map(|p| {
+            json!({
+                "callId": p.call.id,
+                "tool": p.call.name,
+                "arguments": p.call.arguments,
+                "decision": p.decision,
+            })
+        })
+        .collect();
+    ok(json!({"session": id, "approvals": approvals}))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DecisionBody {
+    decision: DecisionWord,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum DecisionWord {
+    Approve,
+    Deny,
+}
+
+async fn decide(
+    State(state): State<AppState>,
+    Path((id, call_id)): Path<(String, String)>,
+    JsonBody(body): JsonBody<DecisionBody>,
+) -> ApiResult {
+    state.store().session(&id)?;
+    if let Some(run) = state.runs().current(&id) {
+        return Err(ApiError::busy(&id, Some(&run.id)));
+    }
+    let pending = state.pending_calls(&id)?;
+    let Some(call) = pending.iter().find(|c| c.id == call_id) else {
+        let waiting: Vec<&str> = pending.iter().map(|c| c.id.as_str()).collect();
+        return Err(ApiError::not_found(format!(
+            "session {id} has no call {call_id:?} waiting; calls waiting: {}",
+            if waiting.is_empty() {
+                "none".to_string()
+            } else {
+                waiting.join(", ")
+            }
+        ))
+        .with("session", id.as_str())
+        .with("callId", call_id.as_str()));
+    };
+    let decision = match body.decision {
+        DecisionWord::Approve => Decision::Approve,
+        DecisionWord::Deny => Decision::Deny,
+    };
+    state.store().decide(&id, &call_id, decision)?;
+    ok(json!({
+        "session": id,
+        "callId": call_id,
+        "tool": call.name,
+        "decision": decision,
+        "next": format!("POST /sessions/{id}/resume runs the session on"),
+    }))
+}
+
+async fn audit(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
+    state.store().session(&id)?;
+    ok(json!({"session": id, "audit": state.store().audit(&id)?}))
+}
+
+async fn get_config(State(state): State<AppState>) -> ApiResult {
+    ok(state.config_json())
+}
+
+/// Checks every key first; applies all of them, or none.
+async fn put_config(State(state): State<AppState>, JsonBody(body): JsonBody<Value>) -> ApiResult {
+    let Value::Object(changes) = body else {
+        return Err(ApiError::bad_request(
+            "the body must be a JSON object of run-time keys, like {\"max_tool_result_bytes\": 8192}",
+        ));
+    };
+    let mut checked = Vec::new();
+    let mut errors = Vec::new();
+    for (key, value) in &changes {
+        match sluice_config::runtime_value(key, value) {
+            Ok(setting) => checked.push(setting),
+            Err(e) => errors.push(ApiError::config(key, value, &e)),
+        }
+    }
+    let mut errors = errors.into_iter();
+    if let Some(first) = errors.next() {
+        let rest: Vec<Value> = errors.map(|e| Value::Object(e.body)).collect();
+        return Err(if rest.is_empty() {
+            first
+        } else {
+            first.with("more", Value::Array(rest))
+        });
+    }
+    state.apply(&checked);
+    ok(state.config_json())
+}

@@ -1,0 +1,396 @@
+//! Sluice as a service: the operator API (SPEC section 7) over HTTP, on axum, with the same
+//! store and agent loop as the CLI.
+//!
+//! - [`Server`]: checks its [`ServeOptions`] ([`Server::new`]: a non-loopback address needs a
+//!   bearer token), binds ([`Server::bind`]) and serves until told to stop
+//!   ([`Bound::serve`]), then cancels the runs in progress and waits for them to end.
+//! - [`Services`]: the store, the model, the tools and the starting run-time settings;
+//!   [`wiring::services`] builds them from a resolved `sluice_config::Config`, as the CLI
+//!   does.
+//! - [`ROUTES`]: every route; `/openapi.json` describes them all.
+//!
+//! Design: the handlers share the store, the model, the tools, the run-time settings (behind
+//! a lock; `PUT /agent/config` checks every key with `sluice_config::runtime_value`, then
+//! applies all at once, to runs that start afterwards) and the latest run of every session.
+//! A run is a task of its own: posting a prompt starts it and answers at once (202 with the
+//! run id) or, with `?wait=true`, when it ends. Each run logs its events (the loop's
+//! [`sluice_agent::RunEvent`]s in camelCase, framed by `started` and `finished`) so an event
+//! stream replays a run from its start however late it subscribes. One run per session: a
+//! second prompt while one runs answers 409.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use sluice_server::{ServeOptions, Server, Services};
+//!
+//! # async fn serve(services: Services) -> Result<(), sluice_server::ServerError> {
+//! let options = ServeOptions {
+//!     listen: "127.0.0.1:8080".parse().expect("an address"),
+//!     ..ServeOptions::default()
+//! };
+//! let bound = Server::new(services, options)?.bind().await?;
+//! eprintln!("listening on http://{}", bound.local_addr());
+//! bound.serve(async { let _ = tokio::signal::ctrl_c().await; }).await
+//! # }
+//! ```
+
+mod api;
+mod error;
+mod events;
+mod openapi;
+mod request;
+mod runs;
+mod state;
+pub mod wiring;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use sluice_agent::{Settings, Tools};
+use sluice_backends::Backend;
+use sluice_store::Store;
+
+use crate::state::AppState;
+
+/// Where `sluice serve` listens by default.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+
+/// The largest request body by default, in bytes (1 MiB); larger bodies answer 413.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1 << 20;
+
+/// The environment variable holding the bearer token.
+pub const ENV_TOKEN: &str = "SLUICE_SERVER_TOKEN";
+
+/// Every route, as (method, path): what `/openapi.json` documents.
+pub const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/healthz"),
+    ("GET", "/openapi.json"),
+    ("POST", "/sessions"),
+    ("GET", "/sessions"),
+    ("GET", "/sessions/{id}"),
+    ("POST", "/sessions/{id}/prompts"),
+    ("POST", "/sessions/{id}/resume"),
+    ("GET", "/sessions/{id}/events"),
+    ("POST", "/sessions/{id}/cancel"),
+    ("GET", "/sessions/{id}/approvals"),
+    ("POST", "/sessions/{id}/approvals/{call_id}"),
+    ("GET", "/sessions/{id}/audit"),
+    ("GET", "/agent/config"),
+    ("PUT", "/agent/config"),
+];
+
+/// The OpenAPI 3.1 document served at `/openapi.json`.
+pub fn openapi_document() -> serde_json::Value {
+    openapi::document()
+}
+
+/// What runs the sessions.
+pub struct Services {
+    /// The session store.
+    pub store: Arc<dyn Store>,
+    /// The model, shared by every run (the scripted model and the providers' backends keep
+    /// no state between requests).
+    pub backend: Arc<dyn Backend>,
+    /// The tools.
+    pub tools: Arc<dyn Tools>,
+    /// The run-time settings at start; `PUT /agent/config` changes them.
+    pub settings: Settings,
+}
+
+/// How the server listens.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    /// The address (default [`DEFAULT_LISTEN`]). Port 0 picks a free port.
+    pub listen: SocketAddr,
+    /// The bearer token every request must carry. Required when `listen` is not a loopback
+    /// address; optional (but enforced when set) on loopback.
+    pub token: Option<String>,
+    /// The largest request body, in bytes (default [`DEFAULT_MAX_BODY_BYTES`]).
+    pub max_body_bytes: usize,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            token: None,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+        }
+    }
+}
+
+/// Why the server cannot start or stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// A non-loopback address without a token.
+    #[error(
+        "refusing to listen on {listen} without a bearer token: it is not a loopback address, so every request must be authenticated; set {ENV_TOKEN} or --token-file FILE (or listen on 127.0.0.1)"
+    )]
+    TokenRequired {
+        /// The address.
+        listen: SocketAddr,
+    },
+    /// The token is empty or has characters a header cannot carry.
+    #[error(
+        "the bearer token {origin} must be 1 to 4096 visible ASCII characters (no spaces or control characters)"
+    )]
+    BadToken {
+        /// Where it came from (the variable or the file).
+        origin: String,
+    },
+    /// The token file cannot be read.
+    #[error("failed to read the token file {path}: {reason}")]
+    TokenFile {
+        /// The file.
+        path: PathBuf,
+        /// Why, in the operating system's words.
+        reason: String,
+    },
+    /// The body limit is zero.
+    #[error("max_body_bytes must be at least 1; got 0")]
+    BodyLimit,
+    /// The address cannot be bound.
+    #[error("failed to listen on {listen}: {reason}")]
+    Bind {
+        /// The address.
+        listen: SocketAddr,
+        /// Why, in the operating system's words.
+        reason: String,
+    },
+    /// Serving failed.
+    #[error("the server failed: {0}")]
+    Serve(String),
+}
+
+/// The bearer token: the first line of `file` when given (trimmed), else the variable
+/// [`ENV_TOKEN`] read through `env` (empty counts as unset); `None` when neither is set.
+///
+/// # Errors
+/// [`ServerError::TokenFile`] when the file cannot be read; [`ServerError::BadToken`] when
+/// the token is empty (a file) or not 1 to 4096 visible ASCII characters.
+pub fn token_from(
+    file: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<String>, ServerError> {
+    let (token, origin) = match file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| ServerError::TokenFile {
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            })?;
+            (
+                text.lines().next().unwrap_or("").trim().to_string(),
+                format!("in {}", path.display()),
+            )
+        }
+        None => match env(ENV_TOKEN).filter(|t| !t.is_empty()) {
+            Some(t) => (t, format!("in {ENV_TOKEN}")),
+            None => return Ok(None),
+        },
+    };
+    let valid = (1..=4096).contains(&token.len()) && token.bytes().all(|b| b.is_ascii_graphic());
+    if !valid {
+        return Err(ServerError::BadToken { origin });
+    }
+    Ok(Some(token))
+}
+
+/// A server, checked and ready to bind.
+pub struct Server {
+    state: AppState,
+    options: ServeOptions,
+}
+
+impl Server {
+    /// A server over `services` with `options`.
+    ///
+    /// # Errors
+    /// [`ServerError::TokenRequired`] when `options.listen` is not a loopback address and
+    /// there is no token; [`ServerError::BadToken`] for an empty token;
+    /// [`ServerError::BodyLimit`] for a zero body limit.
+    pub fn new(services: Services, options: ServeOptions) -> Result<Server, ServerError> {
+        check_options(&options)?;
+        let state = AppState::new(services, options.token.clone(), options.max_body_bytes);
+        Ok(Server { state, options })
+    }
+
+    /// The routes, for serving some other way (or testing without a socket).
+    pub fn router(&self) -> axum::Router {
+        api::router(self.state.clone())
+    }
+
+    /// Binds `options.listen`.
+    ///
+    /// # Errors
+    /// [`ServerError::Bind`] when the address cannot be bound.
+    pub async fn bind(self) -> Result<Bound, ServerError> {
+        let listen = self.options.listen;
+        let listener =
+            tokio::net::TcpListener::bind(listen)
+                .await
+                .map_err(|e| ServerError::Bind {
+                    listen,
+                    reason: e.to_string(),
+                })?;
+        let local_addr = listener.local_addr().map_err(|e| ServerError::Bind {
+            listen,
+            reason: e.to_string(),
+        })?;
+        Ok(Bound {
+            server: self,
+            listener,
+            local_addr,
+        })
+    }
+}
+
+impl ServeOptions {
+    /// Checks the options as [`Server::new`] does, so a caller can refuse bad ones before
+    /// loading anything.
+    ///
+    /// # Errors
+    /// [`ServerError::TokenRequired`] when `listen` is not a loopback address and there is
+    /// no token; [`ServerError::BadToken`] for an empty token; [`ServerError::BodyLimit`] for
+    /// a zero body limit.
+    pub fn check(&self) -> Result<(), ServerError> {
+        check_options(self)
+    }
+}
+
+/// The checks [`Server::new`] makes.
+fn check_options(options: &ServeOptions) -> Result<(), ServerError> {
+    if options.max_body_bytes == 0 {
+        return Err(ServerError::BodyLimit);
+    }
+    match &options.token {
+        Some(t) if t.is_empty() => Err(ServerError::BadToken {
+            origin: "given".into(),
+        }),
+        None if !options.listen.ip().is_loopback() => Err(ServerError::TokenRequired {
+            listen: options.listen,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// A bound server.
+pub struct Bound {
+    server: Server,
+    listener: tokio::net::TcpListener,
+    local_addr: SocketAddr,
+}
+
+impl Bound {
+    /// The address it listens on (with the real port when port 0 was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Serves until `shutdown` completes; then refuses new runs, cancels the runs in
+    /// progress (they end `aborted`), waits for them and for open requests to end.
+    ///
+    /// # Errors
+    /// [`ServerError::Serve`] when serving fails.
+    pub async fn serve(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServerError> {
+        let state = self.server.state.clone();
+        let router = self.server.router();
+        let stopping = state.clone();
+        let result = axum::serve(self.listener, router)
+            .with_graceful_shutdown(async move {
+                shutdown.await;
+                stopping.shut_down().await;
+            })
+            .await;
+        // Runs started while the last requests drained.
+        state.shut_down().await;
+        result.map_err(|e| ServerError::Serve(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(listen: &str, token: Option<&str>) -> ServeOptions {
+        ServeOptions {
+            listen: listen.parse().unwrap(),
+            token: token.map(str::to_string),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+        }
+    }
+
+    #[test]
+    fn beyond_loopback_a_token_is_required() {
+        let e = check_options(&options("0.0.0.0:8080", None)).unwrap_err();
+        assert!(matches!(e, ServerError::TokenRequired { .. }));
+        assert!(
+            e.to_string()
+                .starts_with("refusing to listen on 0.0.0.0:8080 without a bearer token")
+        );
+        assert!(check_options(&options("[::]:8080", None)).is_err());
+        assert!(check_options(&options("192.168.1.5:80", None)).is_err());
+        assert!(check_options(&options("0.0.0.0:8080", Some("t0ken"))).is_ok());
+        assert!(check_options(&options("127.0.0.1:0", None)).is_ok());
+        assert!(check_options(&options("[::1]:0", None)).is_ok());
+        assert!(check_options(&options("127.0.0.1:0", Some(""))).is_err());
+    }
+
+    #[test]
+    fn the_token_comes_from_a_file_or_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("token");
+        std::fs::write(&file, "s3cret\n").unwrap();
+        let env = |k: &str| (k == ENV_TOKEN).then(|| "from-env".to_string());
+        assert_eq!(
+            token_from(Some(&file), &env).unwrap().as_deref(),
+            Some("s3cret")
+        );
+        assert_eq!(token_from(None, &env).unwrap().as_deref(), Some("from-env"));
+        assert_eq!(token_from(None, &|_| None).unwrap(), None);
+        assert_eq!(token_from(None, &|_| Some(String::new())).unwrap(), None);
+        std::fs::write(&file, "\n").unwrap();
+        assert!(matches!(
+            token_from(Some(&file), &env),
+            Err(ServerError::BadToken { .. })
+        ));
+        let missing = dir.path().join("missing");
+        assert!(matches!(
+            token_from(Some(&missing), &env),
+            Err(ServerError::TokenFile { .. })
+        ));
+        assert!(token_from(None, &|_| Some("a b".into())).is_err());
+    }
+
+    #[test]
+    fn the_openapi_document_lists_every_route() {
+        let doc = openapi_document();
+        let text = doc.to_string();
+        let parsed: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(parsed["openapi"], "3.1.0");
+        let paths = parsed["paths"].as_object().unwrap();
+        let mut documented = Vec::new();
+        for (path, methods) in paths {
+            for method in methods.as_object().unwrap().keys() {
+                documented.push((method.to_uppercase(), path.clone()));
+            }
+        }
+        let mut routes: Vec<(String, String)> = ROUTES
+            .iter()
+            .map(|(m, p)| (m.to_string(), p.to_string()))
+            .collect();
+        routes.sort();
+        documented.sort();
+        assert_eq!(documented, routes);
+        // Every reference resolves.
+        let schemas = parsed["components"]["schemas"].as_object().unwrap();
+        for reference in text.split("\"$ref\":\"#/components/schemas/").skip(1) {
+            let name = &reference[..reference.find('"').unwrap()];
+            assert!(schemas.contains_key(name), "{name}");
+        }
+    }
+}

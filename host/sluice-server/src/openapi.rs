@@ -1,0 +1,247 @@
+//! The OpenAPI 3.1 document served at `/openapi.json`, written by hand (every route of
+//! [`crate::ROUTES`] is in it; a test checks that).
+
+use serde_json::{Value, json};
+
+fn error_response(description: &str) -> Value {
+    json!({
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    })
+}
+
+fn json_response(description: &str, schema: Value) -> Value {
+    json!({"description": description, "content": {"application/json": {"schema": schema}}})
+}
+
+fn schema(name: &str) -> Value {
+    json!({"$ref": format!("#/components/schemas/{name}")})
+}
+
+fn session_id() -> Value {
+    json!({"name": "id", "in": "path", "required": true, "schema": {"type": "string"}, "description": "The session's id (`s-` and 12 characters)."})
+}
+
+fn wait() -> Value {
+    json!({"name": "wait", "in": "query", "required": false, "schema": {"type": "boolean", "default": false}, "description": "Answer when the run has ended (200, with how it ended) instead of at once (202)."})
+}
+
+fn run_started() -> Value {
+    json_response(
+        "The run started; follow it at `events`.",
+        json!({"type": "object", "required": ["runId", "session", "status", "events"], "properties": {
+            "runId": {"type": "string"}, "session": {"type": "string"},
+            "status": {"const": "running"}, "events": {"type": "string", "description": "The URL of the run's event stream."}
+        }}),
+    )
+}
+
+/// The run-time keys, from [`sluice_config::RUNTIME_KEYS`].
+fn agent_config() -> Value {
+    let properties: serde_json::Map<String, Value> = sluice_config::RUNTIME_KEYS
+        .iter()
+        .map(|k| {
+            let description = match k.name {
+                "max_tool_result_bytes" => "The cap on every tool result stored, in bytes.",
+                "max_turns" => "The most model requests of one run.",
+                _ => "Run destructive tools without waiting for approval.",
+            };
+            let schema = match k.allowed {
+                sluice_config::Allowed::Integer { min, max, .. } => {
+                    json!({"type": "integer", "minimum": min, "maximum": max, "description": description})
+                }
+                sluice_config::Allowed::Boolean => {
+                    json!({"type": "boolean", "description": description})
+                }
+            };
+            (k.name.to_string(), schema)
+        })
+        .collect();
+    json!({"type": "object", "additionalProperties": false, "properties": properties})
+}
+
+/// The document.
+pub(crate) fn document() -> Value {
+    let unauthorized =
+        error_response("No bearer token, or the wrong one (when the server has a token).");
+    let not_found = error_response("No such session.");
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Sluice operator API",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "Drive Sluice agent sessions over HTTP: create sessions, post prompts (one run per session), stream run events, cancel runs, resolve approvals of destructive tool calls, read transcripts and audits, and change run-time configuration. Every error is JSON: {\"error\": \"…\"} with more fields where they help. Request bodies over the server's limit (default 1 MiB) answer 413."
+        },
+        "security": [{"bearer": []}],
+        "paths": {
+            "/healthz": {"get": {
+                "summary": "Liveness, and the number of runs in progress",
+                "responses": {"200": json_response("Alive.", json!({"type": "object", "properties": {"ok": {"const": true}, "runsInProgress": {"type": "integer"}}})), "401": unauthorized}
+            }},
+            "/openapi.json": {"get": {
+                "summary": "This document",
+                "responses": {"200": json_response("The OpenAPI document.", json!({"type": "object"})), "401": unauthorized}
+            }},
+            "/sessions": {
+                "post": {
+                    "summary": "Create a session (status idle, no messages)",
+                    "responses": {"201": json_response("Created; `Location` is its URL.", schema("Session")), "401": unauthorized}
+                },
+                "get": {
+                    "summary": "List sessions, newest first",
+                    "responses": {"200": json_response("The sessions.", json!({"type": "object", "properties": {"sessions": {"type": "array", "items": schema("Session")}}})), "401": unauthorized}
+                }
+            },
+            "/sessions/{id}": {"get": {
+                "summary": "A session, its transcript, and its latest run",
+                "parameters": [session_id()],
+                "responses": {
+                    "200": json_response("The session.", json!({"type": "object", "properties": {
+                        "session": schema("Session"),
+                        "messages": {"type": "array", "items": schema("Message")},
+                        "run": {"oneOf": [{"type": "null"}, {"type": "object", "properties": {"runId": {"type": "string"}, "running": {"type": "boolean"}}}]}
+                    }})),
+                    "401": unauthorized, "404": not_found
+                }
+            }},
+            "/sessions/{id}/prompts": {"post": {
+                "summary": "Add a prompt and start a run",
+                "description": "Appends the prompt as a user message and runs the agent loop until the model answers, `max_turns` runs out, a destructive call waits for approval, the run is cancelled, or the model fails.",
+                "parameters": [session_id(), wait()],
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["prompt"], "additionalProperties": false, "properties": {"prompt": {"type": "string", "minLength": 1}}}}}},
+                "responses": {
+                    "200": json_response("With `wait=true`: the run ended.", schema("RunEnded")),
+                    "202": run_started(),
+                    "400": error_response("The body is not `{\"prompt\": \"…\"}`, or `wait` is not a boolean."),
+                    "401": unauthorized, "404": not_found,
+                    "409": error_response("The session has a run in progress, or a destructive call waits for a decision (`callId`)."),
+                    "413": error_response("The body is over the limit (`limitBytes`).")
+                }
+            }},
+            "/sessions/{id}/resume": {"post": {
+                "summary": "Run a session on without a new prompt",
+                "description": "Runs decided (approved or denied) calls first, then goes on with the loop. Use after an approval, or to continue a session stopped by `max_turns`, an error or a cancellation.",
+                "parameters": [session_id(), wait()],
+                "responses": {
+                    "200": json_response("With `wait=true`: the run ended.", schema("RunEnded")),
+                    "202": run_started(),
+                    "401": unauthorized, "404": not_found,
+                    "409": error_response("The session has a run in progress.")
+                }
+            }},
+            "/sessions/{id}/events": {"get": {
+                "summary": "A run's events, as server-sent events",
+                "description": "Without `runId`: the run in progress, else the session's next run. With `runId`: that run (the session's latest), replayed from its first event even when it has ended. Each message has `event: <type>`, `id: <seq>`, `data: <RunEvent JSON>`; the stream ends after the `finished` event.",
+                "parameters": [session_id(), {"name": "runId", "in": "query", "required": false, "schema": {"type": "string"}}],
+                "responses": {
+                    "200": {"description": "The event stream.", "content": {"text/event-stream": {"schema": schema("RunEvent")}}},
+                    "401": unauthorized,
+                    "404": error_response("No such session, or `runId` is not its latest run.")
+                }
+            }},
+            "/sessions/{id}/cancel": {"post": {
+                "summary": "Cancel the run in progress",
+                "description": "The run ends `aborted`: a model request in flight is dropped and nothing is appended for it; a tool call in flight finishes and its observation is stored.",
+                "parameters": [session_id(), wait()],
+                "responses": {
+                    "200": json_response("With `wait=true`: the run ended.", schema("RunEnded")),
+                    "202": json_response("Cancelling.", json!({"type": "object", "properties": {"runId": {"type": "string"}, "session": {"type": "string"}, "status": {"const": "cancelling"}}})),
+                    "401": unauthorized, "404": not_found,
+                    "409": error_response("The session has no run in progress.")
+                }
+            }},
+            "/sessions/{id}/approvals": {"get": {
+                "summary": "Calls of destructive tools that wait for a decision",
+                "parameters": [session_id()],
+                "responses": {
+                    "200": json_response("The calls, with any decision made.", json!({"type": "object", "properties": {"session": {"type": "string"}, "approvals": {"type": "array", "items": schema("Approval")}}})),
+                    "401": unauthorized, "404": not_found
+                }
+            }},
+            "/sessions/{id}/approvals/{call_id}": {"post": {
+                "summary": "Approve or deny a waiting call",
+                "description": "Records the decision; `POST /sessions/{id}/resume` then runs the call (or stores a denial as its result): exactly one observation.",
+                "parameters": [session_id(), {"name": "call_id", "in": "path", "required": true, "schema": {"type": "string"}}],
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["decision"], "additionalProperties": false, "properties": {"decision": {"enum": ["approve", "deny"]}}}}}},
+                "responses": {
+                    "200": json_response("Recorded.", json!({"type": "object", "properties": {"session": {"type": "string"}, "callId": {"type": "string"}, "tool": {"type": "string"}, "decision": {"enum": ["approve", "deny"]}, "next": {"type": "string"}}})),
+                    "400": error_response("The body is not `{\"decision\": \"approve\"|\"deny\"}`."),
+                    "401": unauthorized,
+                    "404": error_response("No such session, or no such call waiting."),
+                    "409": error_response("The session has a run in progress."),
+                    "413": error_response("The body is over the limit.")
+                }
+            }},
+            "/sessions/{id}/audit": {"get": {
+                "summary": "The originals of changed (shrunk) messages, oldest first",
+                "parameters": [session_id()],
+                "responses": {
+                    "200": json_response("The audit.", json!({"type": "object", "properties": {"session": {"type": "string"}, "audit": {"type": "array", "items": schema("AuditEntry")}}})),
+                    "401": unauthorized, "404": not_found
+                }
+            }},
+            "/agent/config": {
+                "get": {
+                    "summary": "The run-time configuration",
+                    "responses": {"200": json_response("The run-time keys and their values.", schema("AgentConfig")), "401": unauthorized}
+                },
+                "put": {
+                    "summary": "Change run-time keys (all or none)",
+                    "description": "Every key is checked first, by the same rules as at boot; then all are applied at once, to runs that start afterwards. Changes last until the server restarts. Unknown keys and keys read only at boot (roots, tools, store, model, system_prompt) are refused.",
+                    "requestBody": {"required": true, "content": {"application/json": {"schema": schema("AgentConfigChange")}}},
+                    "responses": {
+                        "200": json_response("Applied; the whole run-time configuration.", schema("AgentConfig")),
+                        "400": error_response("A value out of range or of the wrong type (`key`, `value`, `allowed`, `min`, `max`), an unknown or boot-only key (`key`, `runtimeKeys`); further errors in `more`. Nothing was changed."),
+                        "401": unauthorized,
+                        "413": error_response("The body is over the limit.")
+                    }
+                }
+            }
+        },
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "description": "Required on every route when the server has a token (always when it listens beyond loopback): SLUICE_SERVER_TOKEN or --token-file."}},
+            "schemas": {
+                "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string", "description": "What was wrong and what to do."}}, "additionalProperties": true},
+                "SessionStatus": {"enum": ["idle", "running", "awaiting_approval", "completed", "aborted", "error"]},
+                "Session": {"type": "object", "properties": {
+                    "id": {"type": "string"}, "createdAt": {"type": "string", "format": "date-time"}, "updatedAt": {"type": "string", "format": "date-time"},
+                    "status": schema("SessionStatus"), "lastError": {"type": ["string", "null"]}, "messageCount": {"type": "integer"}
+                }},
+                "Message": {"type": "object", "required": ["seq", "role", "content", "createdAt"], "properties": {
+                    "seq": {"type": "integer", "minimum": 1}, "role": {"enum": ["user", "assistant", "tool"]},
+                    "content": {"type": "string", "description": "For a tool message: the observation, at most max_tool_result_bytes bytes."},
+                    "toolCalls": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "string"}, "name": {"type": "string"}, "arguments": {"type": "string"}}}},
+                    "toolCallId": {"type": "string"}, "createdAt": {"type": "string", "format": "date-time"}
+                }},
+                "RunEnded": {"type": "object", "properties": {
+                    "runId": {"type": "string"}, "session": {"type": "string"},
+                    "status": {"enum": ["completed", "awaiting_approval", "aborted", "error"]},
+                    "lastError": {"type": ["string", "null"]}, "answer": {"type": ["string", "null"]},
+                    "requests": {"type": "integer", "description": "Model requests made."}
+                }},
+                "RunEvent": {"type": "object", "required": ["type", "runId", "seq"], "properties": {
+                    "type": {"enum": ["started", "model_request", "model_reply", "tool_started", "tool_finished", "shrunk", "awaiting_approval", "finished"]},
+                    "runId": {"type": "string"}, "seq": {"type": "integer", "minimum": 1},
+                    "session": {"type": "string"}, "prompt": {"type": ["string", "null"]},
+                    "bytes": {"type": "integer", "description": "model_request: the request's size; tool_finished: the observation's size, in bytes."},
+                    "toolCalls": {"type": "integer"}, "callId": {"type": "string"}, "name": {"type": "string"},
+                    "fullBytes": {"type": "integer", "description": "The result's size before the cap, in bytes."},
+                    "truncated": {"type": "boolean"}, "paged": {"type": "boolean"}, "error": {"type": "boolean"},
+                    "seqs": {"type": "array", "items": {"type": "integer"}}, "fromBytes": {"type": "integer"}, "toBytes": {"type": "integer"},
+                    "status": {"enum": ["completed", "awaiting_approval", "aborted", "error"]},
+                    "lastError": {"type": ["string", "null"]}, "answer": {"type": ["string", "null"]}, "requests": {"type": "integer"}
+                }},
+                "Approval": {"type": "object", "properties": {
+                    "callId": {"type": "string"}, "tool": {"type": "string"}, "arguments": {"type": "string", "description": "The arguments as the model wrote them (JSON text)."},
+                    "decision": {"enum": ["approve", "deny", null]}
+                }},
+                "AuditEntry": {"type": "object", "properties": {
+                    "sessionId": {"type": "string"}, "seq": {"type": "integer"}, "changedAt": {"type": "string", "format": "date-time"},
+                    "reason": {"type": "string"}, "original": {"type": "string"}, "replacement": {"type": "string"}
+                }},
+                "AgentConfig": agent_config(),
+                "AgentConfigChange": {"allOf": [schema("AgentConfig")], "description": "Any subset of the run-time keys (also accepted with the `agent.` prefix of sluice.toml)."}
+            }
+        }
+    })
+}

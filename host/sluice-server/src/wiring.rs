@@ -1,0 +1,277 @@
+//! From a resolved [`Config`] to the parts of an agent: the session store, the tools, the
+//! model and the loop's settings. The `sluice` CLI (`run`, `call`, `tools`, `session`) and
+//! `sluice serve` both wire themselves through here, so a configuration means the same thing
+//! to both.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use sluice_agent::Settings;
+use sluice_backends::Backend;
+use sluice_backends::provider::{Provider, ProviderConfig, Secret};
+use sluice_config::{Config, ModelConfig, ToolConfig, ToolSource};
+use sluice_runtime::{
+    ComponentSpec, EngineOptions, RootGrant, RuntimeError, Source, ToolEngine, ToolPolicy, Toolbox,
+};
+use sluice_store::{SqliteStore, StoreError};
+
+use crate::Services;
+
+/// Why the configured parts could not be put together.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WiringError {
+    /// The session store could not be opened.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// No place for the session database was configured and none could be derived.
+    #[error("no place for the session database: set --store FILE, SLUICE_STORE or HOME")]
+    NoStorePath,
+    /// The engine could not start, or a component could not be loaded.
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    /// A file (a component, an API key file) could not be read.
+    #[error("failed to read {what} {path}: {reason}")]
+    Read {
+        /// What the file is (`the component`, `the API key file`).
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why, in the operating system's words.
+        reason: String,
+    },
+    /// A built-in tool name that this build does not have.
+    #[error("there is no built-in tool called {0:?}")]
+    NoBuiltin(String),
+    /// The model cannot be used as configured (an unknown provider, a missing key, a bad
+    /// replay script).
+    #[error("{0}")]
+    Model(String),
+}
+
+/// The session store: `config.store` (`--store`, `SLUICE_STORE`, `store.path`), else
+/// [`SqliteStore::default_path`].
+///
+/// # Errors
+/// [`WiringError::NoStorePath`] when neither is available, [`WiringError::Store`] when the
+/// database cannot be opened.
+pub fn open_store(config: &Config) -> Result<SqliteStore, WiringError> {
+    let path = match &config.store {
+        Some(p) => p.clone(),
+        None => SqliteStore::default_path().ok_or(WiringError::NoStorePath)?,
+    };
+    Ok(SqliteStore::open(&path)?)
+}
+
+/// Loads the configured tools. With `only` naming a built-in tool, only that one is loaded,
+/// so one call compiles one component.
+///
+/// # Errors
+/// [`WiringError`] when the engine cannot start or a component cannot be read or loaded.
+pub fn load_tools(config: &Config, only: Option<&str>) -> Result<Toolbox, WiringError> {
+    let single = only.and_then(|name| {
+        config
+            .tools
+            .iter()
+            .find(|t| matches!(&t.source, ToolSource::Builtin(b) if b == name))
+    });
+    let specs = match single {
+        Some(t) => vec![component_spec(t)?],
+        None => config
+            .tools
+            .iter()
+            .map(component_spec)
+            .collect::<Result<_, _>>()?,
+    };
+    Ok(Toolbox::load(Arc::new(engine()?), &specs)?)
+}
+
+/// The tool engine, caching compiled components in [`cache_dir`].
+///
+/// # Errors
+/// [`WiringError::Runtime`] when no engine can be built.
+pub fn engine() -> Result<ToolEngine, WiringError> {
+    Ok(ToolEngine::new(EngineOptions {
+        cache_dir: cache_dir(),
+        ..EngineOptions::default()
+    })?)
+}
+
+/// The runtime's view of one configured component: its source and its policy (read-only
+/// roots, writable roots, environment, memory in bytes, timeout, pin, destructive).
+///
+/// # Errors
+/// [`WiringError`] when a built-in does not exist or a component file cannot be read.
+pub fn component_spec(t: &ToolConfig) -> Result<ComponentSpec, WiringError> {
+    let source = match &t.source {
+        ToolSource::Builtin(name) => Source::Builtin(builtin_name(name)?),
+        ToolSource::Component(path) => component_source(path)?,
+    };
+    let mut roots: Vec<RootGrant> = t
+        .read
+        .iter()
+        .filter(|r| !t.write.iter().any(|w| w.name == r.name))
+        .map(|r| RootGrant {
+            name: r.name.clone(),
+            dir: r.dir.clone(),
+            write: false,
+        })
+        .collect();
+    roots.extend(t.write.iter().map(|r| RootGrant {
+        name: r.name.clone(),
+        dir: r.dir.clone(),
+        write: true,
+    }));
+    let policy = ToolPolicy {
+        roots,
+        env: t.env.clone(),
+        memory_bytes: t.memory_mib << 20,
+        timeout: Duration::from_millis(t.timeout_ms),
+        sha256: t.sha256.clone(),
+        description: t.description.clone(),
+        destructive: t.destructive,
+        ..ToolPolicy::default()
+    };
+    Ok(ComponentSpec { source, policy })
+}
+
+/// The `'static` name of built-in tool `name`.
+fn builtin_name(name: &str) -> Result<&'static str, WiringError> {
+    sluice_runtime::builtins()
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(n, _)| *n)
+        .ok_or_else(|| WiringError::NoBuiltin(name.to_string()))
+}
+
+/// A component file as a source, named by its path.
+///
+/// # Errors
+/// [`WiringError::Read`] when the file cannot be read.
+pub fn component_source(path: &Path) -> Result<Source, WiringError> {
+    let wasm = std::fs::read(path).map_err(|e| WiringError::Read {
+        what: "the component",
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    Ok(Source::Bytes {
+        name: path.display().to_string(),
+        wasm: Arc::new(wasm),
+    })
+}
+
+/// Where compiled components are cached: `$SLUICE_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/sluice/components`, else `$HOME/.cache/sluice/components`; `None`
+/// (no cache) when none is set. Empty variables count as unset.
+pub fn cache_dir() -> Option<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(dir) = var("SLUICE_CACHE_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    let base = var("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("sluice").join("components"))
+}
+
+/// The configured model (`[model]`, `--model`): `scripted` (the offline default), `replay`
+/// (a JSONL script) or a provider's backend.
+///
+/// # Errors
+/// [`WiringError::Model`] for an unknown provider, a replay script that cannot be read or
+/// parsed, or a provider that cannot be set up (a missing key, base URL or region);
+/// [`WiringError::Read`] when the API key file cannot be read.
+pub fn backend(config: &Config) -> Result<Arc<dyn Backend>, WiringError> {
+    let m = &config.model;
+    Ok(match m.provider.as_str() {
+        "scripted" => Arc::new(sluice_backends::ScriptedModel::new()),
+        "replay" => Arc::new(
+            sluice_backends::ReplayModel::from_file(Path::new(&m.name))
+                .map_err(|e| WiringError::Model(e.to_string()))?,
+        ),
+        name => {
+            let provider = Provider::parse(name)
+                .ok_or_else(|| WiringError::Model(format!("unknown model provider {name:?}")))?;
+            let mut p = ProviderConfig::new(provider, &m.name);
+            p.base_url = m.base_url.clone();
+            p.api_key = api_key(m, name)?;
+            p.region = m
+                .region
+                .clone()
+                .or_else(|| std::env::var("AWS_REGION").ok())
+                .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok());
+            p.max_tokens = m.max_tokens;
+            p.context_window_tokens = m.context_window_tokens;
+            p.stream = m.stream;
+            p.timeouts.connect_ms = m.connect_timeout_ms;
+            p.timeouts.request_ms = m.request_timeout_ms;
+            p.retry.max_retries = m.max_retries;
+            sluice_backends::provider::connect(p).map_err(|e| WiringError::Model(e.to_string()))?
+        }
+    })
+}
+
+/// The API key: from `model.api_key_file` (its first line), else the variable
+/// `model.api_key_env` names, else the provider's usual variable. Never logged, never stored
+/// with the session.
+fn api_key(m: &ModelConfig, provider: &str) -> Result<Option<Secret>, WiringError> {
+    if let Some(file) = &m.api_key_file {
+        let text = std::fs::read_to_string(file).map_err(|e| WiringError::Read {
+            what: "the API key file",
+            path: file.clone(),
+            reason: e.to_string(),
+        })?;
+        let key = text.lines().next().unwrap_or("").trim().to_string();
+        if key.is_empty() {
+            return Err(WiringError::Model(format!(
+                "the API key file {} is empty",
+                file.display()
+            )));
+        }
+        return Ok(Some(Secret::new(key)));
+    }
+    let var = m.api_key_env.clone().or_else(|| {
+        match provider {
+            "openai" => Some("OPENAI_API_KEY"),
+            "anthropic" => Some("ANTHROPIC_API_KEY"),
+            "bedrock" => Some("AWS_BEARER_TOKEN_BEDROCK"),
+            "openrouter" => Some("OPENROUTER_API_KEY"),
+            _ => None,
+        }
+        .map(str::to_string)
+    });
+    Ok(var
+        .and_then(|v| std::env::var(v).ok())
+        .filter(|k| !k.is_empty())
+        .map(Secret::new))
+}
+
+/// The loop's settings from `[agent]`: the cap, `maxTurns`, `autoApprove` and the system
+/// prompt (the default one when none is configured).
+pub fn settings(config: &Config) -> Settings {
+    Settings {
+        system_prompt: config
+            .agent
+            .system_prompt
+            .clone()
+            .unwrap_or_else(|| sluice_agent::DEFAULT_SYSTEM_PROMPT.to_string()),
+        max_tool_result_bytes: config.agent.max_tool_result_bytes,
+        max_turns: config.agent.max_turns,
+        auto_approve: config.agent.auto_approve,
+    }
+}
+
+/// Everything an agent needs, wired from `config`: the store, every configured tool, the
+/// model and the settings.
+///
+/// # Errors
+/// [`WiringError`] from [`open_store`], [`load_tools`] or [`backend`].
+pub fn services(config: &Config) -> Result<Services, WiringError> {
+    Ok(Services {
+        store: Arc::new(open_store(config)?),
+        backend: backend(config)?,
+        tools: Arc::new(load_tools(config, None)?),
+        settings: settings(config),
+    })
+}

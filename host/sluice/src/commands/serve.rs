@@ -1,0 +1,39 @@
+//! `sluice serve`: the operator API over HTTP, wired from the same configuration as
+//! `sluice run`.
+
+use anyhow::Context as _;
+use sluice_config::Config;
+use sluice_server::{ServeOptions, Server, token_from, wiring};
+
+use crate::cli::ServeArgs;
+
+/// Serves until Ctrl-C; the address goes to stderr once listening.
+pub(crate) async fn run(config: &Config, args: ServeArgs) -> anyhow::Result<()> {
+    let token = token_from(args.token_file.as_deref(), &|k| std::env::var(k).ok())?;
+    let options = ServeOptions {
+        listen: args.listen,
+        token,
+        max_body_bytes: args.max_body_bytes,
+    };
+    // Refuse a bad address/token pairing before loading anything.
+    options.check()?;
+    let services = wiring::services(config).context("failed to set up the agent")?;
+    let bound = Server::new(services, options)?.bind().await?;
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!(
+            "sluice: serving the operator API on http://{} (model {}; GET /openapi.json describes it)",
+            bound.local_addr(),
+            config.model.provider
+        );
+    }
+    bound
+        .serve(async {
+            // If the signal cannot be watched, serve until killed.
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        })
+        .await?;
+    Ok(())
+}
