@@ -31,6 +31,19 @@ pub const PROVIDED_INTERFACES: &[&str] = &[
     "sluice:tools/key-policy@0.1.",
 ];
 
+/// Exports that a toolchain leaves in every component it builds and that are not tools, as
+/// (exported interface, function): componentize-py's pre-initialisation entry point, which
+/// it calls once at build time (`exports` / `init(app-name, symbols, stub-wasi)`).
+pub const TOOLCHAIN_EXPORTS: &[(&str, &str)] = &[("exports", "init")];
+
+/// True when function `func` of the exported interface `interface` is toolchain plumbing
+/// ([`TOOLCHAIN_EXPORTS`]), not a tool.
+pub fn is_toolchain_export(interface: &str, func: &str) -> bool {
+    TOOLCHAIN_EXPORTS
+        .iter()
+        .any(|&(i, f)| i == interface && f == func)
+}
+
 /// What a model is told about a tool.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -207,6 +220,9 @@ pub(crate) fn reflect(
                 let short = export.rsplit('/').next().unwrap_or(export);
                 let short = short.split('@').next().unwrap_or(short);
                 for (fname, fitem) in inst.exports(engine.engine()) {
+                    if is_toolchain_export(export, fname) {
+                        continue;
+                    }
                     if let ComponentItem::ComponentFunc(f) = fitem.ty {
                         let index = component.get_export_index(Some(&inst_index), fname);
                         tools.push(cx.tool(
@@ -300,5 +316,17 @@ impl Reflect<'_> {
             result,
             docs,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toolchain_plumbing_is_not_a_tool() {
+        assert!(is_toolchain_export("exports", "init"));
+        assert!(!is_toolchain_export("exports", "summarize"));
+        assert!(!is_toolchain_export("acme:tools/exports@0.1.0", "init"));
     }
 }

