@@ -202,23 +202,21 @@ pub fn is_key_body_line(line: &[u8]) -> bool {
 /// whole line and every whole line is a key-body line. The partial lines at its two edges
 /// are not judged.
 pub fn look_back_is_all_key_body(look_back: &[u8]) -> bool {
-    // The first segment starts before the window: partial. The last segment ends at the
-    // page start without a `\n`: partial (empty when the page starts a line).
-    let Some(first_nl) = memchr::memchr(b'\n', look_back) else {
+    // The first segment starts before the window: partial. The last segment (after the
+    // last `\n`) ends at the page start without one: partial too. Whole lines lie between.
+    let (Some(first_nl), Some(last_nl)) = (
+        memchr::memchr(b'\n', look_back),
+        memchr::memrchr(b'\n', look_back),
+    ) else {
         return false;
     };
-    let mut whole_lines = look_back[first_nl + 1..].split(|&b| b == b'\n');
-    // `split` yields the trailing partial segment last; drop it.
-    let mut count = 0;
-    let mut all_body = true;
-    let mut prev: Option<&[u8]> = None;
-    for seg in whole_lines.by_ref() {
-        if let Some(line) = prev.replace(seg) {
-            count += 1;
-            all_body &= is_key_body_line(line);
-        }
+    if first_nl == last_nl {
+        return false;
     }
-    count > 0 && all_body
+    // Most text fails on its first line, so stop at the first ordinary one.
+    look_back[first_nl + 1..last_nl]
+        .split(|&b| b == b'\n')
+        .all(is_key_body_line)
 }
 
 /// What the armor around a range says.

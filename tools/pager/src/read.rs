@@ -9,7 +9,7 @@ use crate::budget::escaped_char_len;
 use crate::error::{ErrorKind, Result, ToolError};
 use crate::file::TextFile;
 use crate::keys::{KeyScan, LOOK_BACK_BYTES};
-use crate::text::{end_of_char_at, lossy_chars};
+use crate::text::end_of_char_at;
 
 /// Bytes read past a page's end so that an armor line the page cuts is still recognised.
 const ARMOR_TAIL_BYTES: u64 = 1024;
@@ -132,45 +132,21 @@ pub fn read_file(ctx: &Context, args: &ReadFileArgs) -> Result<ReadFilePage> {
         .get((start - window_start) as usize..)
         .unwrap_or_default();
 
-    let mut content = String::new();
-    let mut escaped = 0u64;
-    let mut pos = 0usize;
-    let mut invalid = false;
-    // State at the start of the current line, to drop a line that does not fit.
-    let (mut line_pos, mut line_len, mut line_invalid) = (0usize, 0usize, false);
-    let mut lines_done = 0u64;
-    let line_limit = args.line_count.unwrap_or(u64::MAX);
-    let mut ending = Ending::Eof;
-    for d in lossy_chars(body) {
-        let cost = escaped_char_len(d.ch);
-        if escaped + cost > page {
-            if lines_done == 0 {
-                ending = Ending::InsideLine(pos);
-            } else {
-                content.truncate(line_len);
-                (pos, invalid) = (line_pos, line_invalid);
-                ending = Ending::BeforeLine(pos);
-            }
-            break;
-        }
-        content.push(d.ch);
-        escaped += cost;
-        pos += d.len;
-        invalid |= d.invalid;
-        if d.ch == '\n' {
-            lines_done += 1;
-            (line_pos, line_len, line_invalid) = (pos, content.len(), invalid);
-            if lines_done == line_limit {
-                ending = Ending::BeforeLine(pos);
-                break;
-            }
-        }
-    }
+    let mut fill = Filler::new(page, args.line_count.unwrap_or(u64::MAX));
+    let mut ending = fill.fill(body);
     if let Ending::BeforeLine(p) = ending
         && start + p as u64 == size
     {
         ending = Ending::Eof;
     }
+    let Filler {
+        content,
+        pos,
+        invalid,
+        mut lines_done,
+        line_pos,
+        ..
+    } = fill;
     if matches!(ending, Ending::Eof) && pos > line_pos {
         // A final line without `\n` counts as a line at the end of the file.
         lines_done += 1;
@@ -224,6 +200,126 @@ pub fn read_file(ctx: &Context, args: &ReadFileArgs) -> Result<ReadFilePage> {
         }
     }
     Ok(out)
+}
+
+/// Fills one page with text: whole lines while they fit and `lineCount` allows, else a
+/// prefix of the one line that does not fit.
+///
+/// Text is taken in runs: bytes that need no escaping cost one escaped byte each (a valid
+/// multi-byte character costs its length), so a run is measured and copied at once and only
+/// the bytes JSON escapes (`"`, `\\`, controls, among them `\n`) are looked at one by one.
+struct Filler {
+    content: String,
+    /// Escaped bytes of `content`.
+    escaped: u64,
+    /// Raw bytes of the file taken.
+    pos: usize,
+    /// `content` holds U+FFFD for invalid bytes.
+    invalid: bool,
+    /// The same three at the start of the current line, to drop a line that does not fit.
+    line_pos: usize,
+    line_len: usize,
+    line_invalid: bool,
+    lines_done: u64,
+    line_limit: u64,
+    page: u64,
+}
+
+impl Filler {
+    fn new(page: u64, line_limit: u64) -> Filler {
+        Filler {
+            content: String::new(),
+            escaped: 0,
+            pos: 0,
+            invalid: false,
+            line_pos: 0,
+            line_len: 0,
+            line_invalid: false,
+            lines_done: 0,
+            line_limit,
+            page,
+        }
+    }
+
+    /// Takes text from `body` (the file from the page start) until the page is full, the
+    /// line count is reached, or `body` ends (the end of the file).
+    fn fill(&mut self, body: &[u8]) -> Ending {
+        for chunk in body.utf8_chunks() {
+            let text = chunk.valid();
+            let bytes = text.as_bytes();
+            let mut i = 0;
+            while i < bytes.len() {
+                let special = bytes[i..]
+                    .iter()
+                    .position(|&b| b < 0x20 || b == b'"' || b == b'\\')
+                    .map_or(bytes.len(), |p| i + p);
+                if special > i
+                    && let Some(end) = self.run(&text[i..special])
+                {
+                    return end;
+                }
+                if special == bytes.len() {
+                    break;
+                }
+                if let Some(end) = self.char(char::from(bytes[special]), 1, false) {
+                    return end;
+                }
+                i = special + 1;
+            }
+            let bad = chunk.invalid();
+            if !bad.is_empty()
+                && let Some(end) = self.char(char::REPLACEMENT_CHARACTER, bad.len(), true)
+            {
+                return end;
+            }
+        }
+        Ending::Eof
+    }
+
+    /// Takes a run of text that needs no escaping, or as much of it as fits.
+    fn run(&mut self, run: &str) -> Option<Ending> {
+        let room = (self.page - self.escaped) as usize;
+        let mut take = run.len().min(room);
+        while !run.is_char_boundary(take) {
+            take -= 1;
+        }
+        self.content.push_str(&run[..take]);
+        self.escaped += take as u64;
+        self.pos += take;
+        (take < run.len()).then(|| self.full())
+    }
+
+    /// Takes one character standing for `raw_len` bytes of the file, if it fits.
+    fn char(&mut self, ch: char, raw_len: usize, invalid: bool) -> Option<Ending> {
+        let cost = escaped_char_len(ch);
+        if self.escaped + cost > self.page {
+            return Some(self.full());
+        }
+        self.content.push(ch);
+        self.escaped += cost;
+        self.pos += raw_len;
+        self.invalid |= invalid;
+        if ch == '\n' {
+            self.lines_done += 1;
+            (self.line_pos, self.line_len, self.line_invalid) =
+                (self.pos, self.content.len(), self.invalid);
+            if self.lines_done == self.line_limit {
+                return Some(Ending::BeforeLine(self.pos));
+            }
+        }
+        None
+    }
+
+    /// The page is full: it ends inside its first line, or before the line that does not
+    /// fit (which is dropped).
+    fn full(&mut self) -> Ending {
+        if self.lines_done == 0 {
+            return Ending::InsideLine(self.pos);
+        }
+        self.content.truncate(self.line_len);
+        (self.pos, self.invalid) = (self.line_pos, self.line_invalid);
+        Ending::BeforeLine(self.pos)
+    }
 }
 
 /// Where line `line` starts, or the number of lines when the file has fewer.
