@@ -243,37 +243,54 @@ impl Filler {
 
     /// Takes text from `body` (the file from the page start) until the page is full, the
     /// line count is reached, or `body` ends (the end of the file).
-    fn fill(&mut self, body: &[u8]) -> Ending {
-        for chunk in body.utf8_chunks() {
-            let text = chunk.valid();
-            let bytes = text.as_bytes();
-            let mut i = 0;
-            while i < bytes.len() {
-                let special = bytes[i..]
-                    .iter()
-                    .position(|&b| b < 0x20 || b == b'"' || b == b'\\')
-                    .map_or(bytes.len(), |p| i + p);
-                if special > i
-                    && let Some(end) = self.run(&text[i..special])
-                {
-                    return end;
+    fn fill(&mut self, mut body: &[u8]) -> Ending {
+        // `from_utf8` validates valid text much faster than `utf8_chunks`; invalid bytes are
+        // rare and handled one sequence at a time.
+        loop {
+            let (text, bad) = match std::str::from_utf8(body) {
+                Ok(text) => (text, 0),
+                Err(e) => {
+                    let valid = e.valid_up_to();
+                    // Invalid bytes in the middle, or an incomplete sequence at the end.
+                    let bad = e.error_len().unwrap_or(body.len() - valid);
+                    // The first `valid_up_to` bytes are valid UTF-8: this cannot fail.
+                    (std::str::from_utf8(&body[..valid]).unwrap_or(""), bad)
                 }
-                if special == bytes.len() {
-                    break;
-                }
-                if let Some(end) = self.char(char::from(bytes[special]), 1, false) {
-                    return end;
-                }
-                i = special + 1;
-            }
-            let bad = chunk.invalid();
-            if !bad.is_empty()
-                && let Some(end) = self.char(char::REPLACEMENT_CHARACTER, bad.len(), true)
-            {
+            };
+            if let Some(end) = self.text(text) {
                 return end;
             }
+            if bad == 0 {
+                return Ending::Eof;
+            }
+            if let Some(end) = self.char(char::REPLACEMENT_CHARACTER, bad, true) {
+                return end;
+            }
+            body = &body[text.len() + bad..];
         }
-        Ending::Eof
+    }
+
+    /// Takes valid text: runs that need no escaping at once, the rest character by
+    /// character.
+    fn text(&mut self, text: &str) -> Option<Ending> {
+        let bytes = text.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            let special = next_special(&bytes[i..]).map_or(bytes.len(), |p| i + p);
+            if special > i
+                && let Some(end) = self.run(&text[i..special])
+            {
+                return Some(end);
+            }
+            if special == bytes.len() {
+                break;
+            }
+            if let Some(end) = self.char(char::from(bytes[special]), 1, false) {
+                return Some(end);
+            }
+            i = special + 1;
+        }
+        None
     }
 
     /// Takes a run of text that needs no escaping, or as much of it as fits.
@@ -320,6 +337,20 @@ impl Filler {
         (self.pos, self.invalid) = (self.line_pos, self.line_invalid);
         Ending::BeforeLine(self.pos)
     }
+}
+
+/// The position of the first byte JSON escapes (`"`, `\\`, a control below 0x20), if any.
+/// `\n`, `"` and `\\` are found with memchr; other controls are rare, so a run is checked
+/// for them with a loop the compiler vectorises, and searched byte by byte only when it has
+/// one.
+fn next_special(bytes: &[u8]) -> Option<usize> {
+    let candidate = memchr::memchr3(b'\n', b'"', b'\\', bytes);
+    let run = &bytes[..candidate.unwrap_or(bytes.len())];
+    let has_control = run.iter().fold(false, |found, &b| found | (b < 0x20));
+    if has_control {
+        return run.iter().position(|&b| b < 0x20);
+    }
+    candidate
 }
 
 /// Where line `line` starts, or the number of lines when the file has fewer.
