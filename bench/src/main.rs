@@ -12,6 +12,7 @@
 //! temporary directory; the grep row searches the cargo registry's unpacked crates
 //! (`~/.cargo/registry/src`, at least 200 MB) against `rg -j1` when ripgrep is installed.
 //! `--quick` uses smaller inputs (for a smoke run; its numbers are not the published ones).
+//! `--only 1,5` measures only the rows given (numbers as in the table).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)] // A benchmark prints its table.
 
@@ -86,6 +87,25 @@ fn main() -> anyhow::Result<()> {
         return rows::page_through_child(Path::new(file), cap.parse()?);
     }
     let quick = args.iter().any(|a| a == "--quick");
+    // `--only 1,5` measures rows 1 and 5 alone.
+    let only: Option<Vec<usize>> = match args.iter().position(|a| a == "--only") {
+        None => None,
+        Some(i) => Some(
+            args.get(i + 1)
+                .ok_or_else(|| anyhow::anyhow!("--only needs row numbers, like --only 1,5"))?
+                .split(',')
+                .map(|n| {
+                    n.trim()
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|n| (1..=8).contains(n))
+                        .ok_or_else(|| {
+                            anyhow::anyhow!("--only takes row numbers 1 to 8; got {n:?}")
+                        })
+                })
+                .collect::<anyhow::Result<_>>()?,
+        ),
+    };
     let work = tempfile::tempdir()?;
     let bench = Bench {
         runtime: tokio::runtime::Builder::new_current_thread()
@@ -110,7 +130,10 @@ fn main() -> anyhow::Result<()> {
         ("session store", rows::store),
         ("start", rows::start),
     ];
-    for (name, f) in all {
+    for (row, (name, f)) in (1..).zip(all) {
+        if only.as_ref().is_some_and(|o| !o.contains(&row)) {
+            continue;
+        }
         eprintln!("measuring {name} …");
         match f(&bench) {
             Ok(r) => table.extend(r),

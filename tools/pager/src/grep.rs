@@ -4,7 +4,7 @@
 //! The walk starts at the root so that every `.gitignore` from the root down applies
 //! (matched by ripgrep's `ignore` crate), visits only the searched path, and is sorted by
 //! name, so the `n`th file is the same on every call while the tree does not change. It
-//! reads directories through [`crate::dir`], which counts an entry it cannot read instead
+//! reads directories through [`crate::sys`], which counts an entry it cannot read instead
 //! of losing its neighbours. A cursor names the
 //! position of the last returned match (file number and line) plus a check of the search
 //! and the file, so it stays short whatever the path length.
@@ -13,7 +13,6 @@
 //! Every call visits at least one entry past its cursor first, so following `nextCursor`
 //! always reaches the end of the search, however slow the walk back to the cursor is.
 
-use std::io::Read;
 use std::path::Path;
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
@@ -23,11 +22,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::Context;
 use crate::budget::json_len;
-use crate::dir::Kind;
 use crate::error::quote;
 use crate::error::{ErrorKind, Result, ToolError};
 use crate::keys::has_armor;
 use crate::root::{Root, Target};
+use crate::sys::Kind;
 use crate::text::escaped_prefix;
 
 /// Longest pattern accepted, in characters.
@@ -357,25 +356,28 @@ impl Search<'_> {
 
     /// Reads the file at `path` into `self.buf`; false when it must be skipped: unreadable,
     /// over 5 MiB, binary (NUL in the first 8 KiB), or holding key armor. A file over 5 MiB
-    /// is not read at all, a binary file no further than its first 8 KiB.
+    /// is not read at all, a binary file no further than its first 8 KiB. Only the size the
+    /// file had when opened is read (bytes appended since are not searched), so a file of at
+    /// most 8 KiB takes one read and a larger one two.
     fn load(&mut self, path: &Path) -> bool {
         self.buf.clear();
-        let Ok(mut file) = std::fs::File::open(path) else {
+        let Ok(mut file) = crate::sys::WholeFile::open(path) else {
             return false;
         };
-        if file.metadata().is_ok_and(|m| m.len() > MAX_FILE_BYTES) {
+        let size = file.size();
+        if size > MAX_FILE_BYTES {
             return false;
         }
-        let sniffed = (&mut file)
-            .take(crate::file::BINARY_SNIFF_BYTES)
-            .read_to_end(&mut self.buf);
-        if sniffed.is_err() || memchr::memchr(0, &self.buf).is_some() {
+        self.buf.reserve(size as usize);
+        let head = size.min(crate::file::BINARY_SNIFF_BYTES);
+        if file.read_into(0, head, &mut self.buf).is_err() || memchr::memchr(0, &self.buf).is_some()
+        {
             return false;
         }
-        // The size may have grown since the check: never hold more than 5 MiB.
-        let room = MAX_FILE_BYTES + 1 - self.buf.len() as u64;
-        let read = file.take(room).read_to_end(&mut self.buf);
-        read.is_ok() && self.buf.len() as u64 <= MAX_FILE_BYTES && !has_armor(&self.buf)
+        if size > head && file.read_into(head, size - head, &mut self.buf).is_err() {
+            return false;
+        }
+        !has_armor(&self.buf)
     }
 }
 
@@ -478,7 +480,7 @@ impl Walk<'_> {
         let dir = parts.iter().fold(self.root.to_path_buf(), |p, c| p.join(c));
         let rel_dir = parts.join("/");
         let on_the_way = depth < self.target.len();
-        let listing = match crate::dir::list(&dir) {
+        let listing = match crate::sys::list(&dir) {
             Ok(l) => l,
             Err(e) if on_the_way || depth == self.target.len() => {
                 return Err(ToolError::io(self.shown, &e));
@@ -511,7 +513,7 @@ impl Walk<'_> {
         parts: &mut Vec<String>,
         dir: &Path,
         rel_dir: &str,
-        listing: crate::dir::Listing,
+        listing: crate::sys::Listing,
     ) -> Result<bool> {
         let depth = parts.len();
         let on_the_way = depth < self.target.len();

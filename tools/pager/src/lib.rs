@@ -26,11 +26,11 @@ pub mod keys;
 pub mod root;
 
 mod args;
-mod dir;
 mod file;
 mod grep;
 mod list;
 mod read;
+mod sys;
 mod tail;
 mod text;
 

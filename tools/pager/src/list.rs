@@ -4,8 +4,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::Context;
 use crate::budget::json_len;
-use crate::dir::Kind;
 use crate::error::{ErrorKind, Result, ToolError};
+use crate::sys::Kind;
 use crate::text::escaped_prefix;
 
 /// Arguments of `list_dir`.
@@ -95,7 +95,7 @@ pub fn list_dir(ctx: &Context, args: &ListDirArgs) -> Result<ListDirPage> {
     }
 
     // Names and kinds come from the directory itself; sizes are looked up for the page only.
-    let listing = crate::dir::list(&target.fs_path).map_err(|e| ToolError::io(shown, &e))?;
+    let listing = crate::sys::list(&target.fs_path).map_err(|e| ToolError::io(shown, &e))?;
     let mut withheld = listing.unreadable;
     let names: Vec<(std::ffi::OsString, EntryKind)> = listing
         .entries

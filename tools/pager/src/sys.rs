@@ -1,11 +1,16 @@
-//! Reading a directory's entries without losing any to one bad entry.
+//! How the walks reach the file system: reading a directory without losing entries to one
+//! bad entry, and reading a whole small file in as few calls as possible.
 //!
-//! Natively this is `std::fs::read_dir`. Inside a WASI 0.2 component, names must be UTF-8
-//! strings: the host answers an entry whose name is not with an error, and wasi-libc's
-//! `readdir` (under `std::fs::read_dir`) was seen to lose the entries around such an error.
-//! So in a component the entries are read straight from `wasi:filesystem`, one by one, and
-//! an entry that cannot be read is counted, not fatal. This also skips the extra `stat`
-//! per entry that wasi-libc makes for `d_ino`.
+//! Natively this is `std::fs`. Inside a WASI 0.2 component it is `wasi:filesystem` directly,
+//! for two reasons:
+//! - names must be UTF-8 strings: the host answers an entry whose name is not with an error,
+//!   and wasi-libc's `readdir` (under `std::fs::read_dir`) was seen to lose the entries
+//!   around such an error. Read one by one, an entry that cannot be read is counted, not
+//!   fatal, and wasi-libc's extra `stat` per entry (for `d_ino`) is skipped;
+//! - every `wasi:filesystem` call crosses the component boundary. Through `std::fs` a file
+//!   costs eight of them (open, stat and metadata-hash for `fstat`, a stream, a read per
+//!   buffer and one more to see the end, two drops); here it costs four (open, stat, one
+//!   read, drop). `grep_files` reads tens of thousands of files per page.
 
 use std::ffi::OsString;
 use std::io;
@@ -41,9 +46,45 @@ pub(crate) fn list(dir: &Path) -> io::Result<Listing> {
     Ok(listing)
 }
 
+/// A regular file opened for whole reads: its size when opened, and reads at offsets.
+pub(crate) struct WholeFile {
+    inner: platform::File,
+    size: u64,
+}
+
+impl WholeFile {
+    /// Opens the file at `path` for reading. In a component a symlink as the last
+    /// component is not followed (the open fails); callers pass entries a listing said are
+    /// regular files.
+    ///
+    /// # Errors
+    /// When it cannot be opened or its size cannot be read.
+    pub(crate) fn open(path: &Path) -> io::Result<WholeFile> {
+        let (inner, size) = platform::open(path)?;
+        Ok(WholeFile { inner, size })
+    }
+
+    /// The size, in bytes, when the file was opened.
+    pub(crate) fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Appends the bytes `offset..offset + len` to `buf`, fewer when the file ends first.
+    ///
+    /// # Errors
+    /// When a read fails.
+    pub(crate) fn read_into(&mut self, offset: u64, len: u64, buf: &mut Vec<u8>) -> io::Result<()> {
+        platform::read_into(&mut self.inner, offset, len, buf)
+    }
+}
+
 #[cfg(not(target_os = "wasi"))]
 mod platform {
+    use std::io::{Read, Seek, SeekFrom};
+
     use super::*;
+
+    pub(super) type File = std::fs::File;
 
     pub(super) fn list(dir: &Path) -> io::Result<Listing> {
         let mut listing = Listing::default();
@@ -62,6 +103,22 @@ mod platform {
         }
         Ok(listing)
     }
+
+    pub(super) fn open(path: &Path) -> io::Result<(File, u64)> {
+        let file = File::open(path)?;
+        let size = file.metadata()?.len();
+        Ok((file, size))
+    }
+
+    pub(super) fn read_into(
+        file: &mut File,
+        offset: u64,
+        len: u64,
+        buf: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        file.seek(SeekFrom::Start(offset))?;
+        file.take(len).read_to_end(buf).map(drop)
+    }
 }
 
 #[cfg(target_os = "wasi")]
@@ -71,68 +128,124 @@ mod platform {
         Descriptor, DescriptorFlags, DescriptorType, ErrorCode, OpenFlags, PathFlags,
     };
 
-    pub(super) fn list(dir: &Path) -> io::Result<Listing> {
-        let path = dir
+    pub(super) type File = Descriptor;
+
+    /// The most bytes asked of the host in one read (it allocates what is asked).
+    const READ_CHUNK: u64 = 1 << 20;
+
+    thread_local! {
+        /// The preopened directories and their guest paths. A component instance serves
+        /// one call, so they cannot change while it lives.
+        static PREOPENS: Vec<(Descriptor, String)> = wasip2::filesystem::preopens::get_directories();
+    }
+
+    /// Calls `then` with the preopen that holds `path` (an absolute guest path) and the
+    /// rest of `path` relative to it (empty for the preopen itself).
+    fn resolve<T>(
+        path: &Path,
+        then: impl FnOnce(&Descriptor, &str) -> io::Result<T>,
+    ) -> io::Result<T> {
+        let path = path
             .to_str()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path is not UTF-8"))?;
-        let preopens = wasip2::filesystem::preopens::get_directories();
-        // The preopen with the longest guest path that is a prefix of `path`.
-        let (descriptor, rel) = preopens
-            .iter()
-            .filter_map(|(d, guest)| {
-                let rest = path.strip_prefix(guest.as_str())?;
-                (rest.is_empty() || rest.starts_with('/') || guest.ends_with('/')).then_some((
-                    d,
-                    guest.len(),
-                    rest,
-                ))
-            })
-            .max_by_key(|(_, len, _)| *len)
-            .map(|(d, _, rest)| (d, rest.trim_start_matches('/')))
-            .ok_or_else(|| {
-                io::Error::new(
-                    io::ErrorKind::NotFound,
-                    "no preopened directory holds this path",
-                )
-            })?;
-        let opened: Descriptor;
-        let dir_descriptor = if rel.is_empty() {
-            descriptor
-        } else {
-            opened = descriptor
+        PREOPENS.with(|preopens| {
+            // The preopen with the longest guest path that is a prefix of `path`.
+            let (descriptor, rel) =
+                preopens
+                    .iter()
+                    .filter_map(|(d, guest)| {
+                        let rest = path.strip_prefix(guest.as_str())?;
+                        (rest.is_empty() || rest.starts_with('/') || guest.ends_with('/'))
+                            .then_some((d, guest.len(), rest))
+                    })
+                    .max_by_key(|(_, len, _)| *len)
+                    .map(|(d, _, rest)| (d, rest.trim_start_matches('/')))
+                    .ok_or_else(|| {
+                        io::Error::new(
+                            io::ErrorKind::NotFound,
+                            "no preopened directory holds this path",
+                        )
+                    })?;
+            then(descriptor, rel)
+        })
+    }
+
+    pub(super) fn list(dir: &Path) -> io::Result<Listing> {
+        resolve(dir, |preopen, rel| {
+            let opened;
+            let descriptor = if rel.is_empty() {
+                preopen
+            } else {
+                opened = preopen
+                    .open_at(
+                        PathFlags::empty(),
+                        rel,
+                        OpenFlags::DIRECTORY,
+                        DescriptorFlags::READ,
+                    )
+                    .map_err(to_io)?;
+                &opened
+            };
+            let stream = descriptor.read_directory().map_err(to_io)?;
+            let mut listing = Listing::default();
+            loop {
+                match stream.read_directory_entry() {
+                    Ok(Some(entry)) => {
+                        let kind = match entry.type_ {
+                            DescriptorType::RegularFile => Kind::File,
+                            DescriptorType::Directory => Kind::Dir,
+                            DescriptorType::SymbolicLink => Kind::Symlink,
+                            _ => Kind::Other,
+                        };
+                        listing.entries.push((OsString::from(entry.name), kind));
+                    }
+                    Ok(None) => break,
+                    Err(_) => listing.unreadable += 1,
+                }
+            }
+            Ok(listing)
+        })
+    }
+
+    pub(super) fn open(path: &Path) -> io::Result<(File, u64)> {
+        resolve(path, |preopen, rel| {
+            let file = preopen
                 .open_at(
                     PathFlags::empty(),
                     rel,
-                    OpenFlags::DIRECTORY,
+                    OpenFlags::empty(),
                     DescriptorFlags::READ,
                 )
                 .map_err(to_io)?;
-            &opened
-        };
-        let stream = dir_descriptor.read_directory().map_err(to_io)?;
-        let mut listing = Listing::default();
-        loop {
-            match stream.read_directory_entry() {
-                Ok(Some(entry)) => {
-                    let kind = match entry.type_ {
-                        DescriptorType::RegularFile => Kind::File,
-                        DescriptorType::Directory => Kind::Dir,
-                        DescriptorType::SymbolicLink => Kind::Symlink,
-                        _ => Kind::Other,
-                    };
-                    listing.entries.push((OsString::from(entry.name), kind));
-                }
-                Ok(None) => break,
-                Err(_) => listing.unreadable += 1,
+            let size = file.stat().map_err(to_io)?.size;
+            Ok((file, size))
+        })
+    }
+
+    pub(super) fn read_into(
+        file: &mut File,
+        mut offset: u64,
+        mut len: u64,
+        buf: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        while len > 0 {
+            let (bytes, end) = file.read(len.min(READ_CHUNK), offset).map_err(to_io)?;
+            let n = bytes.len() as u64;
+            buf.extend_from_slice(&bytes);
+            if end || n == 0 {
+                break;
             }
+            offset += n;
+            len -= n;
         }
-        Ok(listing)
+        Ok(())
     }
 
     fn to_io(code: ErrorCode) -> io::Error {
         let kind = match code {
             ErrorCode::NoEntry => io::ErrorKind::NotFound,
             ErrorCode::NotDirectory => io::ErrorKind::NotADirectory,
+            ErrorCode::IsDirectory => io::ErrorKind::IsADirectory,
             ErrorCode::Access | ErrorCode::NotPermitted => io::ErrorKind::PermissionDenied,
             _ => io::ErrorKind::Other,
         };
