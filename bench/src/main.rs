@@ -98,9 +98,9 @@ fn main() -> anyhow::Result<()> {
                     n.trim()
                         .parse::<usize>()
                         .ok()
-                        .filter(|n| (1..=8).contains(n))
+                        .filter(|n| (1..=9).contains(n))
                         .ok_or_else(|| {
-                            anyhow::anyhow!("--only takes row numbers 1 to 8; got {n:?}")
+                            anyhow::anyhow!("--only takes row numbers 1 to 9; got {n:?}")
                         })
                 })
                 .collect::<anyhow::Result<_>>()?,
@@ -120,7 +120,7 @@ fn main() -> anyhow::Result<()> {
     };
     let mut table = Vec::new();
     type RowFn = fn(&Bench) -> anyhow::Result<Vec<Row>>;
-    let all: [(&str, RowFn); 8] = [
+    let all: [(&str, RowFn); 9] = [
         ("per-call overhead", rows::per_call),
         ("sequential paging", rows::paging),
         ("resume cost", rows::resume),
@@ -129,6 +129,7 @@ fn main() -> anyhow::Result<()> {
         ("list_dir", rows::list_dir),
         ("session store", rows::store),
         ("start", rows::start),
+        ("guest examples", rows::guest_examples),
     ];
     for (row, (name, f)) in (1..).zip(all) {
         if only.as_ref().is_some_and(|o| !o.contains(&row)) {

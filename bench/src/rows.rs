@@ -37,13 +37,20 @@ fn big_log_bytes(bench: &Bench) -> u64 {
     if bench.quick { 64 * MIB } else { 1024 * MIB }
 }
 
-/// Row 1: one `read_file` of a 4 KiB page through the component (warm `InstancePre`, fresh
-/// store per call), with and without the pooling allocator, against `pager` natively.
-pub(crate) fn per_call(bench: &Bench) -> anyhow::Result<Vec<Row>> {
+/// A directory holding `page.log`, a 4 KiB log (a page of it at the default cap is the
+/// whole file).
+fn page_root(bench: &Bench) -> anyhow::Result<PathBuf> {
     let root = bench.work.join("per-call");
     std::fs::create_dir_all(&root)?;
     let line = "2026-11-30T01:00:00Z INFO  worker-7 processed batch 1234 in 87 ms\n";
     std::fs::write(root.join("page.log"), line.repeat(4096 / line.len()))?;
+    Ok(root)
+}
+
+/// Row 1: one `read_file` of a 4 KiB page through the component (warm `InstancePre`, fresh
+/// store per call), with and without the pooling allocator, against `pager` natively.
+pub(crate) fn per_call(bench: &Bench) -> anyhow::Result<Vec<Row>> {
+    let root = page_root(bench)?;
     let cap = 65_536;
     let calls = if bench.quick { 300 } else { 3000 };
     let ctx = sluice_pager::Context::new(
@@ -509,4 +516,103 @@ fn du(dir: &Path) -> u64 {
         }
     }
     total
+}
+
+/// Row 9: one call of each guest example (Python, JavaScript, C; built by
+/// `guest-examples/build.sh`) on its sample, against the built-in `read_file` (Rust) on a
+/// 4 KiB page: what a tool's language costs per call. Fresh instance, call, lift and cap,
+/// like every call; the component is loaded from the warm cache first.
+pub(crate) fn guest_examples(bench: &Bench) -> anyhow::Result<Vec<Row>> {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let examples = [
+        (
+            "Python",
+            "python-csv-summary",
+            "csv_summary",
+            "summarize_table",
+            json!({"path": "sales.csv"}),
+            128,
+        ),
+        (
+            "JavaScript",
+            "js-json-query",
+            "json_query",
+            "query_json",
+            json!({"path": "shop.json", "query": "$..name"}),
+            256,
+        ),
+        (
+            "C",
+            "c-wc",
+            "wc",
+            "wc",
+            json!({"paths": ["poem.txt", "notes.txt"]}),
+            16,
+        ),
+    ];
+    let calls = if bench.quick { 10 } else { 50 };
+    let root = page_root(bench)?;
+    let builtin = bench.toolbox("read_file", &root, Duration::from_secs(10))?;
+    let page = json!({"path": "page.log"}).to_string();
+    let rust = time_median(calls, || {
+        std::hint::black_box(
+            bench
+                .runtime
+                .block_on(builtin.call("read_file", &page, 65_536)),
+        );
+        Ok(())
+    })?;
+    let mut rows = Vec::new();
+    for (language, example, stem, tool, args, memory_mib) in examples {
+        let what = format!("9. {tool} ({language} guest example), per call");
+        let wasm_path = repo
+            .join("target/guest-examples")
+            .join(format!("{stem}.wasm"));
+        let Ok(wasm) = std::fs::read(&wasm_path) else {
+            rows.push(Row {
+                what,
+                sluice: "—".into(),
+                baseline: "—".into(),
+                ratio: "—".into(),
+                target: "not measured: build it with guest-examples/install-toolchains.sh && guest-examples/build.sh".into(),
+            });
+            continue;
+        };
+        let mut policy = sluice_runtime::ToolPolicy::read_only([(
+            "data".to_string(),
+            repo.join("guest-examples").join(example).join("sample"),
+        )]);
+        policy.memory_bytes = memory_mib << 20;
+        let spec = sluice_runtime::ComponentSpec {
+            source: sluice_runtime::Source::Bytes {
+                name: wasm_path.display().to_string(),
+                wasm: Arc::new(wasm),
+            },
+            policy,
+        };
+        // The first load compiles and caches; the second is what a restart costs.
+        sluice_runtime::Toolbox::load(bench.engine.clone(), std::slice::from_ref(&spec))?;
+        let t = Instant::now();
+        let toolbox = sluice_runtime::Toolbox::load(bench.engine.clone(), &[spec])?;
+        let load = t.elapsed();
+        let args = args.to_string();
+        let first = bench.runtime.block_on(toolbox.call(tool, &args, 65_536));
+        anyhow::ensure!(
+            first.text.starts_with(r#"{"ok":true"#),
+            "{tool} failed: {}",
+            first.text
+        );
+        let took = time_median(calls, || {
+            std::hint::black_box(bench.runtime.block_on(toolbox.call(tool, &args, 65_536)));
+            Ok(())
+        })?;
+        rows.push(Row {
+            what,
+            sluice: micros(took),
+            baseline: format!("{} read_file (Rust)", micros(rust)),
+            ratio: ratio(took, rust),
+            target: format!("none (load from cache {})", millis(load)),
+        });
+    }
+    Ok(rows)
 }

@@ -19,7 +19,7 @@ mod python_csv_summary; // guest-examples/python-csv-summary: `summarize_table`,
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 use sluice_config::{Config, Overrides, ToolConfig, ToolSource};
@@ -269,21 +269,6 @@ impl Example {
             args[arg] = cursor;
         }
     }
-
-    /// The median time of `n` calls (each a fresh instance: instantiate + call + lift).
-    fn median_call(&self, tool: &str, args: &Value, n: usize) -> Duration {
-        let mut times: Vec<Duration> = (0..n)
-            .map(|_| {
-                let start = Instant::now();
-                let obs = self.call(tool, args, 65_536);
-                let took = start.elapsed();
-                assert!(obs.text.starts_with("{\"ok\":true"), "{}", obs.text);
-                took
-            })
-            .collect();
-        times.sort();
-        times[n / 2]
-    }
 }
 
 /// The runtime's view of one configured component (as `sluice` builds it from the
@@ -338,51 +323,5 @@ fn copy_dir(from: &Path, to: &Path) {
         } else {
             std::fs::copy(entry.path(), dest).expect("copy a sample file");
         }
-    }
-}
-
-/// Not a check: the numbers for the guide. Per example, the median of 50 calls through the
-/// toolbox (fresh instance, call, lift, cap) on a sample file. Run with
-/// `cargo test --release -p sluice-tests --test guest_examples -- --ignored --nocapture`.
-#[test]
-#[ignore = "a measurement, not a check"]
-fn instantiate_and_call_times() {
-    let cases = [
-        (
-            "python-csv-summary",
-            "csv_summary",
-            "summarize_table",
-            json!({"path": "sales.csv"}),
-        ),
-        (
-            "js-json-query",
-            "json_query",
-            "query_json",
-            json!({"path": "shop.json", "query": "$..name"}),
-        ),
-        (
-            "c-wc",
-            "wc",
-            "wc",
-            json!({"paths": ["poem.txt", "notes.txt"]}),
-        ),
-    ];
-    let mut stderr = std::io::stderr();
-    for (example, stem, tool, args) in cases {
-        let Some(wasm) = built(example, stem) else {
-            continue;
-        };
-        let size = std::fs::metadata(&wasm).map(|m| m.len()).unwrap_or(0);
-        let start = Instant::now();
-        let Some(ex) = Example::load(example, stem, |_| {}) else {
-            continue;
-        };
-        let load = start.elapsed();
-        ex.median_call(tool, &args, 5);
-        let median = ex.median_call(tool, &args, 50);
-        let _ = writeln!(
-            stderr,
-            "{stem}: {size} bytes; load (cache warm) {load:.1?}; instantiate + call median {median:.2?}"
-        );
     }
 }

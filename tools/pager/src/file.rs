@@ -1,17 +1,15 @@
 //! Opening files for the file tools: kind checks, binary detection, positioned reads.
 
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
-
 use crate::error::{ErrorKind, Result, ToolError};
 use crate::root::Target;
+use crate::sys::WholeFile;
 
 /// How many leading bytes decide whether a file is binary (a NUL among them), in bytes.
 pub const BINARY_SNIFF_BYTES: u64 = 8 * 1024;
 
 /// An open regular file and its size.
 pub(crate) struct TextFile {
-    file: File,
+    file: WholeFile,
     /// Size in bytes when opened.
     pub(crate) size: u64,
     shown: String,
@@ -23,7 +21,8 @@ impl TextFile {
     /// files (naming the size).
     pub(crate) fn open(target: &Target) -> Result<TextFile> {
         let shown = crate::error::quote(&target.shown);
-        let meta = std::fs::metadata(&target.fs_path).map_err(|e| ToolError::io(&shown, &e))?;
+        let meta =
+            crate::sys::stat(&target.fs_path, true).map_err(|e| ToolError::io(&shown, &e))?;
         if meta.is_dir() {
             return Err(ToolError::new(
                 ErrorKind::WrongKind,
@@ -39,10 +38,10 @@ impl TextFile {
                 ),
             ));
         }
-        let file = File::open(&target.fs_path).map_err(|e| ToolError::io(&shown, &e))?;
+        let file = WholeFile::open(&target.fs_path).map_err(|e| ToolError::io(&shown, &e))?;
         let mut text = TextFile {
+            size: file.size(),
             file,
-            size: meta.len(),
             shown,
         };
         let head = text.read_at(0, BINARY_SNIFF_BYTES.min(text.size) as usize)?;
@@ -61,20 +60,16 @@ impl TextFile {
     /// Reads up to `len` bytes at `offset` (fewer at the end of the file).
     pub(crate) fn read_at(&mut self, offset: u64, len: usize) -> Result<Vec<u8>> {
         let mut buf = Vec::with_capacity(len);
-        self.file
-            .seek(SeekFrom::Start(offset))
-            .and_then(|_| (&mut self.file).take(len as u64).read_to_end(&mut buf))
-            .map_err(|e| ToolError::io(&self.shown, &e))?;
+        self.read_into(offset, len, &mut buf)?;
         Ok(buf)
     }
 
-    /// The underlying file, positioned anywhere.
-    pub(crate) fn file_mut(&mut self) -> &mut File {
-        &mut self.file
-    }
-
-    /// The path as results show it.
-    pub(crate) fn shown(&self) -> &str {
-        &self.shown
+    /// Replaces the contents of `buf` with up to `len` bytes at `offset` (fewer at the end
+    /// of the file).
+    pub(crate) fn read_into(&mut self, offset: u64, len: usize, buf: &mut Vec<u8>) -> Result<()> {
+        buf.clear();
+        self.file
+            .read_into(offset, len as u64, buf)
+            .map_err(|e| ToolError::io(&self.shown, &e))
     }
 }

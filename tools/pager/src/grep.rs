@@ -123,7 +123,8 @@ pub fn grep_files(ctx: &Context, args: &GrepFilesArgs) -> Result<GrepFilesPage> 
         .min(MAX_MAX_RESULTS) as usize;
     let root = ctx.roots.pick(args.root.as_deref())?;
     let target = root.resolve(args.path.as_deref().unwrap_or(""))?;
-    let meta = std::fs::metadata(&target.fs_path).map_err(|e| ToolError::io(&target.shown, &e))?;
+    let meta =
+        crate::sys::stat(&target.fs_path, true).map_err(|e| ToolError::io(&target.shown, &e))?;
     target.refuse_key_names(ctx.keys.as_ref(), meta.is_dir())?;
     let page = ctx.limits.page_for(&target.shown)?;
     // Parse the pattern as written first: grep-regex wraps it in a group before parsing,

@@ -81,7 +81,7 @@ pub fn list_dir(ctx: &Context, args: &ListDirArgs) -> Result<ListDirPage> {
     let target = root.resolve(args.path.as_deref().unwrap_or(""))?;
     let page = ctx.limits.page_for(&target.shown)?;
     let shown = &crate::error::quote(&target.shown);
-    let meta = std::fs::metadata(&target.fs_path).map_err(|e| ToolError::io(shown, &e))?;
+    let meta = crate::sys::stat(&target.fs_path, true).map_err(|e| ToolError::io(shown, &e))?;
     if !meta.is_dir() {
         let advice = if meta.is_file() {
             "; use read_file to read it"
@@ -130,9 +130,9 @@ pub fn list_dir(ctx: &Context, args: &ListDirArgs) -> Result<ListDirPage> {
     let mut next = total;
     for (i, (name, kind)) in names.iter().enumerate().skip(offset as usize) {
         let size = match kind {
-            EntryKind::File => std::fs::symlink_metadata(target.fs_path.join(name))
+            EntryKind::File => crate::sys::stat(&target.fs_path.join(name), false)
                 .ok()
-                .map(|m| m.len()),
+                .map(|m| m.size),
             _ => None,
         };
         let mut entry = DirEntry {

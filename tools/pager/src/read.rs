@@ -1,7 +1,5 @@
 //! `read_file`: one page of a text file (SPEC section 4).
 
-use std::io::{Read, Seek, SeekFrom};
-
 use serde::{Deserialize, Serialize};
 
 use crate::Context;
@@ -363,30 +361,27 @@ enum LineStart {
 /// streaming in 64 KiB reads, within the file's size when it was opened (bytes appended
 /// since are not counted).
 fn line_start(file: &mut TextFile, line: u64) -> Result<LineStart> {
+    const CHUNK: usize = 64 * 1024;
     let newlines_wanted = line - 1;
-    let shown = file.shown().to_string();
     let size = file.size;
-    let f = file.file_mut();
-    f.seek(SeekFrom::Start(0))
-        .map_err(|e| ToolError::io(&shown, &e))?;
-    let mut f = f.take(size);
-    let mut buf = vec![0u8; 64 * 1024];
+    let mut buf = Vec::with_capacity(CHUNK);
     let (mut seen, mut pos, mut last) = (0u64, 0u64, b'\n');
     loop {
-        let n = f.read(&mut buf).map_err(|e| ToolError::io(&shown, &e))?;
-        if n == 0 {
+        let want = (size - pos).min(CHUNK as u64) as usize;
+        file.read_into(pos, want, &mut buf)?;
+        if buf.is_empty() {
             let partial = u64::from(pos > 0 && last != b'\n');
             return Ok(LineStart::PastEnd {
                 total_lines: seen + partial,
             });
         }
-        for i in memchr::memchr_iter(b'\n', &buf[..n]) {
+        for i in memchr::memchr_iter(b'\n', &buf) {
             seen += 1;
             if seen == newlines_wanted {
                 return Ok(LineStart::At(pos + i as u64 + 1));
             }
         }
-        pos += n as u64;
-        last = buf[n - 1];
+        pos += buf.len() as u64;
+        last = buf[buf.len() - 1];
     }
 }

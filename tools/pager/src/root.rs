@@ -72,9 +72,8 @@ impl Root {
                 .iter()
                 .fold(self.dir.clone(), |p, c| p.join(c))
                 .join(&part);
-            let is_link = std::fs::symlink_metadata(&candidate)
-                .map(|m| m.file_type().is_symlink())
-                .unwrap_or(false);
+            let is_link = crate::sys::stat(&candidate, false)
+                .is_ok_and(|m| m.kind == crate::sys::Kind::Symlink);
             if !is_link {
                 resolved.push(part);
                 continue;

@@ -1,5 +1,5 @@
-//! How the walks reach the file system: reading a directory without losing entries to one
-//! bad entry, and reading a whole small file in as few calls as possible.
+//! How the tools reach the file system: reading a directory without losing entries to one
+//! bad entry, and reading files at offsets in as few calls as possible.
 //!
 //! Natively this is `std::fs`. Inside a WASI 0.2 component it is `wasi:filesystem` directly,
 //! for two reasons:
@@ -10,7 +10,8 @@
 //! - every `wasi:filesystem` call crosses the component boundary. Through `std::fs` a file
 //!   costs eight of them (open, stat and metadata-hash for `fstat`, a stream, a read per
 //!   buffer and one more to see the end, two drops); here it costs four (open, stat, one
-//!   read, drop). `grep_files` reads tens of thousands of files per page.
+//!   read, drop). `grep_files` reads tens of thousands of files per page, and every
+//!   `read_file` page is a few reads.
 
 use std::ffi::OsString;
 use std::io;
@@ -46,16 +47,42 @@ pub(crate) fn list(dir: &Path) -> io::Result<Listing> {
     Ok(listing)
 }
 
-/// A regular file opened for whole reads: its size when opened, and reads at offsets.
+/// What [`stat`] tells of a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Stat {
+    pub(crate) kind: Kind,
+    /// Size in bytes.
+    pub(crate) size: u64,
+}
+
+impl Stat {
+    pub(crate) fn is_dir(&self) -> bool {
+        self.kind == Kind::Dir
+    }
+
+    pub(crate) fn is_file(&self) -> bool {
+        self.kind == Kind::File
+    }
+}
+
+/// The kind and size of what `path` names; with `follow`, of what a symlink there points
+/// to, else of the symlink itself.
+///
+/// # Errors
+/// When `path` does not exist or cannot be examined.
+pub(crate) fn stat(path: &Path, follow: bool) -> io::Result<Stat> {
+    platform::stat(path, follow)
+}
+
+/// A regular file opened for reading: its size when opened, and reads at offsets.
 pub(crate) struct WholeFile {
     inner: platform::File,
     size: u64,
 }
 
 impl WholeFile {
-    /// Opens the file at `path` for reading. In a component a symlink as the last
-    /// component is not followed (the open fails); callers pass entries a listing said are
-    /// regular files.
+    /// Opens the file at `path` for reading (following symlinks, as `std::fs::File::open`
+    /// does; the host keeps every open beneath its preopen).
     ///
     /// # Errors
     /// When it cannot be opened or its size cannot be read.
@@ -102,6 +129,28 @@ mod platform {
             listing.entries.push((entry.file_name(), kind));
         }
         Ok(listing)
+    }
+
+    pub(super) fn stat(path: &Path, follow: bool) -> io::Result<Stat> {
+        let meta = if follow {
+            std::fs::metadata(path)?
+        } else {
+            std::fs::symlink_metadata(path)?
+        };
+        let t = meta.file_type();
+        let kind = if t.is_symlink() {
+            Kind::Symlink
+        } else if t.is_dir() {
+            Kind::Dir
+        } else if t.is_file() {
+            Kind::File
+        } else {
+            Kind::Other
+        };
+        Ok(Stat {
+            kind,
+            size: meta.len(),
+        })
     }
 
     pub(super) fn open(path: &Path) -> io::Result<(File, u64)> {
@@ -191,13 +240,9 @@ mod platform {
             loop {
                 match stream.read_directory_entry() {
                     Ok(Some(entry)) => {
-                        let kind = match entry.type_ {
-                            DescriptorType::RegularFile => Kind::File,
-                            DescriptorType::Directory => Kind::Dir,
-                            DescriptorType::SymbolicLink => Kind::Symlink,
-                            _ => Kind::Other,
-                        };
-                        listing.entries.push((OsString::from(entry.name), kind));
+                        listing
+                            .entries
+                            .push((OsString::from(entry.name), kind(entry.type_)));
                     }
                     Ok(None) => break,
                     Err(_) => listing.unreadable += 1,
@@ -207,11 +252,37 @@ mod platform {
         })
     }
 
+    fn kind(t: DescriptorType) -> Kind {
+        match t {
+            DescriptorType::RegularFile => Kind::File,
+            DescriptorType::Directory => Kind::Dir,
+            DescriptorType::SymbolicLink => Kind::Symlink,
+            _ => Kind::Other,
+        }
+    }
+
+    pub(super) fn stat(path: &Path, follow: bool) -> io::Result<Stat> {
+        resolve(path, |preopen, rel| {
+            let stat = if rel.is_empty() {
+                preopen.stat()
+            } else if follow {
+                preopen.stat_at(PathFlags::SYMLINK_FOLLOW, rel)
+            } else {
+                preopen.stat_at(PathFlags::empty(), rel)
+            }
+            .map_err(to_io)?;
+            Ok(Stat {
+                kind: kind(stat.type_),
+                size: stat.size,
+            })
+        })
+    }
+
     pub(super) fn open(path: &Path) -> io::Result<(File, u64)> {
         resolve(path, |preopen, rel| {
             let file = preopen
                 .open_at(
-                    PathFlags::empty(),
+                    PathFlags::SYMLINK_FOLLOW,
                     rel,
                     OpenFlags::empty(),
                     DescriptorFlags::READ,
@@ -241,6 +312,8 @@ mod platform {
         Ok(())
     }
 
+    /// The `io::Error` for a `wasi:filesystem` error code: the kinds the tools tell apart,
+    /// and the code's name in words (`too many levels of symbolic links` for `loop`).
     fn to_io(code: ErrorCode) -> io::Error {
         let kind = match code {
             ErrorCode::NoEntry => io::ErrorKind::NotFound,
@@ -249,6 +322,11 @@ mod platform {
             ErrorCode::Access | ErrorCode::NotPermitted => io::ErrorKind::PermissionDenied,
             _ => io::ErrorKind::Other,
         };
-        io::Error::new(kind, format!("{code:?}"))
+        let words = match code {
+            ErrorCode::Loop => "too many levels of symbolic links".to_string(),
+            ErrorCode::NoEntry => "no such file or directory".to_string(),
+            other => other.name().replace('-', " "),
+        };
+        io::Error::new(kind, words)
     }
 }
