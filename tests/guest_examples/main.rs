@@ -18,12 +18,11 @@ mod python_csv_summary; // guest-examples/python-csv-summary: `summarize_table`,
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use serde_json::{Value, json};
-use sluice_config::{Config, Overrides, ToolConfig, ToolSource};
-use sluice_runtime::{ComponentSpec, Observation, RootGrant, Source, ToolPolicy, Toolbox};
+use sluice_config::{Config, Overrides, ToolConfig};
+use sluice_runtime::{ComponentSpec, Observation, Toolbox};
 
 /// The name of the root every example is granted (its policies say `read = ["data"]`).
 const ROOT: &str = "data";
@@ -271,44 +270,9 @@ impl Example {
     }
 }
 
-/// The runtime's view of one configured component (as `sluice` builds it from the
-/// configuration).
+/// The runtime's view of one configured component, built as `sluice` builds it.
 fn spec(t: &ToolConfig) -> ComponentSpec {
-    let ToolSource::Component(path) = &t.source else {
-        panic!("only components in these tests")
-    };
-    let wasm = std::fs::read(path).expect("the component is readable");
-    let mut roots: Vec<RootGrant> = t
-        .read
-        .iter()
-        .filter(|r| !t.write.iter().any(|w| w.name == r.name))
-        .map(|r| RootGrant {
-            name: r.name.clone(),
-            dir: r.dir.clone(),
-            write: false,
-        })
-        .collect();
-    roots.extend(t.write.iter().map(|r| RootGrant {
-        name: r.name.clone(),
-        dir: r.dir.clone(),
-        write: true,
-    }));
-    ComponentSpec {
-        source: Source::Bytes {
-            name: path.display().to_string(),
-            wasm: Arc::new(wasm),
-        },
-        policy: ToolPolicy {
-            roots,
-            env: t.env.clone(),
-            memory_bytes: t.memory_mib << 20,
-            timeout: Duration::from_millis(t.timeout_ms),
-            sha256: t.sha256.clone(),
-            description: t.description.clone(),
-            destructive: t.destructive,
-            ..ToolPolicy::default()
-        },
-    }
+    sluice_server::wiring::component_spec(t).expect("the component's policy wires up")
 }
 
 fn copy_dir(from: &Path, to: &Path) {
