@@ -2,14 +2,14 @@
 
 use crate::error::{ErrorKind, Result, ToolError};
 use crate::root::Target;
-use crate::sys::WholeFile;
+use crate::sys::OpenFile;
 
 /// How many leading bytes decide whether a file is binary (a NUL among them), in bytes.
 pub const BINARY_SNIFF_BYTES: u64 = 8 * 1024;
 
 /// An open regular file and its size.
 pub(crate) struct TextFile {
-    file: WholeFile,
+    file: OpenFile,
     /// Size in bytes when opened.
     pub(crate) size: u64,
     shown: String,
@@ -38,7 +38,7 @@ impl TextFile {
                 ),
             ));
         }
-        let file = WholeFile::open(&target.fs_path).map_err(|e| ToolError::io(&shown, &e))?;
+        let file = OpenFile::open(&target.fs_path).map_err(|e| ToolError::io(&shown, &e))?;
         let mut text = TextFile {
             size: file.size(),
             file,

@@ -362,7 +362,7 @@ impl Search<'_> {
     /// most 8 KiB takes one read and a larger one two.
     fn load(&mut self, path: &Path) -> bool {
         self.buf.clear();
-        let Ok(mut file) = crate::sys::WholeFile::open(path) else {
+        let Ok(mut file) = crate::sys::OpenFile::open(path) else {
             return false;
         };
         let size = file.size();

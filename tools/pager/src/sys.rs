@@ -75,20 +75,20 @@ pub(crate) fn stat(path: &Path, follow: bool) -> io::Result<Stat> {
 }
 
 /// A regular file opened for reading: its size when opened, and reads at offsets.
-pub(crate) struct WholeFile {
+pub(crate) struct OpenFile {
     inner: platform::File,
     size: u64,
 }
 
-impl WholeFile {
+impl OpenFile {
     /// Opens the file at `path` for reading (following symlinks, as `std::fs::File::open`
     /// does; the host keeps every open beneath its preopen).
     ///
     /// # Errors
     /// When it cannot be opened or its size cannot be read.
-    pub(crate) fn open(path: &Path) -> io::Result<WholeFile> {
+    pub(crate) fn open(path: &Path) -> io::Result<OpenFile> {
         let (inner, size) = platform::open(path)?;
-        Ok(WholeFile { inner, size })
+        Ok(OpenFile { inner, size })
     }
 
     /// The size, in bytes, when the file was opened.
