@@ -458,8 +458,9 @@ impl<'r, 'a> Findings<'r, 'a> {
             format!("Listing: `{}` is empty.", self.dir)
         } else {
             format!(
-                "Listing: `{}` has {total} entries: {}",
+                "Listing: `{}` has {total} {}: {}",
                 self.dir,
+                if total == 1 { "entry" } else { "entries" },
                 shown.join(", ")
             )
         };

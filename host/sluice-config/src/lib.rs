@@ -427,12 +427,24 @@ impl Config {
     }
 }
 
+/// What a root name may be.
+const ROOT_NAME_RULE: &str =
+    "a root name is 1 to 64 characters of letters, digits, `_`, `-` and `.`";
+
 /// `DIR` (named by its last component) or `NAME=DIR`.
 fn root_from_flag(flag: &str) -> Result<RootConfig, ConfigError> {
-    if let Some((name, dir)) = flag.split_once('=')
-        && valid_name(name)
-    {
-        return root(name, Path::new(dir), dir);
+    if let Some((name, dir)) = flag.split_once('=') {
+        if valid_name(name) {
+            return root(name, Path::new(dir), dir);
+        }
+        // A directory whose path holds `=` is still taken whole, when it exists.
+        if !Path::new(flag).exists() {
+            return Err(ConfigError::Root {
+                name: name.to_string(),
+                dir: dir.to_string(),
+                reason: format!("the name is not allowed: {ROOT_NAME_RULE} (--root NAME=DIR)"),
+            });
+        }
     }
     let path = Path::new(flag);
     let absolute = std::path::absolute(path).map_err(|e| ConfigError::Root {
@@ -458,9 +470,7 @@ fn root(name: &str, dir: &Path, shown: &str) -> Result<RootConfig, ConfigError> 
         reason,
     };
     if !valid_name(name) {
-        return Err(fail(
-            "a root name is 1 to 64 characters of letters, digits, `_`, `-` and `.`".into(),
-        ));
+        return Err(fail(ROOT_NAME_RULE.into()));
     }
     let dir = dir
         .canonicalize()
@@ -599,6 +609,26 @@ mod tests {
                 .to_string()
                 .contains("two roots have this name")
         );
+        // A name that is not allowed says so, instead of taking `we ird=.` as a path that
+        // does not exist; a directory whose path holds `=` is still taken whole.
+        let bad_name = Overrides {
+            roots: vec!["we ird=.".into()],
+            ..Overrides::default()
+        };
+        assert_eq!(
+            Config::resolve(None, &|_| None, &bad_name)
+                .unwrap_err()
+                .to_string(),
+            "root \"we ird\" (.): the name is not allowed: a root name is 1 to 64 characters of letters, digits, `_`, `-` and `.` (--root NAME=DIR)"
+        );
+        let with_equals = dir.path().join("a b=c");
+        std::fs::create_dir(&with_equals).unwrap();
+        let whole = Overrides {
+            roots: vec![with_equals.display().to_string()],
+            ..Overrides::default()
+        };
+        let c = Config::resolve(None, &|_| None, &whole).unwrap();
+        assert_eq!(c.roots[0].name, "root");
     }
 }
 

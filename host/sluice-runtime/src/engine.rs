@@ -141,6 +141,12 @@ impl ToolEngine {
                 }
             }
         }
+        if let Some(reason) = not_a_component(wasm) {
+            return Err(RuntimeError::Load {
+                what: what.to_string(),
+                reason: reason.to_string(),
+            });
+        }
         let component = Component::new(&self.engine, wasm).map_err(|e| RuntimeError::Load {
             what: what.to_string(),
             reason: format!("{e:#}"),
@@ -163,6 +169,20 @@ impl ToolEngine {
         let digest = Sha256::digest(wasm);
         let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
         dir.join(format!("{hex}-{:016x}.cwasm", hasher.finish()))
+    }
+}
+
+/// Why `wasm` cannot be a component, judged by its preamble (`\0asm`, version `0x0d`,
+/// layer 1, from the component model's binary format), or `None` when it may be one.
+fn not_a_component(wasm: &[u8]) -> Option<&'static str> {
+    match wasm.get(..8) {
+        Some([0, b'a', b's', b'm', 0x0d, 0, 1, 0]) => None,
+        Some([0, b'a', b's', b'm', 1, 0, 0, 0]) => Some(
+            "it is a core WebAssembly module, not a component: build it for wasm32-wasip2, or wrap it with `wasm-tools component new`",
+        ),
+        _ => Some(
+            "it is not a WebAssembly component (a component starts with `\\0asm` and the component layer)",
+        ),
     }
 }
 

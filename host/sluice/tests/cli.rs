@@ -335,6 +335,33 @@ fn inspect_shows_tools_imports_and_digest_without_running() {
     }));
 }
 
+/// Review finding: inspecting a file that is not a component printed wasmparser's dump of
+/// the preamble bytes. Now it says what the file is and what a component is.
+#[test]
+fn inspect_says_what_a_non_component_file_is() {
+    let d = tempfile::tempdir().unwrap();
+    let text = d.path().join("notes.txt");
+    std::fs::write(&text, "root:x:0:0:root:/root:/bin/bash\n").unwrap();
+    let module = d.path().join("core.wasm");
+    std::fs::write(&module, b"\0asm\x01\0\0\0").unwrap();
+    for (file, why) in [
+        (
+            &text,
+            "it is not a WebAssembly component (a component starts with `\\0asm` and the component layer)",
+        ),
+        (
+            &module,
+            "it is a core WebAssembly module, not a component: build it for wasm32-wasip2, or wrap it with `wasm-tools component new`",
+        ),
+    ] {
+        let o = sluice(&["tools", "inspect", &file.display().to_string()]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.trim_end().ends_with(why), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
+
 /// A directory of a few log files: `logs/build.log` fails at line 3.
 fn log_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();

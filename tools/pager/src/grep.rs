@@ -41,6 +41,12 @@ pub const MAX_MAX_RESULTS: u64 = 500;
 /// Files larger than this are skipped, in bytes (5 MiB).
 pub const MAX_FILE_BYTES: u64 = 5 * 1024 * 1024;
 
+/// The most memory a compiled pattern may take, in bytes (grep-regex's default is 100 MiB).
+const REGEX_SIZE_LIMIT_BYTES: usize = 16 << 20;
+
+/// The most memory the lazy DFA's cache may take while searching, in bytes.
+const REGEX_DFA_SIZE_LIMIT_BYTES: usize = 32 << 20;
+
 /// A match's `text` is cut to this many characters, then `…` is added.
 pub const MAX_TEXT_CHARS: usize = 500;
 
@@ -135,6 +141,10 @@ pub fn grep_files(ctx: &Context, args: &GrepFilesArgs) -> Result<GrepFilesPage> 
     let matcher = RegexMatcherBuilder::new()
         .case_insensitive(!args.case_sensitive.unwrap_or(false))
         .line_terminator(Some(b'\n'))
+        // Well inside the component's memory: a pattern that compiles larger (`a{1000}{1000}`)
+        // is an invalid argument that says so, not a memory-limit failure mid-search.
+        .size_limit(REGEX_SIZE_LIMIT_BYTES)
+        .dfa_size_limit(REGEX_DFA_SIZE_LIMIT_BYTES)
         .build(&args.pattern)
         .map_err(|e| ToolError::new(ErrorKind::InvalidArgument, format!("invalid pattern: {e}")))?;
     let glob = match &args.glob {

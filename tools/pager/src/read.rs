@@ -126,6 +126,12 @@ pub fn read_file(ctx: &Context, args: &ReadFileArgs) -> Result<ReadFilePage> {
     // truncated by rotation) reads as ending early rather than failing.
     let want = want.min(size - window_start);
     let window = file.read_at(window_start, want as usize)?;
+    let before = window
+        .get(..(start - window_start) as usize)
+        .unwrap_or(&window);
+    if let (Some(offset), Some(line)) = (args.offset, args.start_line) {
+        check_start_line(line, offset, before, window_start == 0)?;
+    }
     let body = window
         .get((start - window_start) as usize..)
         .unwrap_or_default();
@@ -349,6 +355,43 @@ fn next_special(bytes: &[u8]) -> Option<usize> {
         return run.iter().position(|&b| b < 0x20);
     }
     candidate
+}
+
+/// Checks a `startLine` given with `offset`: it names the line the byte at `offset` is on
+/// (it comes back as `nextLine` with `nextOffset`), and the page's line numbers count from
+/// it. `before` is the look-back already read, the bytes just before `offset`; when it
+/// reaches the start of the file (`from_file_start`) the check is exact, otherwise the
+/// newlines in it are a lower bound. Nothing more is read: resuming stays free of rescans.
+///
+/// # Errors
+/// `invalid-argument` naming both values and the line `offset` is on (or the least it can be).
+fn check_start_line(
+    start_line: u64,
+    offset: u64,
+    before: &[u8],
+    from_file_start: bool,
+) -> Result<()> {
+    let ended = memchr::memchr_iter(b'\n', before).count() as u64;
+    let (fits, actual) = if from_file_start {
+        (
+            start_line == ended + 1,
+            format!("the byte at offset {offset} is on line {}", ended + 1),
+        )
+    } else {
+        (
+            start_line > ended,
+            format!("at least {ended} lines end before offset {offset}"),
+        )
+    };
+    if fits {
+        return Ok(());
+    }
+    Err(ToolError::new(
+        ErrorKind::InvalidArgument,
+        format!(
+            "startLine {start_line} does not match offset {offset}: {actual}; pass back nextLine together with the nextOffset of the same page, or give startLine without offset to find the line by counting"
+        ),
+    ))
 }
 
 /// Where line `line` starts, or the number of lines when the file has fewer.

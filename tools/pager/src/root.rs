@@ -177,6 +177,15 @@ impl Roots {
 /// # Errors
 /// `outside-root` for an absolute path or a `..` that climbs above the root.
 pub fn normalize(asked: &str) -> Result<Vec<String>> {
+    if asked.contains('\0') {
+        return Err(ToolError::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "path {} holds a NUL character (\\u0000), which no file name can; give the path as the entries of list_dir spell it",
+                crate::error::quote(asked)
+            ),
+        ));
+    }
     if asked.starts_with('/') || asked.starts_with('\\') || has_drive_prefix(asked) {
         return Err(ToolError::outside_root(asked));
     }
@@ -229,6 +238,10 @@ mod tests {
         assert_eq!(normalize("a/../b").unwrap(), ["b"]);
         assert_eq!(join(&normalize("").unwrap()), ".");
         assert_eq!(join(&normalize("./").unwrap()), ".");
+        assert_eq!(
+            normalize("f.txt\0x").unwrap_err().kind,
+            ErrorKind::InvalidArgument
+        );
         for bad in [
             "/etc/passwd",
             "..",

@@ -11,18 +11,20 @@ use crate::support::{CAP, Fixture};
 fn huge_line_numbers_do_not_overflow() {
     let fx = Fixture::new();
     fx.write("f.txt", "a\nb\nc");
+    // Past the 128 KiB look-back, a startLine given with offset can only be checked as a
+    // lower bound, so a huge one is taken as the label of the line at offset.
+    fx.write("big.txt", "x\n".repeat(100_000));
     let ctx = fx.ctx(CAP);
-    for (start, offset, count) in [
-        (u64::MAX, Some(0), None),
-        (u64::MAX, Some(0), Some(1)),
-        (u64::MAX - 1, Some(2), None),
-        (u64::MAX, None, None),
-        (u64::MAX, Some(5), None),
+    for (path, start, offset, count) in [
+        ("f.txt", u64::MAX, None, None),
+        ("big.txt", u64::MAX, Some(190_000), None),
+        ("big.txt", u64::MAX, Some(190_000), Some(1)),
+        ("big.txt", u64::MAX - 1, Some(199_998), None),
     ] {
         let page = read_file(
             &ctx,
             &ReadFileArgs {
-                path: "f.txt".into(),
+                path: path.into(),
                 start_line: Some(start),
                 offset,
                 line_count: count,
@@ -30,7 +32,31 @@ fn huge_line_numbers_do_not_overflow() {
             },
         )
         .unwrap();
-        assert!(page.end_line.is_none_or(|e| e >= start.min(e)));
+        assert_eq!(
+            page.start_line,
+            offset.map(|_| start),
+            "{path} {start} {offset:?}"
+        );
+        assert!(page.end_line.is_none_or(|e| e >= start));
+    }
+    // Within the look-back the line at offset is known exactly, and a contradicting
+    // startLine is refused rather than used to label the page.
+    for (start, offset) in [(u64::MAX, 0), (u64::MAX - 1, 2), (2, 0), (u64::MAX, 5)] {
+        let err = read_file(
+            &ctx,
+            &ReadFileArgs {
+                path: "f.txt".into(),
+                start_line: Some(start),
+                offset: Some(offset),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.kind,
+            ErrorKind::InvalidArgument,
+            "{start} {offset}: {err}"
+        );
     }
     let page = read_file(
         &ctx,
@@ -105,7 +131,15 @@ fn patterns_the_line_searcher_refuses() {
     let fx = Fixture::new();
     fx.write("f.txt", "hit\n");
     let ctx = fx.ctx(CAP);
-    for bad in ["a\nb", "(?s)x\\n", "a{1000}{1000}{1000}"] {
+    // The last two compile to more than the 16 MiB a pattern may take (the first of them
+    // made the component hit its memory limit under grep-regex's default of 100 MiB).
+    for bad in [
+        "a\nb",
+        "(?s)x\\n",
+        "a{1000}{1000}{1000}",
+        "((((a{100}){100}){100}){100})",
+        "\\w{300}{300}",
+    ] {
         let err = grep_files(
             &ctx,
             &GrepFilesArgs {
@@ -377,4 +411,45 @@ mod review {
             "sub/.git is inside .git, which grep_files does not search; read its files with read_file"
         );
     }
+}
+
+/// Review finding: `startLine` with `offset` was trusted even when it contradicted the file,
+/// so a page of line 1 came back labelled line 2 (and `totalLines` one too many).
+#[test]
+fn a_start_line_that_contradicts_the_offset_is_refused() {
+    let fx = Fixture::new();
+    fx.write("u.txt", "ééé\nabc\n");
+    let ctx = fx.ctx(CAP);
+    let read = |start_line, offset| {
+        read_file(
+            &ctx,
+            &ReadFileArgs {
+                path: "u.txt".into(),
+                start_line: Some(start_line),
+                offset: Some(offset),
+                ..Default::default()
+            },
+        )
+    };
+    let err = read(2, 0).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::InvalidArgument);
+    assert_eq!(
+        err.message,
+        "startLine 2 does not match offset 0: the byte at offset 0 is on line 1; pass back nextLine together with the nextOffset of the same page, or give startLine without offset to find the line by counting"
+    );
+    // "ééé\n" is 7 bytes: offset 7 is line 2, as nextOffset/nextLine would say.
+    let page = read(2, 7).unwrap();
+    assert_eq!(
+        (
+            page.content.as_str(),
+            page.start_line,
+            page.end_line,
+            page.total_lines
+        ),
+        ("abc\n", Some(2), Some(2), Some(2))
+    );
+    // Inside line 1 (a part of a long line) is still line 1.
+    let page = read(1, 2).unwrap();
+    assert_eq!((page.start_line, page.total_lines), (Some(1), Some(2)));
+    assert_eq!(read(1, 7).unwrap_err().kind, ErrorKind::InvalidArgument);
 }
