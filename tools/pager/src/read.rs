@@ -92,18 +92,14 @@ pub fn read_file(ctx: &Context, args: &ReadFileArgs) -> Result<ReadFilePage> {
 
     let line_numbers = args.offset.is_none() || args.start_line.is_some();
     let first_line = args.start_line.unwrap_or(1);
-    let start = match args.offset {
+    let asked = match args.offset {
         Some(o) if o > size => {
             return Err(ToolError::new(
                 ErrorKind::InvalidArgument,
                 format!("offset {o} is past the end of the file ({size} bytes)"),
             ));
         }
-        Some(o) => {
-            let from = o.saturating_sub(3);
-            let around = file.read_at(from, 7)?;
-            from + end_of_char_at(&around, (o - from) as usize) as u64
-        }
+        Some(o) => o,
         None if first_line > 1 => match line_start(&mut file, first_line)? {
             LineStart::At(pos) => pos,
             LineStart::PastEnd { total_lines } => {
@@ -119,16 +115,32 @@ pub fn read_file(ctx: &Context, args: &ReadFileArgs) -> Result<ReadFilePage> {
         None => 0,
     };
 
-    // One read: the key look-back, the page, and a little more to judge the page's end.
-    let window_start = start.saturating_sub(LOOK_BACK_BYTES);
-    let want = (start - window_start) + page + 4 + ARMOR_TAIL_BYTES;
+    // One read: the key look-back, the page (which starts up to 3 bytes after an `offset`
+    // inside a character), and a little more to judge the page's end.
+    let read_start = asked.saturating_sub(LOOK_BACK_BYTES);
+    let want = (asked - read_start) + 3 + page + 4 + ARMOR_TAIL_BYTES;
     // Nothing past the size we reported is read, and a file cut short meanwhile (a log
     // truncated by rotation) reads as ending early rather than failing.
-    let want = want.min(size - window_start);
-    let window = file.read_at(window_start, want as usize)?;
+    let want = want.min(size - read_start);
+    let read = file.read_at(read_start, want as usize)?;
+    let at = (asked - read_start) as usize;
+    let start = if args.offset.is_some() && at <= read.len() {
+        // An offset inside a multi-byte character moves to the end of that character.
+        let from = at.saturating_sub(3);
+        let around = &read[from..(at + 4).min(read.len())];
+        read_start + (from + end_of_char_at(around, at - from)) as u64
+    } else {
+        // (Or the file was cut short since its size was read: the page is empty.)
+        asked
+    };
+    // The window the key rules judge: the 128 KiB look-back before the page, and on.
+    let window_start = start.saturating_sub(LOOK_BACK_BYTES);
+    let window = read
+        .get((window_start - read_start) as usize..)
+        .unwrap_or_default();
     let before = window
         .get(..(start - window_start) as usize)
-        .unwrap_or(&window);
+        .unwrap_or(window);
     if let (Some(offset), Some(line)) = (args.offset, args.start_line) {
         check_start_line(line, offset, before, window_start == 0)?;
     }
@@ -156,7 +168,7 @@ pub fn read_file(ctx: &Context, args: &ReadFileArgs) -> Result<ReadFilePage> {
         lines_done += 1;
     }
 
-    let scan = KeyScan::scan(&window, window_start, start..start + pos as u64);
+    let scan = KeyScan::scan(window, window_start, start..start + pos as u64);
     if scan.overlaps || scan.starts_inside || scan.fail_closed {
         let why = if scan.overlaps {
             "holds a PEM private key in that range"
