@@ -52,10 +52,10 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 use sluice_protocol::{Role, ToolCall};
 
-use crate::http::{Http, network, protocol};
+use crate::http::{Http, protocol};
 use crate::provider::{Provider, ProviderConfig, Secret};
 use crate::sse::SseEvent;
-use crate::wire::{Ending, IdMap, bad_request, header_pairs, mint_id, quote, read_sse};
+use crate::wire::{Ending, IdMap, bad_request, body_of, json_post, mint_id, quote, read_sse};
 use crate::{
     Backend, BackendError, ErrorKind, ModelReply, ModelRequest, Usage, classify,
     classify_stream_error, estimate,
@@ -196,8 +196,7 @@ impl AnthropicBackend {
     /// Reads one successful response.
     async fn read(&self, response: reqwest::Response) -> Result<ModelReply, BackendError> {
         if !self.stream {
-            let headers = header_pairs(response.headers());
-            let text = response.text().await.map_err(|e| network(&e))?;
+            let (headers, text) = body_of(response).await?;
             return decode_body(&headers, &text);
         }
         let mut stream = MessageStream::default();
@@ -228,20 +227,10 @@ impl Backend for AnthropicBackend {
             .map_err(|e| protocol(format!("failed to encode the request: {e}")))?;
         estimate::check(body.len(), self.context_window_tokens)?;
         let make = || {
-            let mut builder = self
-                .http
-                .client()
-                .post(&self.url)
-                .header("x-api-key", self.api_key.expose())
-                .header("anthropic-version", ANTHROPIC_VERSION)
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(body.clone());
-            if self.stream {
-                builder = builder.header(reqwest::header::ACCEPT, "text/event-stream");
-            }
-            builder
-                .build()
-                .map_err(|e| bad_request(format!("failed to build the request: {e}")))
+            json_post(self.http.client(), &self.url, &body, self.stream, |b| {
+                b.header("x-api-key", self.api_key.expose())
+                    .header("anthropic-version", ANTHROPIC_VERSION)
+            })
         };
         self.http
             .send_and_read(make, |response| self.read(response))

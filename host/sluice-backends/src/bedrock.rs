@@ -73,6 +73,7 @@ use sluice_protocol::{Role, ToolCall};
 
 use crate::http::{Http, network, protocol};
 use crate::provider::{ProviderConfig, Secret};
+use crate::wire::bad_request;
 use crate::{Backend, BackendError, ErrorKind, ModelReply, ModelRequest, Usage, classify};
 
 /// The SigV4 signing name of Bedrock's runtime API (not `bedrock-runtime`).
@@ -488,15 +489,6 @@ fn encode_path_segment(text: &str) -> String {
         }
     }
     out
-}
-
-fn bad_request(message: impl Into<String>) -> BackendError {
-    BackendError {
-        kind: ErrorKind::BadRequest,
-        status: None,
-        message: message.into(),
-        retry_after: None,
-    }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -176,15 +176,7 @@ impl Http {
 /// The classified error of a non-2xx response.
 pub async fn error_of(response: reqwest::Response) -> BackendError {
     let status = response.status().as_u16();
-    let headers: Vec<(String, String)> = response
-        .headers()
-        .iter()
-        .filter_map(|(k, v)| {
-            v.to_str()
-                .ok()
-                .map(|v| (k.as_str().to_string(), v.to_string()))
-        })
-        .collect();
+    let headers = crate::wire::header_pairs(response.headers());
     let body = response.text().await.unwrap_or_default();
     classify(status, &headers, &body)
 }

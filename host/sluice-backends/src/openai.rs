@@ -53,11 +53,11 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 use sluice_protocol::{Role, ToolCall};
 
-use crate::http::{Http, network, protocol};
+use crate::http::{Http, protocol};
 use crate::provider::{Provider, ProviderConfig, Secret};
 use crate::sse::SseEvent;
 use crate::wire::{
-    Ending, IdMap, arguments_text, bad_request, header_pairs, mint_id, quote, read_sse,
+    Ending, IdMap, arguments_text, bad_request, body_of, json_post, mint_id, quote, read_sse,
 };
 use crate::{
     Backend, BackendError, ErrorKind, ModelReply, ModelRequest, Usage, classify,
@@ -206,8 +206,7 @@ impl OpenAiBackend {
     /// Reads one successful response.
     async fn read(&self, response: reqwest::Response) -> Result<ModelReply, BackendError> {
         if !self.stream {
-            let headers = header_pairs(response.headers());
-            let text = response.text().await.map_err(|e| network(&e))?;
+            let (headers, text) = body_of(response).await?;
             return decode_body(&headers, &text);
         }
         let mut stream = ChatStream::default();
@@ -244,21 +243,16 @@ impl Backend for OpenAiBackend {
             .map_err(|e| protocol(format!("failed to encode the request: {e}")))?;
         estimate::check(body.len(), self.context_window_tokens)?;
         let make = || {
-            let mut builder = self
-                .http
-                .client()
-                .post(&self.url)
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(body.clone());
-            if self.stream {
-                builder = builder.header(reqwest::header::ACCEPT, "text/event-stream");
-            }
-            if let Some(key) = &self.api_key {
-                builder = builder.bearer_auth(key.expose());
-            }
-            builder
-                .build()
-                .map_err(|e| bad_request(format!("failed to build the request: {e}")))
+            json_post(
+                self.http.client(),
+                &self.url,
+                &body,
+                self.stream,
+                |b| match &self.api_key {
+                    Some(key) => b.bearer_auth(key.expose()),
+                    None => b,
+                },
+            )
         };
         self.http
             .send_and_read(make, |response| self.read(response))

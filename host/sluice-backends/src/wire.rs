@@ -40,6 +40,42 @@ pub(crate) fn bad_request(message: impl Into<String>) -> BackendError {
     }
 }
 
+/// The `POST` of the JSON `body` to `url`, asking for server-sent events when `stream`;
+/// `auth` adds the provider's own headers (its key, its API version).
+///
+/// # Errors
+/// `BadRequest` when reqwest cannot build the request (a URL it cannot use).
+pub(crate) fn json_post(
+    client: &reqwest::Client,
+    url: &str,
+    body: &[u8],
+    stream: bool,
+    auth: impl FnOnce(reqwest::RequestBuilder) -> reqwest::RequestBuilder,
+) -> Result<reqwest::Request, BackendError> {
+    let mut builder = client
+        .post(url)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(body.to_vec());
+    if stream {
+        builder = builder.header(reqwest::header::ACCEPT, "text/event-stream");
+    }
+    auth(builder)
+        .build()
+        .map_err(|e| bad_request(format!("failed to build the request: {e}")))
+}
+
+/// The headers and text of a response that is not streamed, for a codec's `decode_body`.
+///
+/// # Errors
+/// A network error when the body cannot be read.
+pub(crate) async fn body_of(
+    response: reqwest::Response,
+) -> Result<(Vec<(String, String)>, String), BackendError> {
+    let headers = header_pairs(response.headers());
+    let text = response.text().await.map_err(|e| network(&e))?;
+    Ok((headers, text))
+}
+
 /// `text` cut to a few hundred characters, for an error message.
 pub(crate) fn quote(text: &str) -> String {
     let mut chars = text.chars();
