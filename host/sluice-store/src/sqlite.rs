@@ -219,14 +219,7 @@ impl SqliteStore {
         id: &str,
         f: impl FnOnce(&Transaction<'_>) -> Result<T, Fail>,
     ) -> Result<T, StoreError> {
-        let mut conn = self.conn();
-        let result = (|| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let value = f(&tx)?;
-            tx.commit()?;
-            Ok(value)
-        })();
-        result.map_err(|e| self.error(what, id, e))
+        self.transaction(TransactionBehavior::Immediate, what, id, f)
     }
 
     /// Runs `f` in a read transaction: one consistent snapshot.
@@ -236,9 +229,20 @@ impl SqliteStore {
         id: &str,
         f: impl FnOnce(&Transaction<'_>) -> Result<T, Fail>,
     ) -> Result<T, StoreError> {
+        self.transaction(TransactionBehavior::Deferred, what, id, f)
+    }
+
+    /// Runs `f` in a transaction that begins as `behavior` says, and commits it.
+    fn transaction<T>(
+        &self,
+        behavior: TransactionBehavior,
+        what: &str,
+        id: &str,
+        f: impl FnOnce(&Transaction<'_>) -> Result<T, Fail>,
+    ) -> Result<T, StoreError> {
         let mut conn = self.conn();
         let result = (|| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
+            let tx = conn.transaction_with_behavior(behavior)?;
             let value = f(&tx)?;
             tx.commit()?;
             Ok(value)
