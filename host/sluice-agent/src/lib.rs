@@ -61,9 +61,15 @@ impl Default for Settings {
     }
 }
 
-/// Something that happened during a run, for progress displays and event streams.
+/// Something that happened during a run, for progress displays and event streams. As JSON:
+/// `type` the variant in snake_case, the fields in camelCase (`{"type":"tool_finished",
+/// "callId":…}`), as the operator API streams them.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum RunEvent {
     /// A request went to the model.
     ModelRequest {

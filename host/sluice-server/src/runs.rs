@@ -76,7 +76,7 @@ impl Run {
         event
     }
 
-    /// Logs a loop event, its fields in camelCase.
+    /// Logs a loop event (its fields come in camelCase from its serde form).
     pub(crate) fn push_run_event(&self, e: &RunEvent) {
         let Ok(Value::Object(fields)) = serde_json::to_value(e) else {
             return;
@@ -86,11 +86,7 @@ impl Run {
             .and_then(Value::as_str)
             .unwrap_or("event")
             .to_string();
-        let fields = fields
-            .into_iter()
-            .filter(|(k, _)| k != "type")
-            .map(|(k, v)| (camel_case(&k), v))
-            .collect();
+        let fields = fields.into_iter().filter(|(k, _)| k != "type").collect();
         self.push(&kind, fields);
     }
 
@@ -287,23 +283,6 @@ fn new_run_id() -> Result<String, ApiError> {
         bits >>= 5;
     }
     Ok(id)
-}
-
-/// `call_id` → `callId`.
-fn camel_case(key: &str) -> String {
-    let mut out = String::with_capacity(key.len());
-    let mut upper = false;
-    for c in key.chars() {
-        if c == '_' {
-            upper = true;
-        } else if upper {
-            out.extend(c.to_uppercase());
-            upper = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 #[cfg(test)]
