@@ -39,8 +39,9 @@ impl TextFile {
             ));
         }
         let file = OpenFile::open(&target.fs_path).map_err(|e| ToolError::io(&shown, &e))?;
+        // The size the kind check read: no second stat.
         let mut text = TextFile {
-            size: file.size(),
+            size: meta.size,
             file,
             shown,
         };

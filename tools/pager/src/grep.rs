@@ -375,7 +375,9 @@ impl Search<'_> {
         let Ok(mut file) = crate::sys::OpenFile::open(path) else {
             return false;
         };
-        let size = file.size();
+        let Ok(size) = file.size() else {
+            return false;
+        };
         if size > MAX_FILE_BYTES {
             return false;
         }

@@ -10,8 +10,9 @@
 //! - every `wasi:filesystem` call crosses the component boundary. Through `std::fs` a file
 //!   costs eight of them (open, stat and metadata-hash for `fstat`, a stream, a read per
 //!   buffer and one more to see the end, two drops); here it costs four (open, stat, one
-//!   read, drop). `grep_files` reads tens of thousands of files per page, and every
-//!   `read_file` page is a few reads.
+//!   read, drop; `read_file` takes the size from the kind check it makes before opening).
+//!   `grep_files` reads tens of thousands of files per page, and every `read_file` page is
+//!   a few reads.
 
 use std::ffi::OsString;
 use std::io;
@@ -74,10 +75,9 @@ pub(crate) fn stat(path: &Path, follow: bool) -> io::Result<Stat> {
     platform::stat(path, follow)
 }
 
-/// A regular file opened for reading: its size when opened, and reads at offsets.
+/// A regular file opened for reading at offsets.
 pub(crate) struct OpenFile {
     inner: platform::File,
-    size: u64,
 }
 
 impl OpenFile {
@@ -85,15 +85,18 @@ impl OpenFile {
     /// does; the host keeps every open beneath its preopen).
     ///
     /// # Errors
-    /// When it cannot be opened or its size cannot be read.
+    /// When it cannot be opened.
     pub(crate) fn open(path: &Path) -> io::Result<OpenFile> {
-        let (inner, size) = platform::open(path)?;
-        Ok(OpenFile { inner, size })
+        platform::open(path).map(|inner| OpenFile { inner })
     }
 
-    /// The size, in bytes, when the file was opened.
-    pub(crate) fn size(&self) -> u64 {
-        self.size
+    /// Its size now, in bytes. (A caller that has just read it with [`stat`] has it
+    /// already.)
+    ///
+    /// # Errors
+    /// When it cannot be read.
+    pub(crate) fn size(&self) -> io::Result<u64> {
+        platform::size(&self.inner)
     }
 
     /// Appends the bytes `offset..offset + len` to `buf`, fewer when the file ends first.
@@ -153,10 +156,12 @@ mod platform {
         })
     }
 
-    pub(super) fn open(path: &Path) -> io::Result<(File, u64)> {
-        let file = File::open(path)?;
-        let size = file.metadata()?.len();
-        Ok((file, size))
+    pub(super) fn open(path: &Path) -> io::Result<File> {
+        File::open(path)
+    }
+
+    pub(super) fn size(file: &File) -> io::Result<u64> {
+        Ok(file.metadata()?.len())
     }
 
     pub(super) fn read_into(
@@ -278,19 +283,21 @@ mod platform {
         })
     }
 
-    pub(super) fn open(path: &Path) -> io::Result<(File, u64)> {
+    pub(super) fn open(path: &Path) -> io::Result<File> {
         resolve(path, |preopen, rel| {
-            let file = preopen
+            preopen
                 .open_at(
                     PathFlags::SYMLINK_FOLLOW,
                     rel,
                     OpenFlags::empty(),
                     DescriptorFlags::READ,
                 )
-                .map_err(to_io)?;
-            let size = file.stat().map_err(to_io)?.size;
-            Ok((file, size))
+                .map_err(to_io)
         })
+    }
+
+    pub(super) fn size(file: &File) -> io::Result<u64> {
+        Ok(file.stat().map_err(to_io)?.size)
     }
 
     pub(super) fn read_into(
