@@ -37,9 +37,9 @@ pub use bindings::sluice::tools::{budget, files, key_policy, types};
 /// order the host granted them; the cap and time budget come from `budget`, the key names
 /// from `key-policy`.
 pub fn context() -> Result<Context, types::ToolError> {
-    let roots = wasip2::filesystem::preopens::get_directories()
+    let roots = sluice_pager::preopened_paths()
         .into_iter()
-        .map(|(_descriptor, path)| {
+        .map(|path| {
             let name = path.trim_start_matches('/').to_string();
             Root::new(name, path)
         })

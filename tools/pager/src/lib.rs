@@ -45,6 +45,7 @@ pub use keys::{KeyNamePolicy, KeyNames};
 pub use list::{DirEntry, EntryKind, ListDirArgs, ListDirPage, list_dir};
 pub use read::{ReadFileArgs, ReadFilePage, read_file};
 pub use root::{Root, Roots};
+pub use sys::preopened_paths;
 pub use tail::{DEFAULT_TAIL_LINES, MAX_TAIL_LINES, TailFileArgs, TailFilePage, tail_file};
 
 /// Everything a file tool needs besides its arguments.

@@ -75,6 +75,13 @@ pub(crate) fn stat(path: &Path, follow: bool) -> io::Result<Stat> {
     platform::stat(path, follow)
 }
 
+/// The guest paths of the directories the host preopened (`/logs` for root `logs`), in the
+/// order it granted them: in a component, the same list the tools resolve paths against,
+/// fetched once per instance; natively (no host grants anything) none.
+pub fn preopened_paths() -> Vec<String> {
+    platform::preopened_paths()
+}
+
 /// A regular file opened for reading at offsets.
 pub(crate) struct OpenFile {
     inner: platform::File,
@@ -115,6 +122,10 @@ mod platform {
     use super::*;
 
     pub(super) type File = std::fs::File;
+
+    pub(super) fn preopened_paths() -> Vec<String> {
+        Vec::new()
+    }
 
     pub(super) fn list(dir: &Path) -> io::Result<Listing> {
         let mut listing = Listing::default();
@@ -191,6 +202,11 @@ mod platform {
         /// The preopened directories and their guest paths. A component instance serves
         /// one call, so they cannot change while it lives.
         static PREOPENS: Vec<(Descriptor, String)> = wasip2::filesystem::preopens::get_directories();
+    }
+
+    /// The guest paths of the preopened directories, in the order the host granted them.
+    pub(crate) fn preopened_paths() -> Vec<String> {
+        PREOPENS.with(|preopens| preopens.iter().map(|(_, path)| path.clone()).collect())
     }
 
     /// Calls `then` with the preopen that holds `path` (an absolute guest path) and the
