@@ -27,7 +27,7 @@ use sluice_backends::Backend;
 use sluice_protocol::SessionStatus;
 use sluice_store::{Store, StoreError};
 
-pub use recovery::SHRINK_ABOVE_BYTES;
+pub use recovery::{SHRINK_ABOVE_BYTES, SHRINK_FURTHER_BYTES};
 pub use tools::Tools;
 
 /// `maxTurns` when not configured: the most model requests one run makes.
@@ -43,8 +43,9 @@ pub struct Settings {
     pub system_prompt: String,
     /// `agent.max_tool_result_bytes`: the cap on every observation, in bytes.
     pub max_tool_result_bytes: u32,
-    /// The most model requests of one run (default 50), not counting the one retry after a
-    /// context-window rejection.
+    /// The most model turns of one run (default 50), not counting the one retry after a
+    /// context-window rejection nor HTTP retries. Running out ends the run `completed` with
+    /// lastError `Reached maxTurns=<n> without a final answer.` (SPEC section 5).
     pub max_turns: u32,
     /// Run destructive tools without waiting for approval.
     pub auto_approve: bool,
@@ -135,8 +136,32 @@ pub struct Outcome {
     pub last_error: Option<String>,
     /// The model's final answer, when it gave one.
     pub answer: Option<String>,
-    /// Model requests made (the retry after a context-window rejection included).
+    /// Requests sent to the model: for provider backends the HTTP requests, retries of
+    /// rate limits, overload and transient failures included, as is the unstreamed re-send of
+    /// an empty streamed answer and the retry after a context-window rejection; a request the
+    /// pre-send estimate refused was not sent and is not counted. A model that makes no HTTP
+    /// request (scripted, replay) counts one per request.
     pub requests: u32,
+    /// The tokens the provider reported for the run's replies.
+    pub usage: RunUsage,
+}
+
+/// The tokens a run's replies reported, summed.
+///
+/// Not every reply reports them: a streamed reply carries usage only when the server honours
+/// `stream_options.include_usage` (OpenAI does; llama-cpp-python's server ignores it, so a
+/// streamed run against it reports no tokens at all: set `stream = false` in `[model]` to
+/// get them). `unreported_replies` counts the replies that had none, so a zero is never
+/// mistaken for a count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunUsage {
+    /// Prompt tokens, summed over the replies that reported them.
+    pub input_tokens: u64,
+    /// Output tokens, summed over the replies that reported them.
+    pub output_tokens: u64,
+    /// Replies that reported no token counts.
+    pub unreported_replies: u32,
 }
 
 /// Why a run could not start.
