@@ -9,17 +9,18 @@
 #                                 prints `export SLUICE_LLAMA_URL=http://127.0.0.1:PORT/v1`
 #   .ci/llama-server.sh stop      stops the server `start` started (by its pid file)
 #
-# llama-cpp-python has no binary wheel on PyPI: pip builds llama.cpp from the sdist (about
-# 4-5 minutes on 2 cores with the arguments below; about 13 with everything). The built wheel
-# stays in a pip cache directory of its own, keyed by the version and the CMake arguments
-# (pip's wheel cache does not look at CMAKE_ARGS, so a shared cache would hand back a wheel
-# built with other arguments), and the next install takes seconds.
+# llama-cpp-python has no binary wheel on PyPI: pip builds llama.cpp from the sdist, about
+# 7 CPU-minutes (measured: 6m50s user; 4-5 minutes on 2 idle cores, far longer on a busy
+# machine). The built wheel stays in a pip cache directory of its own, keyed by the version
+# and the CMake arguments (pip's wheel cache does not look at CMAKE_ARGS, so the shared cache
+# would hand back a wheel built with other arguments), and the next install takes about 16 s.
 #
 # CMAKE_ARGS: no `-march=native` (a native build on these machines enables AMX/AVX-512 code
 # that crashed with SIGSEGV on the first prompt longer than one token; a plain AVX2 build is
 # portable across the project's machines), and no multimodal library (mtmd/llava: Python
-# loads it only for vision models). llama.cpp's tests, examples, tools and server are already
-# off when it is built as a subproject.
+# loads it only for vision models; it saves little time). llama.cpp's tests, examples, tools
+# and server are already off when it is built as a subproject, and its common library is
+# forced on by llama-cpp-python, so no argument cuts the build much further.
 set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"

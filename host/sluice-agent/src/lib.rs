@@ -9,9 +9,14 @@
 //! - when the backend says the request does not fit the context window
 //!   ([`sluice_backends::BackendError::context_window_exceeded`]), the loop shrinks every
 //!   observation over [`SHRINK_ABOVE_BYTES`] in the newest group of tool messages that has
-//!   one, keeps the originals in the audit, and retries once ([`recovery`]). No tool runs
-//!   again. The shrink persists, so later requests of the session fit too, and a session
-//!   made unusable by an oversized result stored earlier recovers the same way.
+//!   one, and, when the rejection states the prompt's size and the limit, further groups and
+//!   smaller heads ([`SHRINK_FURTHER_BYTES`]) as far as the retry needs to fit; it keeps the
+//!   originals in the audit and retries once ([`recovery`]). No tool runs again. The shrink
+//!   persists, so later requests of the session fit too, and a session made unusable by an
+//!   oversized result stored earlier recovers the same way.
+//!
+//! [`Outcome::requests`] counts the HTTP requests the backend reports (retries included) and
+//! [`Outcome::usage`] the tokens its replies reported.
 //!
 //! A session has at most one run at a time ([`sluice_store::Store::begin_run`]). Calls of
 //! destructive tools wait for the operator's decision unless `auto_approve` is set; the next
