@@ -20,6 +20,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod calls;
 mod model;
 mod runtime;
 mod tools;
@@ -29,6 +30,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub use calls::{
+    DEFAULT_QUEUE_TIMEOUT_MS, ENV_MAX_CONCURRENT_CALLS, ENV_QUEUE_TIMEOUT_MS,
+    MAX_MAX_CONCURRENT_CALLS, MAX_QUEUE_TIMEOUT_MS, RuntimeConfig, default_max_concurrent_calls,
+};
 pub use model::{ModelConfig, PROVIDERS};
 pub use runtime::{
     Allowed, BOOT_ONLY_KEYS, RUNTIME_KEYS, RUNTIME_ORIGIN, RuntimeKey, RuntimeSetting, runtime_key,
@@ -140,6 +145,8 @@ pub struct Overrides {
     pub store: Option<PathBuf>,
     /// `--model PROVIDER:NAME`.
     pub model: Option<String>,
+    /// `--max-concurrent-calls`, as typed.
+    pub max_concurrent_calls: Option<String>,
 }
 
 /// The resolved configuration.
@@ -156,6 +163,8 @@ pub struct Config {
     pub store: Option<PathBuf>,
     /// The model (`[model]`, `--model`).
     pub model: ModelConfig,
+    /// How tool calls run (`[runtime]`).
+    pub runtime: RuntimeConfig,
 }
 
 /// Settings of the agent loop.
@@ -200,6 +209,8 @@ struct File {
     store: FileStore,
     #[serde(default)]
     model: model::FileModel,
+    #[serde(default)]
+    runtime: calls::FileRuntime,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -412,10 +423,12 @@ impl Config {
             file.and_then(Path::parent).unwrap_or(Path::new(".")),
             &file_label,
         )?;
+        let runtime = parsed.runtime.resolve(overrides, env, &file_label)?;
         Ok(Config {
             tools,
             store,
             model,
+            runtime,
             agent: AgentConfig {
                 max_tool_result_bytes,
                 max_turns,

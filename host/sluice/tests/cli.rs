@@ -130,6 +130,45 @@ fn bad_cap_values_stop_at_boot_with_key_value_and_range() {
 }
 
 #[test]
+fn bad_call_pool_sizes_stop_at_boot_with_key_value_and_range() {
+    for bad in ["0", "1025", "two"] {
+        let o = sluice(&["--max-concurrent-calls", bad, "call", "read_file", "{}"]);
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        assert!(o.stdout.is_empty(), "{bad}: nothing runs");
+        assert_eq!(
+            stderr(&o),
+            format!(
+                "sluice: error: runtime.max_concurrent_calls must be an integer from 1 to 1024 (calls); got {bad} (from --max-concurrent-calls)\n"
+            )
+        );
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["call", "read_file", "{}"])
+        .env("SLUICE_RUNTIME_QUEUE_TIMEOUT_MS", "-1")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        "sluice: error: runtime.queue_timeout_ms must be an integer from 0 to 3600000 (ms); got -1 (from SLUICE_RUNTIME_QUEUE_TIMEOUT_MS)\n"
+    );
+    // In range, the calls run.
+    let dir = root();
+    let root_flag = dir.path().display().to_string();
+    let o = sluice(&[
+        "--max-concurrent-calls",
+        "1",
+        "--root",
+        &root_flag,
+        "call",
+        "read_file",
+        r#"{"path":"f.txt","lineCount":1}"#,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with(r#"{"ok":true,"#), "{}", stdout(&o));
+}
+
+#[test]
 fn a_missing_root_is_a_clear_error() {
     let o = sluice(&["--root", "/no/such/dir", "call", "list_dir"]);
     assert_eq!(o.status.code(), Some(2));
