@@ -190,9 +190,13 @@ pub fn grep_files(ctx: &Context, args: &GrepFilesArgs) -> Result<GrepFilesPage> 
         resume,
         visited: false,
         buf: Vec::new(),
+        // The file's own bytes, as they are: no byte-order-mark sniffing, so no transcoding
+        // of UTF-16 (the key rules judge the same bytes), and a UTF-8 BOM stays part of the
+        // first line (SPEC section 8).
         searcher: SearcherBuilder::new()
             .line_number(true)
             .binary_detection(BinaryDetection::none())
+            .bom_sniffing(false)
             .build(),
         page: Collector {
             out: GrepFilesPage {
@@ -386,7 +390,11 @@ impl Search<'_> {
         if size > head && file.read_into(head, size - head, &mut self.buf).is_err() {
             return false;
         }
-        !has_armor(&self.buf)
+        if has_armor(&self.buf) {
+            return false;
+        }
+        without_crlf(&mut self.buf);
+        true
     }
 }
 
@@ -398,8 +406,8 @@ impl Collector {
             self.stop_after_last();
             return Ok(true);
         }
+        // The file's `\r\n` are `\n` here already (see `without_crlf`).
         let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
-        let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
         let mut text = String::from_utf8_lossy(bytes).into_owned();
         if let Some((cut, _)) = text.char_indices().nth(MAX_TEXT_CHARS) {
             text.truncate(cut);
@@ -465,6 +473,31 @@ impl Collector {
             .to_string(),
         );
     }
+}
+
+/// Rewrites every `\r\n` of `buf` as `\n`, in place.
+///
+/// A line's terminator is `\n` or `\r\n` (SPEC section 8): the pattern is matched against
+/// the line without it and the match's `text` is the line without it, so `foo$` matches
+/// `foo\r\n` and `\r` does not match its terminator. A `\r` not followed by `\n` (one that
+/// ends the file among them) is text, matched and returned. Line numbers do not change.
+fn without_crlf(buf: &mut Vec<u8>) {
+    let Some(first) = memchr::memmem::find(buf, b"\r\n") else {
+        return;
+    };
+    // Copy each run that starts at a `\n` whose `\r` was dropped, back over the gap.
+    let (mut write, mut read) = (first, first + 1);
+    loop {
+        let next = memchr::memmem::find(&buf[read + 1..], b"\r\n").map(|i| read + 1 + i);
+        let end = next.unwrap_or(buf.len());
+        buf.copy_within(read..end, write);
+        write += end - read;
+        match next {
+            Some(cr) => read = cr + 1,
+            None => break,
+        }
+    }
+    buf.truncate(write);
 }
 
 /// A position in a search: after line `line` of entry number `file` of the sorted walk

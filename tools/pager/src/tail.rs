@@ -79,7 +79,12 @@ pub fn tail_file(ctx: &Context, args: &TailFileArgs) -> Result<TailFilePage> {
         let line_start = newline.map_or(0, |i| i + 1);
         let whole = newline.is_some() || tail_start == 0;
         let raw = &tail[line_start..end];
-        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        // The terminator is `\n` or `\r\n`; a `\r` that ends the file is text.
+        let terminated = end < tail.len();
+        let raw = match raw.strip_suffix(b"\r") {
+            Some(text) if terminated => text,
+            _ => raw,
+        };
         let text = String::from_utf8_lossy(raw);
         let cost = escaped_len(&text) + 2 + u64::from(!lines.is_empty());
         if !whole || used + cost > page {
