@@ -13,6 +13,7 @@ mod cases; // Cases C1–C4 and C7–C13 from real bug reports, at CAP 8192.
 mod equivalence; // The component's JSON equals sluice_pager's native serde, byte for byte.
 mod grep_files; // Rows G1–G4, grep paging, the walk's skip rules.
 mod hostile; // Hostile components: loops, memory, floods, panics, escapes, missing imports.
+mod issue12_keys; // Issue 12 items 7–11: keys in UTF-16, encrypted, split; paging edges; deep trees.
 mod keys; // Rows K1–K3 and the key-material look-back rules.
 mod list_dir; // Row L1, entry kinds, list paging and name cutting.
 mod read_file; // Rows R1–R9: read_file pages, cursors and the page budget.
