@@ -2,8 +2,8 @@
 //!
 //! Every module builds its inputs in a temporary root, calls tools through
 //! `sluice_runtime::Toolbox` exactly as a session does, and asserts the observation.
-//! Row and case names (R1, T3, C10, …) refer to `/work/shared/cases/reference.md` and
-//! `/work/shared/cases/README.md`.
+//! Row and case names (R1, T3, C10, …) are anchors of `docs/regressions.md`
+//! (`docs/regressions.md#c10`), which gives each its source and its tests.
 
 mod agent_cases; // The reference scenario (1 MB log, 300 KB / 45 KB windows) and cases C5–C6.
 mod agent_loop; // Rows P1–P11: the agent loop with a replay model, caps, recovery, cancel, approvals.
@@ -26,7 +26,7 @@ use std::path::Path;
 use serde_json::json;
 use sluice_tests::Sandbox;
 
-/// CAP of the cases in `cases/README.md`.
+/// CAP of the cases in `docs/regressions.md`.
 const CASE_CAP: u32 = 8192;
 
 /// The compiled-component cache shared by every test process.

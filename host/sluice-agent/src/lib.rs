@@ -1,6 +1,7 @@
-//! The agent loop (SPEC section 5): a run asks the model, stores its reply, runs the tool
-//! calls it asks for in order, stores one capped observation per call, and repeats until
-//! the model answers without tools, `maxTurns` runs out, the run is cancelled, or it fails.
+//! The agent loop (docs/agent-loop.md#a-run): a run asks the model, stores its reply, runs
+//! the tool calls it asks for in order, stores one capped observation per call, and repeats
+//! until the model answers without tools, `maxTurns` runs out, the run is cancelled, or it
+//! fails.
 //!
 //! What makes a dead session impossible:
 //! - every observation is capped before it is stored ([`Tools::call`] returns capped

@@ -1,6 +1,6 @@
 //! Run-time keys: the part of the `[agent]` table an operator may change while Sluice runs
-//! (the operator API's `PUT /agent/config`, SPEC section 7), checked by the same rules and
-//! with the same messages as at boot.
+//! (the operator API's `PUT /agent/config`, docs/configuration.md#run-time-keys), checked by
+//! the same rules and with the same messages as at boot.
 //!
 //! ```
 //! use sluice_config::{RuntimeSetting, runtime_value};

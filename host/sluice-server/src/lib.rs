@@ -1,5 +1,5 @@
-//! Sluice as a service: the operator API (SPEC section 7) over HTTP, on axum, with the same
-//! store and agent loop as the CLI.
+//! Sluice as a service: the operator API over HTTP, on axum, with the same store and agent
+//! loop as the CLI. Its configuration rules are docs/configuration.md#run-time-keys.
 //!
 //! - [`Server`]: checks its [`ServeOptions`] ([`Server::new`]: a non-loopback address needs a
 //!   bearer token), binds ([`Server::bind`]) and serves until told to stop

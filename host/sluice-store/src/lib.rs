@@ -1,4 +1,4 @@
-//! Sessions and their transcripts (SPEC section 6).
+//! Sessions and their transcripts (docs/storage.md).
 //!
 //! The [`Store`] trait is what the agent loop needs; [`SqliteStore`] is the embedded
 //! default (one SQLite file in WAL mode). A message is appended as one row in its own

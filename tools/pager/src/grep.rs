@@ -1,5 +1,5 @@
 //! `grep_files`: search files for a regular expression, one page of matches at a time
-//! (SPEC sections 4 and 8).
+//! (docs/paging.md#grep_files).
 //!
 //! The walk starts at the root so that every `.gitignore` from the root down applies
 //! (matched by ripgrep's `ignore` crate), visits only the searched path, and is sorted by
@@ -192,7 +192,7 @@ pub fn grep_files(ctx: &Context, args: &GrepFilesArgs) -> Result<GrepFilesPage> 
         buf: Vec::new(),
         // The file's own bytes, as they are: no byte-order-mark sniffing, so no transcoding
         // of UTF-16 (the key rules judge the same bytes), and a UTF-8 BOM stays part of the
-        // first line (SPEC section 8).
+        // first line (docs/paging.md#text-and-bytes).
         searcher: SearcherBuilder::new()
             .line_number(true)
             .binary_detection(BinaryDetection::none())
@@ -477,10 +477,11 @@ impl Collector {
 
 /// Rewrites every `\r\n` of `buf` as `\n`, in place.
 ///
-/// A line's terminator is `\n` or `\r\n` (SPEC section 8): the pattern is matched against
-/// the line without it and the match's `text` is the line without it, so `foo$` matches
-/// `foo\r\n` and `\r` does not match its terminator. A `\r` not followed by `\n` (one that
-/// ends the file among them) is text, matched and returned. Line numbers do not change.
+/// A line's terminator is `\n` or `\r\n` (docs/paging.md#text-and-bytes): the pattern is
+/// matched against the line without it and the match's `text` is the line without it, so
+/// `foo$` matches `foo\r\n` and `\r` does not match its terminator. A `\r` not followed by
+/// `\n` (one that ends the file among them) is text, matched and returned. Line numbers do
+/// not change.
 fn without_crlf(buf: &mut Vec<u8>) {
     let Some(first) = memchr::memmem::find(buf, b"\r\n") else {
         return;

@@ -1,4 +1,4 @@
-//! Key material: refused names and PEM private-key armor (SPEC sections 3 and 8).
+//! Key material: refused names and PEM private-key armor (docs/keys.md).
 
 mod armor;
 
@@ -142,7 +142,7 @@ pub fn redact_armor(text: &str) -> String {
 /// Every armor line in `window`, whose first byte is at file offset `window_start`, in
 /// order and without overlaps.
 ///
-/// An armor line (SPEC section 8) is `-----BEGIN ` or `-----END `, then label characters
+/// An armor line (docs/keys.md#armor) is `-----BEGIN ` or `-----END `, then label characters
 /// (letters, digits, spaces, `_`, `-`; any number of them), then `PRIVATE KEY`, optionally
 /// ` BLOCK`, then `-----`, anywhere in a line, case-sensitive. Also armor: one split
 /// across one line break (`-----BEGIN RSA PRIVATE` then `KEY-----` on the next line,
@@ -159,8 +159,8 @@ pub fn find_armor(window: &[u8], window_start: u64) -> Vec<Armor> {
         .collect()
 }
 
-/// What one whole line is to the fail-closed rule of SPEC section 8 (see
-/// [`classify_line`]).
+/// What one whole line is to the fail-closed rule (docs/keys.md#key-body-and-neutral-lines;
+/// see [`classify_line`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LineClass {
     /// 16–100 characters of `A–Z a–z 0–9 + / =`, optionally indented.
@@ -223,12 +223,13 @@ fn is_armor_rest(text: &[u8]) -> bool {
         })
 }
 
-/// True for a key-body line (SPEC section 8): see [`classify_line`].
+/// True for a key-body line (docs/keys.md#key-body-and-neutral-lines): see
+/// [`classify_line`].
 pub fn is_key_body_line(line: &[u8]) -> bool {
     classify_line(line) == LineClass::KeyBody
 }
 
-/// The fail-closed rule of SPEC sections 3 and 8: `look_back` is the bytes just before a
+/// The fail-closed rule (docs/keys.md#fail-closed): `look_back` is the bytes just before a
 /// page (or window) start, it holds no armor line, and it does not reach the start of the
 /// file. True when it holds at least one whole key-body line and every whole line in it is
 /// a key-body or a neutral line ([`classify_line`]).

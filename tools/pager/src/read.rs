@@ -1,4 +1,4 @@
-//! `read_file`: one page of a text file (SPEC section 4).
+//! `read_file`: one page of a text file (docs/paging.md#read_file).
 
 use serde::{Deserialize, Serialize};
 
@@ -231,8 +231,9 @@ pub fn read_file(ctx: &Context, args: &ReadFileArgs) -> Result<ReadFilePage> {
 }
 
 /// The empty page at the end of the file that a `startLine` past the last line gets
-/// (SPEC section 8): `offset` = size, empty `content`, and `totalLines`. Never refused: it
-/// shows nothing, whatever the file ends with.
+/// (docs/paging.md#read_file-the-result): `offset` = size, empty `content`, and
+/// `totalLines`. Never refused (docs/keys.md#the-empty-page): it shows nothing, whatever
+/// the file ends with.
 fn empty_page(path: String, size: u64, total_lines: u64) -> Result<ReadFilePage> {
     Ok(ReadFilePage {
         path,

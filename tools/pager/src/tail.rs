@@ -1,4 +1,4 @@
-//! `tail_file`: the last lines of a text file (SPEC section 4).
+//! `tail_file`: the last lines of a text file (docs/paging.md#tail_file).
 
 use serde::{Deserialize, Serialize};
 

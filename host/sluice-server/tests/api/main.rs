@@ -4,7 +4,7 @@
 
 mod approvals; // Destructive calls: awaiting_approval, approve/deny, one observation each.
 mod auth; // Bearer tokens: 401s on every route, and no start beyond loopback without one.
-mod config; // GET/PUT /agent/config: row P13 of reference.md, unknown and boot-only keys.
+mod config; // GET/PUT /agent/config: row P13 (docs/regressions.md#p13), unknown and boot-only keys.
 mod runs; // Runs: a full run, events, cancellation, 409, 413, 50 concurrent sessions.
 
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! Finding PEM private-key armor lines in bytes (SPEC section 8), in time linear in the
+//! Finding PEM private-key armor lines in bytes (docs/keys.md#armor), in time linear in the
 //! bytes searched whatever they hold.
 //!
 //! An armor line is `-----BEGIN ` or `-----END `, then label characters (letters, digits,
@@ -11,7 +11,8 @@
 //!   with one space. Two breaks or more are not followed;
 //! - **with NUL bytes interleaved**, as UTF-16 and UTF-32 write ASCII text: NUL bytes are
 //!   ignored, so `-\0-\0-\0-\0-\0B\0E\0G\0I\0N\0 \0…` is armor too. The tools transcode
-//!   nothing (SPEC section 8), so the page of a UTF-16 file shows those bytes as they are;
+//!   nothing (docs/paging.md#text-and-bytes), so the page of a UTF-16 file shows those bytes
+//!   as they are;
 //!   the key rules judge the same bytes, NULs ignored.
 
 use std::borrow::Cow;

@@ -1,5 +1,5 @@
 //! Native tests of `sluice-pager`: the reference rows and bug-report cases of
-//! `/work/shared/cases`, the sandbox rules, property tests of the cursors and the key rules,
+//! `docs/regressions.md`, the sandbox rules, property tests of the cursors and the key rules,
 //! and the repros of issue 12.
 
 mod edge;

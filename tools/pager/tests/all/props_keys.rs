@@ -2,7 +2,8 @@
 //! tail_file or grep_files ever holds a byte of a PEM key, whatever shape the key has (d);
 //! a `startLine` past the last line is always the empty page (e); grep matches and returns
 //! each line without its terminator (f); armor on one line is found exactly when the
-//! SPEC's pattern is there, whatever the label's length and with NULs interleaved (g).
+//! pattern of docs/keys.md#armor is there, whatever the label's length and with NULs
+//! interleaved (g).
 
 use proptest::prelude::*;
 use sluice_pager::keys::has_armor;
@@ -309,8 +310,8 @@ fn armor_piece() -> impl Strategy<Value = String> {
 proptest! {
     #![proptest_config(config(256))]
 
-    /// (g) On one line, `has_armor` is true exactly when the SPEC's pattern matches, NUL
-    /// bytes left out: no label is too long, no place too far.
+    /// (g) On one line, `has_armor` is true exactly when the pattern of docs/keys.md#armor
+    /// matches, NUL bytes left out: no label is too long, no place too far.
     #[test]
     fn armor_on_one_line_is_the_spec_pattern(
         pieces in prop::collection::vec(armor_piece(), 1..12),
