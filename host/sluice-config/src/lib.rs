@@ -22,6 +22,7 @@
 
 mod model;
 mod runtime;
+mod server;
 mod tools;
 
 use std::collections::BTreeMap;
@@ -34,6 +35,7 @@ pub use runtime::{
     Allowed, BOOT_ONLY_KEYS, RUNTIME_KEYS, RUNTIME_ORIGIN, RuntimeKey, RuntimeSetting, runtime_key,
     runtime_value,
 };
+pub use server::{ALLOWED_HOST_RULE, ENV_ALLOWED_HOSTS, ServerConfig, valid_allowed_host};
 use sluice_pager::budget::{DEFAULT_MAX_RESULT_BYTES, MAX_MAX_RESULT_BYTES, MIN_MAX_RESULT_BYTES};
 pub use tools::{
     BUILTIN_TOOLS, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_MS, MAX_MEMORY_MIB, MAX_TIMEOUT_MS,
@@ -140,6 +142,8 @@ pub struct Overrides {
     pub store: Option<PathBuf>,
     /// `--model PROVIDER:NAME`.
     pub model: Option<String>,
+    /// `sluice serve --allowed-host NAME`, in order (replaces `server.allowed_hosts`).
+    pub allowed_hosts: Vec<String>,
 }
 
 /// The resolved configuration.
@@ -156,6 +160,8 @@ pub struct Config {
     pub store: Option<PathBuf>,
     /// The model (`[model]`, `--model`).
     pub model: ModelConfig,
+    /// The `[server]` table (`sluice serve`).
+    pub server: ServerConfig,
 }
 
 /// Settings of the agent loop.
@@ -200,6 +206,8 @@ struct File {
     store: FileStore,
     #[serde(default)]
     model: model::FileModel,
+    #[serde(default)]
+    server: server::FileServer,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -412,10 +420,16 @@ impl Config {
             file.and_then(Path::parent).unwrap_or(Path::new(".")),
             &file_label,
         )?;
+        let server = parsed.server.resolve(
+            &overrides.allowed_hosts,
+            env(ENV_ALLOWED_HOSTS),
+            &file_label,
+        )?;
         Ok(Config {
             tools,
             store,
             model,
+            server,
             agent: AgentConfig {
                 max_tool_result_bytes,
                 max_turns,

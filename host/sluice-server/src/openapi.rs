@@ -60,8 +60,35 @@ fn agent_config() -> Value {
     json!({"type": "object", "additionalProperties": false, "properties": properties})
 }
 
-/// The document.
+/// The document, with the guard's answers ([`crate::guard`]) on every operation.
 pub(crate) fn document() -> Value {
+    let mut doc = routes();
+    let forbidden = error_response(
+        "The `Host` is not one the server answers to (`host`, `allowedHosts`), or the request is cross-origin (`origin`) and the server has no token.",
+    );
+    let unsupported = error_response(
+        "The body is not declared `Content-Type: application/json` (`contentType`, `allowed`).",
+    );
+    let too_large = error_response("The body is over the limit (`limitBytes`).");
+    if let Some(paths) = doc["paths"].as_object_mut() {
+        for operation in paths.values_mut().filter_map(Value::as_object_mut) {
+            for op in operation.values_mut() {
+                let has_body = op.get("requestBody").is_some();
+                if let Some(responses) = op["responses"].as_object_mut() {
+                    responses.insert("403".into(), forbidden.clone());
+                    if has_body {
+                        responses.insert("415".into(), unsupported.clone());
+                        responses.entry("413").or_insert_with(|| too_large.clone());
+                    }
+                }
+            }
+        }
+    }
+    doc
+}
+
+/// The routes and their own answers.
+fn routes() -> Value {
     let unauthorized =
         error_response("No bearer token, or the wrong one (when the server has a token).");
     let not_found = error_response("No such session.");
@@ -70,7 +97,7 @@ pub(crate) fn document() -> Value {
         "info": {
             "title": "Sluice operator API",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "Drive Sluice agent sessions over HTTP: create sessions, post prompts (one run per session), stream run events, cancel runs, resolve approvals of destructive tool calls, read transcripts and audits, and change run-time configuration. Every error is JSON: {\"error\": \"…\"} with more fields where they help. Request bodies over the server's limit (default 1 MiB) answer 413."
+            "description": "Drive Sluice agent sessions over HTTP: create sessions, post prompts (one run per session), stream run events, cancel runs, resolve approvals of destructive tool calls, read transcripts and audits, and change run-time configuration. Every error is JSON: {\"error\": \"…\"} with more fields where they help. Every request first passes a guard: a `Host` other than the listening address, a loopback name on a loopback server, or a name allowed with --allowed-host answers 403 (against DNS rebinding); a cross-origin request (an `Origin` other than the server's own) answers 403 unless the server has a bearer token and the request carries it; a body must be sent with `Content-Type: application/json` (else 415); bodies over the server's limit (default 1 MiB) answer 413."
         },
         "security": [{"bearer": []}],
         "paths": {

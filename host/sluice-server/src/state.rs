@@ -27,7 +27,6 @@ struct Inner {
     /// Applied to runs that start after a change; a run keeps the settings it started with.
     settings: RwLock<Settings>,
     runs: Runs,
-    token: Option<String>,
     max_body_bytes: usize,
     /// Every run's task, so shutdown can wait for them.
     tasks: TaskTracker,
@@ -42,14 +41,13 @@ pub(crate) struct PendingCall {
 }
 
 impl AppState {
-    pub(crate) fn new(services: Services, token: Option<String>, max_body_bytes: usize) -> Self {
+    pub(crate) fn new(services: Services, max_body_bytes: usize) -> Self {
         AppState(Arc::new(Inner {
             store: services.store,
             backend: services.backend,
             tools: services.tools,
             settings: RwLock::new(services.settings),
             runs: Runs::new(),
-            token,
             max_body_bytes,
             tasks: TaskTracker::new(),
             shutdown: CancellationToken::new(),
@@ -62,10 +60,6 @@ impl AppState {
 
     pub(crate) fn runs(&self) -> &Runs {
         &self.0.runs
-    }
-
-    pub(crate) fn token(&self) -> Option<&str> {
-        self.0.token.as_deref()
     }
 
     pub(crate) fn max_body_bytes(&self) -> usize {

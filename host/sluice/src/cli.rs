@@ -143,6 +143,13 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) token_file: Option<PathBuf>,
 
+    /// A host name (or IP address) the API answers to besides the listening address (and,
+    /// on loopback, localhost); repeat for more. Requests naming any other `Host` answer
+    /// 403, against DNS rebinding. Replaces `server.allowed_hosts` and env
+    /// SLUICE_SERVER_ALLOWED_HOSTS (comma-separated).
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    pub(crate) allowed_hosts: Vec<String>,
+
     /// The largest request body, in bytes; larger bodies answer 413 (default 1048576).
     #[arg(long, value_name = "BYTES", default_value_t = sluice_server::DEFAULT_MAX_BODY_BYTES)]
     pub(crate) max_body_bytes: usize,

@@ -14,6 +14,7 @@ pub(crate) async fn run(config: &Config, args: ServeArgs) -> anyhow::Result<()> 
         listen: args.listen,
         token,
         max_body_bytes: args.max_body_bytes,
+        allowed_hosts: config.server.allowed_hosts.clone(),
     };
     // Refuse a bad address/token pairing before loading anything.
     options.check()?;
