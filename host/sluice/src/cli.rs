@@ -101,7 +101,9 @@ pub(crate) struct RunArgs {
     /// The prompt. May be left out to resume a session (after an approval, or a crash).
     pub(crate) prompt: Option<String>,
 
-    /// Continue this session instead of starting a new one.
+    /// Continue this session instead of starting a new one. With a prompt, a session that
+    /// does not exist is created under this name (1 to 64 ASCII letters, digits, `-`, `_`
+    /// and `.`, starting with a letter or digit).
     #[arg(long, value_name = "ID")]
     pub(crate) session: Option<String>,
 

@@ -728,3 +728,62 @@ fn serve_answers_over_http() {
         sluice_protocol::SessionStatus::Completed
     );
 }
+
+/// Issue 14: `sluice run --session NAME "prompt"` on a name no session has creates a session
+/// under that name (and says so on stderr), as other agents' `--session-id` does; before, it
+/// failed with `no session "NAME"`. A name is checked, and without a prompt there is nothing
+/// to start, so a missing session is still an error.
+#[test]
+fn run_creates_a_session_under_the_name_given() {
+    let dir = log_dir();
+    let store = dir.path().join("sessions.db");
+    let store_flag = store.display().to_string();
+    let root_flag = dir.path().join("logs").display().to_string();
+    let run = |args: &[&str]| {
+        let mut all = vec!["--root", &root_flag, "--store", &store_flag, "run"];
+        all.extend_from_slice(args);
+        sluice(&all)
+    };
+    let o = run(&["--session", "fix-login", "what failed?"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with("sluice: no session \"fix-login\" yet: created it\n"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).ends_with("session fix-login: completed\n"),
+        "{}",
+        stderr(&o)
+    );
+    // The second time it continues the same session.
+    let o = run(&["--session", "fix-login", "and now?", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("created it"), "{}", stderr(&o));
+    let shown: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(shown["session"], "fix-login");
+    assert_eq!(shown["messages"][0]["content"], "and now?");
+    assert!(shown["messages"][0]["seq"].as_u64().unwrap() > 1, "{shown}");
+
+    let o = run(&["--session", "no/such name", "x"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        "sluice: error: session name \"no/such name\" is not allowed: a session name is 1 to 64 characters: ASCII letters, digits, `-`, `_` and `.`, starting with a letter or digit\n"
+    );
+    let o = run(&["--session", "never-started"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        "sluice: error: no session \"never-started\": give a prompt to start a session under that name (`sluice run --session never-started \"…\"`), or see `sluice session list`\n"
+    );
+    let list = sluice(&["--store", &store_flag, "session", "list"]);
+    let sessions: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    let ids: Vec<&str> = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["fix-login"]);
+}
