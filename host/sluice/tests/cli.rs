@@ -787,3 +787,40 @@ fn run_creates_a_session_under_the_name_given() {
         .collect();
     assert_eq!(ids, ["fix-login"]);
 }
+
+/// Issue 12 item 13, through the binary: a non-UTF-8 `SLUICE_AGENT_MAX_TOOL_RESULT_BYTES`
+/// used to read as unset (the default applied), and a store path naming a file that is not
+/// a store was made a database (an empty file) or refused in SQLite's words. Both stop the
+/// start, naming the variable or the file, and the file is left as it was.
+#[cfg(unix)]
+#[test]
+fn bad_environment_and_store_files_stop_the_start() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = root();
+    let root_flag = dir.path().display().to_string();
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["--root", &root_flag, "call", "list_dir"])
+        .env(
+            "SLUICE_AGENT_MAX_TOOL_RESULT_BYTES",
+            std::ffi::OsStr::from_bytes(b"\xff\xfe"),
+        )
+        .output()
+        .expect("sluice runs");
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        "sluice: error: agent.max_tool_result_bytes must be valid UTF-8 text; got \"\\xFF\\xFE\" (from SLUICE_AGENT_MAX_TOOL_RESULT_BYTES)\n"
+    );
+    let empty = dir.path().join("notes.txt");
+    std::fs::write(&empty, "").unwrap();
+    let store_flag = empty.display().to_string();
+    let o = sluice(&["--store", &store_flag, "session", "list"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "sluice: error: {store_flag} is not a Sluice session store: it is an empty file (0 bytes); refusing to use it (nothing was written). Give --store (SLUICE_STORE, store.path) a new file or an existing session store\n"
+        )
+    );
+    assert_eq!(std::fs::read(&empty).unwrap(), b"");
+}

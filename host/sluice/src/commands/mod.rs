@@ -42,6 +42,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
         model,
         allowed_hosts,
     };
+    sluice_config::check_environment(&|k| std::env::var_os(k))?;
     let config = Config::resolve(
         cli.global.config.as_deref(),
         &|k| std::env::var(k).ok(),
