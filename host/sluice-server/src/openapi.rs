@@ -133,7 +133,7 @@ fn routes() -> Value {
             }},
             "/sessions/{id}/prompts": {"post": {
                 "summary": "Add a prompt and start a run",
-                "description": "Appends the prompt as a user message and runs the agent loop until the model answers, `max_turns` runs out, a destructive call waits for approval, the run is cancelled, or the model fails.",
+                "description": "Claims the session's run and stores the prompt in one transaction of the session store (so a 202 means the prompt is stored, and a session run by another process answers 409), appends it as a user message and runs the agent loop until the model answers, `max_turns` runs out, a destructive call waits for approval, the run is cancelled, or the model fails.",
                 "parameters": [session_id(), wait()],
                 "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["prompt"], "additionalProperties": false, "properties": {"prompt": {"type": "string", "minLength": 1}}}}}},
                 "responses": {
@@ -141,7 +141,7 @@ fn routes() -> Value {
                     "202": run_started(),
                     "400": error_response("The body is not `{\"prompt\": \"…\"}`, or `wait` is not a boolean."),
                     "401": unauthorized, "404": not_found,
-                    "409": error_response("The session has a run in progress, or a destructive call waits for a decision (`callId`)."),
+                    "409": error_response("The session has a run in progress (in this or another process sharing the session store: nothing was stored), or a destructive call waits for a decision (`callId`)."),
                     "413": error_response("The body is over the limit (`limitBytes`).")
                 }
             }},

@@ -11,7 +11,9 @@ use rusqlite::{
 use sluice_protocol::{Message, Role, SessionStatus, ToolCall};
 
 use crate::runner::{process_is_live, process_token};
-use crate::schema::{MIGRATIONS, check_file, check_not_foreign, migrate};
+use crate::schema::{
+    MIGRATIONS, check_file, check_not_foreign, create_private_dir_all, create_whole, migrate,
+};
 use crate::{
     AuditEntry, Decision, SessionRecord, Store, StoreError, StoredMessage, now_rfc3339,
     valid_session_name,
@@ -236,52 +238,6 @@ impl From<StoreError> for Fail {
     fn from(e: StoreError) -> Self {
         Fail::Store(e)
     }
-}
-
-/// Creates a complete, empty store at `path`, which did not exist: the schema is written to
-/// a temporary file beside it (rollback journal, so everything is in the one file when it
-/// closes), which is then hard-linked to `path`. If another process linked its own first,
-/// that one is kept. Where hard links are not supported, the file is renamed into place
-/// unless `path` exists by then.
-fn create_whole(path: &Path, shown: &str) -> Result<(), StoreError> {
-    let fail = |what: &str, e: &dyn std::fmt::Display| StoreError::Database {
-        path: shown.to_owned(),
-        message: format!("{what}: {e}"),
-    };
-    static CREATED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let nth = CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".new-{}-{nth}", process_token()));
-    let temp = path.with_file_name(name);
-    let result = (|| {
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let mut conn = Connection::open_with_flags(&temp, flags)
-            .map_err(|e| fail("cannot create the database", &e))?;
-        migrate(&mut conn, shown)?;
-        conn.close()
-            .map_err(|(_, e)| fail("cannot create the database", &e))?;
-        match std::fs::hard_link(&temp, path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-            Err(_) if !path.exists() => std::fs::rename(&temp, path)
-                .map_err(|e| fail("cannot move the new database into place", &e)),
-            Err(_) => Ok(()),
-        }
-    })();
-    let _ = std::fs::remove_file(&temp);
-    result
-}
-
-/// Creates `dir` and its missing parents; on Unix the ones it creates get mode 0700
-/// (transcripts hold what the tools read).
-fn create_private_dir_all(dir: &Path) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir)
 }
 
 /// A fresh session id: `s-` and 12 characters of lowercase Crockford base32 (digits and
