@@ -101,7 +101,9 @@ pub(crate) struct RunArgs {
     /// The prompt. May be left out to resume a session (after an approval, or a crash).
     pub(crate) prompt: Option<String>,
 
-    /// Continue this session instead of starting a new one.
+    /// Continue this session instead of starting a new one. With a prompt, a session that
+    /// does not exist is created under this name (1 to 64 ASCII letters, digits, `-`, `_`
+    /// and `.`, starting with a letter or digit).
     #[arg(long, value_name = "ID")]
     pub(crate) session: Option<String>,
 
@@ -142,6 +144,13 @@ pub(crate) struct ServeArgs {
     /// environment variable SLUICE_SERVER_TOKEN.
     #[arg(long, value_name = "FILE")]
     pub(crate) token_file: Option<PathBuf>,
+
+    /// A host name (or IP address) the API answers to besides the listening address (and,
+    /// on loopback, localhost); repeat for more. Requests naming any other `Host` answer
+    /// 403, against DNS rebinding. Replaces `server.allowed_hosts` and env
+    /// SLUICE_SERVER_ALLOWED_HOSTS (comma-separated).
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    pub(crate) allowed_hosts: Vec<String>,
 
     /// The largest request body, in bytes; larger bodies answer 413 (default 1048576).
     #[arg(long, value_name = "BYTES", default_value_t = sluice_server::DEFAULT_MAX_BODY_BYTES)]

@@ -17,10 +17,20 @@ use crate::cli::{Cli, Command, ToolsCommand};
 
 /// Runs the command.
 pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
-    let (max_turns, auto_approve, model) = match &cli.command {
-        Command::Run(r) => (r.max_turns.clone(), r.auto_approve, r.model.clone()),
-        Command::Serve(s) => (s.max_turns.clone(), s.auto_approve, s.model.clone()),
-        _ => (None, false, None),
+    let (max_turns, auto_approve, model, allowed_hosts) = match &cli.command {
+        Command::Run(r) => (
+            r.max_turns.clone(),
+            r.auto_approve,
+            r.model.clone(),
+            Vec::new(),
+        ),
+        Command::Serve(s) => (
+            s.max_turns.clone(),
+            s.auto_approve,
+            s.model.clone(),
+            s.allowed_hosts.clone(),
+        ),
+        _ => (None, false, None, Vec::new()),
     };
     let overrides = Overrides {
         roots: cli.global.roots.clone(),
@@ -30,7 +40,9 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
         auto_approve,
         store: cli.global.store.clone(),
         model,
+        allowed_hosts,
     };
+    sluice_config::check_environment(&|k| std::env::var_os(k))?;
     let config = Config::resolve(
         cli.global.config.as_deref(),
         &|k| std::env::var(k).ok(),

@@ -9,11 +9,16 @@ use crate::cli::ServeArgs;
 
 /// Serves until Ctrl-C; the address goes to stderr once listening.
 pub(crate) async fn run(config: &Config, args: ServeArgs) -> anyhow::Result<()> {
-    let token = token_from(args.token_file.as_deref(), &|k| std::env::var(k).ok())?;
+    // A token that is not UTF-8 reads with U+FFFD in it, which the token check refuses
+    // (rather than reading as unset and serving without one).
+    let token = token_from(args.token_file.as_deref(), &|k| {
+        std::env::var_os(k).map(|v| v.to_string_lossy().into_owned())
+    })?;
     let options = ServeOptions {
         listen: args.listen,
         token,
         max_body_bytes: args.max_body_bytes,
+        allowed_hosts: config.server.allowed_hosts.clone(),
     };
     // Refuse a bad address/token pairing before loading anything.
     options.check()?;
