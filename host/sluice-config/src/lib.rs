@@ -21,6 +21,7 @@
 //! ```
 
 mod file;
+mod mcp;
 mod model;
 mod runtime;
 mod server;
@@ -33,6 +34,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::file::{Raw, Source};
+pub use mcp::{DEFAULT_TOOLS_PER_PAGE, ENV_MCP_ALLOW_DESTRUCTIVE, MAX_TOOLS_PER_PAGE, McpConfig};
 pub use model::{ModelConfig, PROVIDERS};
 pub use runtime::{
     Allowed, BOOT_ONLY_KEYS, RUNTIME_KEYS, RUNTIME_ORIGIN, RuntimeKey, RuntimeSetting, runtime_key,
@@ -183,6 +185,8 @@ pub struct Overrides {
     pub model: Option<String>,
     /// `sluice serve --allowed-host NAME`, in order (replaces `server.allowed_hosts`).
     pub allowed_hosts: Vec<String>,
+    /// `--allow-destructive` (`sluice mcp`, `sluice serve`): serve destructive tools over MCP.
+    pub allow_destructive: bool,
 }
 
 /// The resolved configuration.
@@ -201,6 +205,8 @@ pub struct Config {
     pub model: ModelConfig,
     /// The `[server]` table (`sluice serve`).
     pub server: ServerConfig,
+    /// The MCP server (`[mcp]`).
+    pub mcp: McpConfig,
 }
 
 /// Settings of the agent loop.
@@ -247,6 +253,8 @@ struct File {
     model: model::FileModel,
     #[serde(default)]
     server: server::FileServer,
+    #[serde(default)]
+    mcp: mcp::FileMcp,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -472,11 +480,15 @@ impl Config {
             env(ENV_ALLOWED_HOSTS),
             &file_label,
         )?;
+        let mcp = parsed
+            .mcp
+            .resolve(overrides.allow_destructive, env, &file_label)?;
         Ok(Config {
             tools,
             store,
             model,
             server,
+            mcp,
             agent: AgentConfig {
                 max_tool_result_bytes,
                 max_turns,
