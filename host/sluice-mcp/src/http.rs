@@ -6,14 +6,22 @@
 //! rmcp's service checks what is MCP's own: the `MCP-Protocol-Version` header and its
 //! match with the body (400), `Accept` (406), `Content-Type` (415), the body limit (413),
 //! and, when [`HttpOptions`] lists them, `Host` against DNS rebinding and `Origin` (403).
-//! `sluice-server` puts [`router`] behind the operator API's guard (Host, token, Origin,
-//! body limit, Content-Type), which is then the one place that decides.
+//! A body that is not a JSON-RPC message gets a JSON-RPC error here (rmcp answers it with a
+//! bare 415). `sluice-server` puts [`router`] behind the operator API's guard (Host, token,
+//! Origin, body limit, Content-Type), which is then the one place that decides.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::McpServer;
@@ -101,5 +109,59 @@ pub fn service(
 
 /// A router with the MCP endpoint at [`MCP_PATH`] (and nothing else).
 pub fn router(server: McpServer, options: &HttpOptions) -> axum::Router {
-    axum::Router::new().route_service(MCP_PATH, service(server, options))
+    let limit = options.max_body_bytes;
+    axum::Router::new()
+        .route_service(MCP_PATH, service(server, options))
+        .layer(axum::middleware::from_fn(move |request, next| {
+            json_rpc_body(request, next, limit)
+        }))
+}
+
+/// Answers a POST body that is not a JSON-RPC message with a JSON-RPC error (HTTP 400):
+/// parse error (-32700, `id` null) for text that is not JSON, invalid request (-32600, with
+/// the message's `id` when it has one) for JSON of another shape. rmcp's service answers
+/// both with a bare `415` text, which a client cannot match to its request.
+async fn json_rpc_body(request: Request, next: Next, limit: usize) -> Response {
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, limit).await else {
+        let message = format!("the request body is over the limit of {limit} bytes");
+        return error(StatusCode::PAYLOAD_TOO_LARGE, Value::Null, -32600, message);
+    };
+    match serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
+        Ok(_) => {
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
+        Err(e) if e.is_syntax() || e.is_eof() => error(
+            StatusCode::BAD_REQUEST,
+            Value::Null,
+            -32700,
+            format!("parse error: {e}"),
+        ),
+        Err(e) => {
+            let value: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+            let id = value
+                .get("id")
+                .filter(|id| id.is_string() || id.is_number())
+                .cloned()
+                .unwrap_or(Value::Null);
+            error(
+                StatusCode::BAD_REQUEST,
+                id,
+                -32600,
+                format!(
+                    "invalid request: {e}; a request is {{\"jsonrpc\":\"2.0\",\"id\":…,\"method\":…,\"params\":{{…}}}}"
+                ),
+            )
+        }
+    }
+}
+
+/// A JSON-RPC error answer with HTTP status `status`.
+fn error(status: StatusCode, id: Value, code: i64, message: String) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
+    (status, axum::Json(body)).into_response()
 }

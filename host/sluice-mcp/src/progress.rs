@@ -27,20 +27,20 @@ pub(crate) struct Ticker {
 }
 
 impl Ticker {
-    /// Starts reporting the progress of a call of `tool` to `peer` under `token`.
-    pub(crate) fn start(peer: Peer<RoleServer>, token: ProgressToken, tool: &str) -> Ticker {
+    /// Starts reporting the progress of a call of `tool` to `peer` under `token`; a tool of
+    /// [`PROGRESS_FROM_START`] reports once before this returns.
+    pub(crate) async fn start(peer: Peer<RoleServer>, token: ProgressToken, tool: &str) -> Ticker {
         let stop = CancellationToken::new();
-        let from_start = PROGRESS_FROM_START.contains(&tool);
+        let started = Instant::now();
+        if PROGRESS_FROM_START.contains(&tool) {
+            let param = ProgressNotificationParam::new(token.clone(), 0.0)
+                .with_message(format!("{tool}: started"));
+            let _ = peer.notify_progress(param).await;
+        }
         let tool = tool.to_string();
         let stopped = stop.clone();
         let task = tokio::spawn(async move {
-            let started = Instant::now();
-            let first = if from_start {
-                Duration::ZERO
-            } else {
-                PROGRESS_INTERVAL
-            };
-            let mut next = tokio::time::Instant::now() + first;
+            let mut next = tokio::time::Instant::now() + PROGRESS_INTERVAL;
             loop {
                 tokio::select! {
                     _ = stopped.cancelled() => return,

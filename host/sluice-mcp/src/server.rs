@@ -212,7 +212,7 @@ impl ServerHandler for McpServer {
             .unwrap_or_default();
         let ticker = match context.meta.get_progress_token() {
             Some(token) if self.0.catalog.serves(&name) => {
-                Some(Ticker::start(context.peer.clone(), token, &name))
+                Some(Ticker::start(context.peer.clone(), token, &name).await)
             }
             _ => None,
         };

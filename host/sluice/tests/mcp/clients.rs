@@ -120,7 +120,7 @@ async fn python_sdk_over_http_with_initialize() {
 
 /// The official conformance suite against `POST /mcp` of `sluice serve`: every scenario
 /// that applies to a tools-only server passes; the others are in
-/// `tests/mcp/conformance-baseline.yml`, each with its reason. Run once per revision
+/// `tests/mcp/conformance-baseline-<revision>.yml`, each with its reason. Run once per revision
 /// Sluice serves over HTTP with a handshake of its own (2025-11-25 with `initialize`,
 /// 2026-07-28 stateless).
 #[tokio::test]
@@ -137,9 +137,10 @@ async fn conformance_suite_passes_with_its_baseline() {
     };
     let server = listen(&["serve", "--listen", "127.0.0.1:0"], &[]).await;
     let url = format!("{}/mcp", server.url);
-    let baseline = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/conformance-baseline.yml");
     let work = tempfile::tempdir().unwrap();
     for revision in ["2025-11-25", "2026-07-28"] {
+        let baseline = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("tests/mcp/conformance-baseline-{revision}.yml"));
         let out = tokio::process::Command::new(&node)
             .arg(&cli)
             .args(["server", "--url", &url, "--requirements", revision])

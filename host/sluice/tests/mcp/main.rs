@@ -37,10 +37,13 @@ pub(crate) fn command(args: &[&str]) -> tokio::process::Command {
     c
 }
 
-/// An rmcp client of `sluice ARGS… mcp` over stdio.
+/// An rmcp client of `sluice ARGS… mcp` over stdio (`mcp` is added unless `args` has it,
+/// followed by its own flags).
 pub(crate) async fn client(args: &[&str]) -> RunningService<RoleClient, ()> {
     let mut all: Vec<&str> = args.to_vec();
-    all.push("mcp");
+    if !all.contains(&"mcp") {
+        all.push("mcp");
+    }
     let mut cmd = command(&all);
     cmd.stderr(Stdio::inherit());
     let transport = TokioChildProcess::new(cmd).expect("sluice mcp starts");

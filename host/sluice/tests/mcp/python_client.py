@@ -20,7 +20,9 @@ async def exercise(session: ClientSession, handshake: str) -> dict:
     if handshake == "discover":
         result = await session.discover()
         version = result.supported_versions
-        server = result.server_info.name
+        # 2026-07-28 carries the server's identity in `_meta`.
+        meta = result.meta or {}
+        server = meta["io.modelcontextprotocol/serverInfo"]["name"]
     else:
         result = await session.initialize()
         version = result.protocol_version
