@@ -61,13 +61,20 @@ pub(crate) async fn listen(args: &[&str], env: &[(&str, &str)]) -> Listening {
 
 /// POSTs `body` to `url/mcp` with the headers MCP asks for (and `extra`).
 async fn post(url: &str, body: &Value, extra: &[(&str, &str)]) -> reqwest::Response {
+    let content_type = extra
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+        .map_or("application/json", |(_, v)| *v);
     let mut request = reqwest::Client::new()
         .post(format!("{url}/mcp"))
-        .header("content-type", "application/json")
+        .header("content-type", content_type)
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2025-06-18")
         .body(body.to_string());
-    for (k, v) in extra {
+    for (k, v) in extra
+        .iter()
+        .filter(|(k, _)| !k.eq_ignore_ascii_case("content-type"))
+    {
         request = request.header(*k, *v);
     }
     request.send().await.unwrap()
@@ -105,20 +112,12 @@ async fn serve_answers_mcp_at_post_mcp_under_its_token() {
         body["result"]["content"][0]["text"],
         "{\"ok\":true,\"result\":{\"path\":\"f.txt\",\"size\":8,\"offset\":0,\"content\":\"one\\ntwo\\n\",\"startLine\":1,\"endLine\":2,\"totalLines\":2}}"
     );
-    // DNS rebinding: a Host that is not the server's.
+    // DNS rebinding: a Host that is not the server's, even with the token.
     let r = post(url, &list(), &[auth[0], ("host", "attacker.example")]).await;
     assert_eq!(r.status(), 403);
-    // A cross-site page.
-    let r = post(
-        url,
-        &list(),
-        &[auth[0], ("origin", "https://attacker.example")],
-    )
-    .await;
-    assert_eq!(r.status(), 403);
-    // The server's own origin passes.
-    let own = url.replace("127.0.0.1", "localhost");
-    let r = post(url, &list(), &[auth[0], ("origin", own.as_str())]).await;
+    // A cross-origin request carrying the token passes the guard (the token is what a web
+    // page cannot send); without it, 401 as above.
+    let r = post(url, &list(), &[auth[0], ("origin", "https://app.example")]).await;
     assert_eq!(r.status(), 200);
     // The operator API still answers beside it.
     let health = reqwest::Client::new()
@@ -141,6 +140,23 @@ async fn mcp_listen_serves_alone_with_the_body_limit() {
     // Loopback without a token: no token needed.
     let r = post(url, &list(), &[]).await;
     assert_eq!(r.status(), 200);
+    // The operator API's guard: DNS rebinding (a Host that is not the server's), a
+    // cross-site page (an Origin that is not the server's, and no token), a body not sent
+    // as JSON.
+    let r = post(url, &list(), &[("host", "attacker.example")]).await;
+    assert_eq!(r.status(), 403);
+    let body: Value = r.json().await.unwrap();
+    assert!(
+        body["error"].as_str().unwrap().contains("attacker.example"),
+        "{body}"
+    );
+    let r = post(url, &list(), &[("origin", "https://attacker.example")]).await;
+    assert_eq!(r.status(), 403);
+    // The server's own origin (the Host it was reached by) passes.
+    let r = post(url, &list(), &[("origin", url.as_str())]).await;
+    assert_eq!(r.status(), 200);
+    let r = post(url, &list(), &[("content-type", "text/plain")]).await;
+    assert_eq!(r.status(), 415);
     let big = json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"x".repeat(5000)}}});
     let r = post(url, &big, &[]).await;
     assert_eq!(r.status(), 413);
