@@ -134,11 +134,11 @@ mod tests {
     fn bad_values_name_the_key() {
         assert_eq!(
             resolve("[mcp]\nallow_destructive = \"yes\"\n", &|_| None, false).unwrap_err(),
-            "mcp.allow_destructive must be true or false; got \"yes\" (from <file>)"
+            "mcp.allow_destructive must be true or false; got \"yes\" (from <file> line 2)"
         );
         assert_eq!(
             resolve("[mcp]\ntools_per_page = 0\n", &|_| None, false).unwrap_err(),
-            "mcp.tools_per_page must be an integer from 1 to 1000; got 0 (from <file>)"
+            "mcp.tools_per_page must be an integer from 1 to 1000; got 0 (from <file> line 2)"
         );
         let e = resolve("[mcp]\nallow = true\n", &|_| None, false).unwrap_err();
         assert!(e.contains("unknown field `allow`"), "{e}");
