@@ -1,4 +1,4 @@
-//! The agent loop (SPEC section 5; rows P1–P11 of `cases/reference.md`) through
+//! The agent loop (docs/agent-loop.md; rows P1–P11 of docs/regressions.md) through
 //! `sluice_agent::Agent::run`: a temporary `SqliteStore`, a `ReplayModel` whose error turns go
 //! through the real classifier (sometimes behind a `ContextWindow`), and either the real tools
 //! over a temporary root or [`FakeTools`], whose observations come out of the real

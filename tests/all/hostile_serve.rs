@@ -175,6 +175,7 @@ fn the_api_stays_responsive_while_hostile_calls_run() {
             listen: "127.0.0.1:0".parse().unwrap(),
             token: None,
             max_body_bytes: sluice_server::DEFAULT_MAX_BODY_BYTES,
+            ..ServeOptions::default()
         };
         let bound = Server::new(services, options)
             .unwrap()

@@ -336,8 +336,8 @@ pub fn num(n: usize) -> String {
     (1..=n).map(|i| format!("line {i:014}\n")).collect()
 }
 
-/// The escaped size of `s` (SPEC terms): its length as a JSON string literal without the
-/// quotes.
+/// The escaped size of `s` (docs/observations.md#terms): its length as a JSON string
+/// literal without the quotes.
 pub fn escaped_len(s: &str) -> usize {
     Value::from(s).to_string().len() - 2
 }

@@ -1,5 +1,6 @@
-//! Recovery from a context-window rejection (SPEC section 5): which observations to shrink,
-//! and the messages the run ends with when recovery is not possible.
+//! Recovery from a context-window rejection (docs/agent-loop.md#context-window-recovery):
+//! which observations to shrink, and the messages the run ends with when recovery is not
+//! possible.
 
 use sluice_protocol::{Message, Role};
 use sluice_store::StoredMessage;

@@ -21,6 +21,7 @@
 
 use serde::Deserialize;
 
+use crate::file::Raw;
 use crate::{ConfigError, Overrides, integer, layered};
 
 /// The environment variable that sets `runtime.max_concurrent_calls`.
@@ -69,8 +70,8 @@ impl Default for RuntimeConfig {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct FileRuntime {
-    max_concurrent_calls: Option<toml::Value>,
-    queue_timeout_ms: Option<toml::Value>,
+    max_concurrent_calls: Option<Raw>,
+    queue_timeout_ms: Option<Raw>,
 }
 
 impl FileRuntime {
@@ -197,7 +198,7 @@ mod tests {
         assert_eq!(
             resolve(Some(&file), &none, None).unwrap_err().to_string(),
             format!(
-                "runtime.max_concurrent_calls must be an integer from 1 to 1024 (calls); got \"4\" (from {})",
+                "runtime.max_concurrent_calls must be an integer from 1 to 1024 (calls); got \"4\" (from {} line 2)",
                 file.display()
             )
         );

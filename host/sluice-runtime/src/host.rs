@@ -69,8 +69,8 @@ impl CallBudget {
     }
 }
 
-/// The share of a tool's timeout a search may use before it returns what it has (SPEC
-/// section 8: 80%).
+/// The share of a tool's timeout a search may use before it returns what it has: 80%
+/// (docs/paging.md#grep_files-the-time-budget).
 pub const SEARCH_SHARE_OF_TIMEOUT: f64 = 0.8;
 
 /// A per-call memory limit that remembers when it refused growth, so that the error can

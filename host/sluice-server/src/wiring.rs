@@ -287,10 +287,31 @@ pub fn settings(config: &Config) -> Settings {
 /// # Errors
 /// [`WiringError`] from [`open_store`], [`load_tools`] or [`backend`].
 pub fn services(config: &Config) -> Result<Services, WiringError> {
+    services_with_tools(config, Arc::new(load_tools(config, None)?))
+}
+
+/// [`services`] over tools already loaded (so `sluice serve` can share them with `/mcp`).
+///
+/// # Errors
+/// [`WiringError`] from [`open_store`] or [`backend`].
+pub fn services_with_tools(config: &Config, tools: Arc<Toolbox>) -> Result<Services, WiringError> {
     Ok(Services {
         store: Arc::new(open_store(config)?),
         backend: backend(config)?,
-        tools: Arc::new(load_tools(config, None)?),
+        tools,
         settings: settings(config),
     })
+}
+
+/// The MCP server over `toolbox`, as configured: the cap of `[agent]`, `[mcp]`'s
+/// `allow_destructive` and `tools_per_page`.
+pub fn mcp_server(config: &Config, toolbox: Arc<Toolbox>) -> sluice_mcp::McpServer {
+    sluice_mcp::McpServer::new(
+        toolbox,
+        sluice_mcp::McpOptions {
+            cap: config.agent.max_tool_result_bytes,
+            allow_destructive: config.mcp.allow_destructive,
+            tools_per_page: config.mcp.tools_per_page as usize,
+        },
+    )
 }

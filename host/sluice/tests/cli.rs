@@ -734,7 +734,7 @@ fn serve_answers_over_http() {
         let mut s = TcpStream::connect(&addr).unwrap();
         write!(
             s,
-            "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+            "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
         )
         .unwrap();
@@ -861,4 +861,100 @@ fn ctrl_c_stops_a_run_whose_guest_sleeps() {
         last.message.content,
         r#"{"ok":false,"error":"the call was cancelled before the tool finished (its run was cancelled); it may have done part of its work","kind":"cancelled"}"#
     );
+}
+
+/// Issue 14: `sluice run --session NAME "prompt"` on a name no session has creates a session
+/// under that name (and says so on stderr), as other agents' `--session-id` does; before, it
+/// failed with `no session "NAME"`. A name is checked, and without a prompt there is nothing
+/// to start, so a missing session is still an error.
+#[test]
+fn run_creates_a_session_under_the_name_given() {
+    let dir = log_dir();
+    let store = dir.path().join("sessions.db");
+    let store_flag = store.display().to_string();
+    let root_flag = dir.path().join("logs").display().to_string();
+    let run = |args: &[&str]| {
+        let mut all = vec!["--root", &root_flag, "--store", &store_flag, "run"];
+        all.extend_from_slice(args);
+        sluice(&all)
+    };
+    let o = run(&["--session", "fix-login", "what failed?"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with("sluice: no session \"fix-login\" yet: created it\n"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).ends_with("session fix-login: completed\n"),
+        "{}",
+        stderr(&o)
+    );
+    // The second time it continues the same session.
+    let o = run(&["--session", "fix-login", "and now?", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("created it"), "{}", stderr(&o));
+    let shown: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(shown["session"], "fix-login");
+    assert_eq!(shown["messages"][0]["content"], "and now?");
+    assert!(shown["messages"][0]["seq"].as_u64().unwrap() > 1, "{shown}");
+
+    let o = run(&["--session", "no/such name", "x"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        "sluice: error: session name \"no/such name\" is not allowed: a session name is 1 to 64 characters: ASCII letters, digits, `-`, `_` and `.`, starting with a letter or digit\n"
+    );
+    let o = run(&["--session", "never-started"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        "sluice: error: no session \"never-started\": give a prompt to start a session under that name (`sluice run --session never-started \"…\"`), or see `sluice session list`\n"
+    );
+    let list = sluice(&["--store", &store_flag, "session", "list"]);
+    let sessions: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    let ids: Vec<&str> = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["fix-login"]);
+}
+
+/// Issue 12 item 13, through the binary: a non-UTF-8 `SLUICE_AGENT_MAX_TOOL_RESULT_BYTES`
+/// used to read as unset (the default applied), and a store path naming a file that is not
+/// a store was made a database (an empty file) or refused in SQLite's words. Both stop the
+/// start, naming the variable or the file, and the file is left as it was.
+#[cfg(unix)]
+#[test]
+fn bad_environment_and_store_files_stop_the_start() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = root();
+    let root_flag = dir.path().display().to_string();
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["--root", &root_flag, "call", "list_dir"])
+        .env(
+            "SLUICE_AGENT_MAX_TOOL_RESULT_BYTES",
+            std::ffi::OsStr::from_bytes(b"\xff\xfe"),
+        )
+        .output()
+        .expect("sluice runs");
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        "sluice: error: agent.max_tool_result_bytes must be valid UTF-8 text; got \"\\xFF\\xFE\" (from SLUICE_AGENT_MAX_TOOL_RESULT_BYTES)\n"
+    );
+    let empty = dir.path().join("notes.txt");
+    std::fs::write(&empty, "").unwrap();
+    let store_flag = empty.display().to_string();
+    let o = sluice(&["--store", &store_flag, "session", "list"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "sluice: error: {store_flag} is not a Sluice session store: it is an empty file (0 bytes); refusing to use it (nothing was written). Give --store (SLUICE_STORE, store.path) a new file or an existing session store\n"
+        )
+    );
+    assert_eq!(std::fs::read(&empty).unwrap(), b"");
 }

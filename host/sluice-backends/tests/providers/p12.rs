@@ -1,4 +1,4 @@
-//! Row P12 of `cases/reference.md`: the real OpenAI backend against a fake server that answers
+//! Row P12 (`docs/regressions.md#p12`): the real OpenAI backend against a fake server that answers
 //! 400 `context_length_exceeded` to bodies over 20,000 bytes, driven by the real agent loop
 //! (`sluice_agent::Agent`, a temporary `SqliteStore`, a fake tool whose 30,000-byte
 //! observation comes out of the real `Observation::success(..).finish(..)`) → completed;
