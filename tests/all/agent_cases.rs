@@ -1,7 +1,8 @@
 //! The agent loop on whole scenarios: the reference scenario (a 1 MB log read with the real
 //! `read_file` under simulated context windows of 300 KB and 45 KB, and a session an older
-//! version left holding a 1,057,864-byte observation) and cases C5–C6 of `cases/README.md`
-//! (an oversized history recovered once, the shrink surviving a restart).
+//! version left holding a 1,057,864-byte observation) and cases C5–C6 of
+//! `docs/regressions.md` (an oversized history recovered once, the shrink surviving a
+//! restart).
 
 use std::sync::Arc;
 

@@ -42,7 +42,8 @@ fn wrong_types() {
         &json!({"path": "f.txt", "startLine": 1.5}),
         "startLine must be an integer of at least 1; got 1.5",
     );
-    // `2.0` is not an integer (SPEC 8), in JSON built by serde_json and in raw text.
+    // `2.0` is not an integer (docs/observations.md#arguments), in JSON built by serde_json
+    // and in raw text.
     assert_invalid(
         &sb,
         "read_file",

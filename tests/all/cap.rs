@@ -1,6 +1,7 @@
-//! The cap on every observation (SPEC sections 1, 2 and the read_file property of 4):
-//! text whose escaped size differs from its byte size, paged under several caps, always
-//! within the cap, never cut, and tiling the file exactly.
+//! The cap on every observation (docs/observations.md#the-cap, docs/paging.md#page-budget and
+//! the tiling of docs/paging.md#read_file-the-result): text whose escaped size differs from
+//! its byte size, paged under several caps, always within the cap, never cut, and tiling the
+//! file exactly.
 
 use serde_json::{Value, json};
 use sluice_tests::{Sandbox, escaped_len, json_len};

@@ -1,5 +1,6 @@
-//! Cases C1–C4 and C7–C13 of cases/README.md, at CAP 8192 (a page of 4096 bytes for short
-//! paths). Keys are generated at test time from a fixed fake body.
+//! Cases C1–C4 and C7–C13 of docs/regressions.md (anchors `#c1` … `#c13`), at CAP 8192 (a
+//! page of 4096 bytes for short paths). Keys are generated at test time from a fixed fake
+//! body.
 
 use std::time::Duration;
 

@@ -1,4 +1,5 @@
-//! Rows G1–G4 of reference.md, grep paging and the walk's skip rules.
+//! Rows G1–G4 of docs/regressions.md, grep paging and the walk's skip rules
+//! (docs/paging.md#grep_files).
 
 use serde_json::{Value, json};
 use sluice_tests::{Sandbox, json_len};

@@ -1,5 +1,5 @@
-//! Rows K1–K3 of reference.md and the key-material rules of SPEC sections 3 and 8. Every
-//! key is generated at test time from a fixed fake body.
+//! Rows K1–K3 of docs/regressions.md and the key-material rules of docs/keys.md. Every key
+//! is generated at test time from a fixed fake body.
 
 use serde_json::json;
 use sluice_tests::{Sandbox, fake_body_line, fake_pem};
@@ -214,9 +214,10 @@ fn k3_tail_around_a_key() {
     assert!(msg.contains("ends inside a PEM private key"), "{msg}");
 }
 
-/// SPEC 3: a read_file page starting inside a key is refused even when an END line
-/// follows; a page whose look-back is only key-body lines (not reaching the file start)
-/// fails closed; ordinary text in the look-back clears it.
+/// docs/keys.md#the-look-back: a read_file page starting inside a key is refused even
+/// when an END line follows; a page whose look-back is only key-body lines (not reaching
+/// the file start) fails closed (docs/keys.md#fail-closed); ordinary text in the look-back
+/// clears it.
 #[test]
 fn read_file_look_back_rules() {
     let sb = Sandbox::new(cache(), 65_536);

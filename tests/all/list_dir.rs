@@ -1,4 +1,5 @@
-//! Row L1 of reference.md, entry kinds, list paging and name cutting.
+//! Row L1 of docs/regressions.md, entry kinds, list paging and name cutting
+//! (docs/paging.md#list_dir).
 
 use serde_json::{Value, json};
 use sluice_tests::{Sandbox, json_len};

@@ -2,17 +2,22 @@
 //!
 //! Every module builds its inputs in a temporary root, calls tools through
 //! `sluice_runtime::Toolbox` exactly as a session does, and asserts the observation.
-//! Row and case names (R1, T3, C10, …) refer to `/work/shared/cases/reference.md` and
-//! `/work/shared/cases/README.md`.
+//! Row and case names (R1, T3, C10, …) are anchors of `docs/regressions.md`
+//! (`docs/regressions.md#c10`), which gives each its source and its tests.
 
 mod agent_cases; // The reference scenario (1 MB log, 300 KB / 45 KB windows) and cases C5–C6.
 mod agent_loop; // Rows P1–P11: the agent loop with a replay model, caps, recovery, cancel, approvals.
 mod bad_input; // Wrong types, bounds, unknown and missing arguments, bad JSON, unknown tools.
+mod cancel; // Cancelling a run stops the tool call in progress; the transcript stays valid.
 mod cap; // Every observation within the cap: pages of tricky text tile files under several caps.
 mod cases; // Cases C1–C4 and C7–C13 from real bug reports, at CAP 8192.
 mod equivalence; // The component's JSON equals sluice_pager's native serde, byte for byte.
+mod fifo_race; // A file swapped for a FIFO while the built-in tools read it: no call hangs.
 mod grep_files; // Rows G1–G4, grep paging, the walk's skip rules.
+mod host_limits; // Issue 12: waits in host calls, FIFOs, descriptor/pollable floods, bad pointers.
 mod hostile; // Hostile components: loops, memory, floods, panics, escapes, missing imports.
+mod hostile_serve; // `sluice serve` stays responsive while hostile calls run; cancel reaches them.
+mod issue12_keys; // Issue 12 items 7–11: keys in UTF-16, encrypted, split; paging edges; deep trees.
 mod keys; // Rows K1–K3 and the key-material look-back rules.
 mod list_dir; // Row L1, entry kinds, list paging and name cutting.
 mod read_file; // Rows R1–R9: read_file pages, cursors and the page budget.
@@ -25,7 +30,7 @@ use std::path::Path;
 use serde_json::json;
 use sluice_tests::Sandbox;
 
-/// CAP of the cases in `cases/README.md`.
+/// CAP of the cases in `docs/regressions.md`.
 const CASE_CAP: u32 = 8192;
 
 /// The compiled-component cache shared by every test process.

@@ -1,4 +1,4 @@
-//! Rows R1–R9 of reference.md: read_file through the component.
+//! Rows R1–R9 of docs/regressions.md: read_file through the component.
 
 use serde_json::{Value, json};
 use sluice_runtime::CallStatus;
@@ -96,7 +96,8 @@ fn r3_offset_without_line_numbers_and_past_the_end() {
     assert_eq!(kind, "invalid-argument");
 }
 
-/// SPEC 8: an offset inside a multi-byte character moves forward to its end.
+/// docs/paging.md#read_file-arguments: an offset inside a multi-byte character moves forward
+/// to its end.
 #[test]
 fn offset_inside_a_character_moves_forward() {
     let sb = Sandbox::new(cache(), 65_536);

@@ -1,4 +1,4 @@
-//! Rows T1–T5 of reference.md: tail_file through the component.
+//! Rows T1–T5 of docs/regressions.md: tail_file through the component.
 
 use serde_json::json;
 use sluice_tests::{Sandbox, json_len, num};

@@ -29,6 +29,7 @@ use sluice_backends::openai::OpenAiBackend;
 use sluice_backends::provider::{Provider, ProviderConfig, Secret};
 use sluice_backends::{Backend, ErrorKind, ModelRequest, estimate};
 use sluice_protocol::{Message, Role, SessionStatus, ToolCall, ToolSpec};
+use sluice_runtime::CallOptions;
 use sluice_runtime::observation::Observation;
 use sluice_store::{SqliteStore, Store};
 use tokio_util::sync::CancellationToken;
@@ -143,10 +144,10 @@ impl Tools for ReadFileOnly {
         false
     }
 
-    async fn call(&self, name: &str, _args: &str, cap: u32) -> Observation {
+    async fn call(&self, name: &str, _args: &str, options: &CallOptions) -> Observation {
         Observation::success(&json!({"path": "notes.txt", "content": "the fox\n"})).finish(
             name,
-            cap as usize,
+            options.cap as usize,
             "",
         )
     }

@@ -1,6 +1,7 @@
-//! The agent loop (SPEC section 5): a run asks the model, stores its reply, runs the tool
-//! calls it asks for in order, stores one capped observation per call, and repeats until
-//! the model answers without tools, `maxTurns` runs out, the run is cancelled, or it fails.
+//! The agent loop (docs/agent-loop.md#a-run): a run asks the model, stores its reply, runs
+//! the tool calls it asks for in order, stores one capped observation per call, and repeats
+//! until the model answers without tools, `maxTurns` runs out, the run is cancelled, or it
+//! fails.
 //!
 //! What makes a dead session impossible:
 //! - every observation is capped before it is stored ([`Tools::call`] returns capped
@@ -18,7 +19,9 @@
 //! [`Outcome::requests`] counts the HTTP requests the backend reports (retries included) and
 //! [`Outcome::usage`] the tokens its replies reported.
 //!
-//! A session has at most one run at a time ([`sluice_store::Store::begin_run`]). Calls of
+//! A session has at most one run at a time, across every process sharing the store: a run
+//! is claimed together with its prompt ([`Agent::claim`], [`sluice_store::Store::begin_run`])
+//! before it starts, so a prompt is either accepted with its run or refused. Calls of
 //! destructive tools wait for the operator's decision unless `auto_approve` is set; the next
 //! run executes or denies them and stores one observation each.
 
@@ -33,6 +36,7 @@ use sluice_protocol::SessionStatus;
 use sluice_store::{Store, StoreError};
 
 pub use recovery::{SHRINK_ABOVE_BYTES, SHRINK_FURTHER_BYTES};
+pub use run::Claim;
 pub use tools::Tools;
 
 /// `maxTurns` when not configured: the most model requests one run makes.

@@ -1,7 +1,8 @@
-//! Recovery from a context-window rejection (SPEC section 5): which observations to shrink,
-//! and the messages the run ends with when recovery is not possible.
+//! Recovery from a context-window rejection (docs/agent-loop.md#context-window-recovery):
+//! which observations to shrink, and the messages the run ends with when recovery is not
+//! possible.
 //!
-//! **The SPEC rule** ([`shrink_targets`]), always applied: every observation over
+//! **The rule of the contract** ([`shrink_targets`]), always applied: every observation over
 //! [`SHRINK_ABOVE_BYTES`] in the newest contiguous group of tool messages that holds one is
 //! shrunk to a head of at most that many bytes.
 //!

@@ -6,6 +6,7 @@ use sluice_backends::estimate::prompt_bytes;
 use sluice_backends::{BackendError, ModelReply, ModelRequest};
 use sluice_protocol::{Message, SessionStatus, ToolCall, ToolSpec};
 use sluice_runtime::observation::{Observation, paging_hint, shrink_text};
+use sluice_runtime::{CallOptions, CallStatus};
 use sluice_store::{Decision, StoredMessage};
 use tokio_util::sync::CancellationToken;
 
@@ -30,20 +31,61 @@ enum Asked {
     Failed(BackendError),
 }
 
+/// A run of a session that the store has granted to this process ([`Agent::claim`]), with
+/// its prompt (if any) accepted. Hand it to [`Agent::run_claimed`]; a claim that is never
+/// run leaves the session `running` until a later run takes it over (after this process
+/// ends) or [`sluice_store::Store::end_run`] frees it.
+#[derive(Debug)]
+#[must_use = "a claimed run holds its session until it is run"]
+pub struct Claim {
+    session: String,
+}
+
+impl Claim {
+    /// The session claimed.
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+}
+
 impl Agent {
-    /// Runs session `session_id`: appends `prompt` (if any) as a user message, then loops
-    /// until the model answers without tool calls, `max_turns` requests were made, a
-    /// destructive call waits for approval, `cancel` fires, or the model fails. Calls left
-    /// without an observation by an earlier run (awaiting approval, or cut off by a crash)
-    /// run first. `events` sees what happens, as it happens.
-    ///
-    /// Every message is appended as it is complete: a cancelled or crashed run leaves no
-    /// half message. The session ends with status `completed`, `awaiting_approval`,
-    /// `aborted` or `error`, and `lastError` says why a run stopped early.
+    /// Claims the run of session `session_id` and, with `prompt`, accepts the prompt for it,
+    /// in one transaction of the store ([`sluice_store::Store::begin_run`]): this holds
+    /// across every process that shares the store. The prompt joins the transcript when
+    /// the run starts, after the results of any calls an earlier run left unanswered.
     ///
     /// # Errors
-    /// [`AgentError`] when the run cannot start (no such session, a run in progress, a
-    /// pending approval and a new prompt) or the store fails.
+    /// [`AgentError::AwaitingApproval`] when `prompt` is given while a call of a destructive
+    /// tool waits for the operator's decision (and `auto_approve` is off): nothing is
+    /// claimed or stored. [`AgentError::Store`] with [`sluice_store::StoreError::Busy`] when
+    /// the session has a run in progress (the prompt is not stored), or another store
+    /// error (no such session).
+    pub fn claim(&self, session_id: &str, prompt: Option<&str>) -> Result<Claim, AgentError> {
+        if prompt.is_some() && !self.settings.auto_approve {
+            let messages = self.store.messages(session_id)?;
+            for call in pending_calls(&messages) {
+                if self.tools.is_destructive(&call.name)
+                    && self.store.decision(session_id, &call.id)?.is_none()
+                {
+                    return Err(AgentError::AwaitingApproval {
+                        session: session_id.to_string(),
+                        call_id: call.id,
+                        tool: call.name,
+                    });
+                }
+            }
+        }
+        self.store.begin_run(session_id, prompt)?;
+        Ok(Claim {
+            session: session_id.to_string(),
+        })
+    }
+
+    /// Runs session `session_id`: claims it with `prompt` ([`Agent::claim`]), then runs it
+    /// ([`Agent::run_claimed`]).
+    ///
+    /// # Errors
+    /// As [`Agent::claim`] and [`Agent::run_claimed`].
     pub async fn run(
         &self,
         session_id: &str,
@@ -51,10 +93,34 @@ impl Agent {
         cancel: &CancellationToken,
         events: &(dyn Fn(RunEvent) + Send + Sync),
     ) -> Result<Outcome, AgentError> {
-        self.store.begin_run(session_id)?;
+        let claim = self.claim(session_id, prompt)?;
+        self.run_claimed(claim, cancel, events).await
+    }
+
+    /// Runs a claimed session: the calls an earlier run left without an observation run
+    /// first (awaiting approval, or cut off by a crash), then the accepted prompts join the
+    /// transcript, then the loop asks the model until it answers without tool calls,
+    /// `max_turns` requests were made, a destructive call waits for approval, `cancel`
+    /// fires, or the model fails. `events` sees what happens, as it happens.
+    ///
+    /// Every message is appended as it is complete: a cancelled or crashed run leaves no
+    /// half message. A run that stops before its prompt joins the transcript (cancelled
+    /// first, or a destructive call waits) leaves the prompt queued for the session's next
+    /// run. The session ends with status `completed`, `awaiting_approval`, `aborted` or
+    /// `error`, and `lastError` says why a run stopped early.
+    ///
+    /// # Errors
+    /// [`AgentError::Store`] when the store fails.
+    pub async fn run_claimed(
+        &self,
+        claim: Claim,
+        cancel: &CancellationToken,
+        events: &(dyn Fn(RunEvent) + Send + Sync),
+    ) -> Result<Outcome, AgentError> {
+        let session_id = claim.session.as_str();
         let mut tally = Tally::default();
         let result = self
-            .run_started(session_id, prompt, cancel, events, &mut tally)
+            .run_started(session_id, cancel, events, &mut tally)
             .await;
         let (status, last_error, answer) = match &result {
             Ok(Stop::Completed(answer)) => (SessionStatus::Completed, None, answer.clone()),
@@ -97,22 +163,17 @@ impl Agent {
     async fn run_started(
         &self,
         id: &str,
-        prompt: Option<&str>,
         cancel: &CancellationToken,
         events: &(dyn Fn(RunEvent) + Send + Sync),
         tally: &mut Tally,
     ) -> Result<Stop, AgentError> {
         // Calls an earlier run left without observations come first: a provider needs the
-        // results right after the assistant message that asked for them.
-        if let Some(stop) = self
-            .run_pending(id, prompt.is_some(), cancel, events)
-            .await?
-        {
+        // results right after the assistant message that asked for them. Then the prompts
+        // the claim accepted.
+        if let Some(stop) = self.run_pending(id, cancel, events).await? {
             return Ok(stop);
         }
-        if let Some(prompt) = prompt {
-            self.store.append(id, &Message::user(prompt, now()))?;
-        }
+        self.store.append_queued_prompts(id)?;
         let tools = self.tools.specs();
         let mut turns = 0;
         loop {
@@ -149,7 +210,7 @@ impl Agent {
             if done {
                 return Ok(Stop::Completed(Some(reply.content)));
             }
-            if let Some(stop) = self.run_pending(id, false, cancel, events).await? {
+            if let Some(stop) = self.run_pending(id, cancel, events).await? {
                 return Ok(stop);
             }
         }
@@ -278,76 +339,112 @@ impl Agent {
     }
 
     /// Runs the calls of the last assistant message that have no observation yet, in order.
-    /// A destructive call without a decision stops the run (`awaiting_approval`) — or, when
-    /// a new prompt is waiting to be added, fails it.
+    /// A destructive call without a decision stops the run (`awaiting_approval`); a prompt
+    /// accepted with the run stays queued until a later run gets past it.
+    ///
+    /// Cancellation reaches the call in progress (it stops within milliseconds and its
+    /// observation is a `cancelled` tool error). A cancelled run leaves no call of the turn
+    /// without an observation: the calls it did not start get a `cancelled` one too, so the
+    /// transcript stays one a provider accepts (every tool call id of an assistant turn has
+    /// its result) and the next prompt follows them directly.
     async fn run_pending(
         &self,
         id: &str,
-        new_prompt: bool,
         cancel: &CancellationToken,
         events: &(dyn Fn(RunEvent) + Send + Sync),
     ) -> Result<Option<Stop>, AgentError> {
         let messages = self.store.messages(id)?;
-        for call in pending_calls(&messages) {
+        let pending = pending_calls(&messages);
+        for (i, call) in pending.iter().enumerate() {
             if cancel.is_cancelled() {
+                self.not_started(id, &pending[i..], events)?;
                 return Ok(Some(Stop::Aborted));
             }
             let observation =
                 if self.tools.is_destructive(&call.name) && !self.settings.auto_approve {
                     match self.store.decision(id, &call.id)? {
-                        None if new_prompt => {
-                            return Err(AgentError::AwaitingApproval {
-                                session: id.to_string(),
-                                call_id: call.id,
-                                tool: call.name,
-                            });
-                        }
                         None => {
                             events(RunEvent::AwaitingApproval {
-                                call_id: call.id,
-                                name: call.name,
+                                call_id: call.id.clone(),
+                                name: call.name.clone(),
                             });
                             return Ok(Some(Stop::AwaitingApproval));
                         }
-                        Some(Decision::Deny) => self.denied(&call),
-                        Some(Decision::Approve) => self.call(&call, events).await,
+                        Some(Decision::Deny) => self.denied(call),
+                        Some(Decision::Approve) => self.call(call, cancel, events).await,
                     }
                 } else {
-                    self.call(&call, events).await
+                    self.call(call, cancel, events).await
                 };
-            self.store.append(
-                id,
-                &Message::tool(call.id.clone(), observation.text.clone(), now()),
-            )?;
-            events(RunEvent::ToolFinished {
-                call_id: call.id,
-                name: call.name,
-                bytes: observation.text.len(),
-                full_bytes: observation.full_bytes,
-                truncated: observation.truncated,
-                paged: observation.paged,
-                error: observation.status != sluice_runtime::CallStatus::Ok,
-            });
+            let cancelled = observation.status == CallStatus::Cancelled;
+            self.store_observation(id, call, &observation, events)?;
+            if cancelled {
+                self.not_started(id, &pending[i + 1..], events)?;
+                return Ok(Some(Stop::Aborted));
+            }
         }
         Ok(None)
+    }
+
+    /// Appends `observation` as the result of `call` and reports it.
+    fn store_observation(
+        &self,
+        id: &str,
+        call: &ToolCall,
+        observation: &Observation,
+        events: &(dyn Fn(RunEvent) + Send + Sync),
+    ) -> Result<(), AgentError> {
+        self.store.append(
+            id,
+            &Message::tool(call.id.clone(), observation.text.clone(), now()),
+        )?;
+        events(RunEvent::ToolFinished {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            bytes: observation.text.len(),
+            full_bytes: observation.full_bytes,
+            truncated: observation.truncated,
+            paged: observation.paged,
+            error: observation.status != CallStatus::Ok,
+        });
+        Ok(())
+    }
+
+    /// Stores a `cancelled` observation for each of `calls`, which the cancelled run did not
+    /// start.
+    fn not_started(
+        &self,
+        id: &str,
+        calls: &[ToolCall],
+        events: &(dyn Fn(RunEvent) + Send + Sync),
+    ) -> Result<(), AgentError> {
+        for call in calls {
+            let observation = Observation::cancelled(
+                "the run was cancelled before this call started; the tool did not run",
+            )
+            .finish(
+                &call.name,
+                self.settings.max_tool_result_bytes as usize,
+                paging_hint(&call.name),
+            );
+            self.store_observation(id, call, &observation, events)?;
+        }
+        Ok(())
     }
 
     async fn call(
         &self,
         call: &ToolCall,
+        cancel: &CancellationToken,
         events: &(dyn Fn(RunEvent) + Send + Sync),
     ) -> Observation {
         events(RunEvent::ToolStarted {
             call_id: call.id.clone(),
             name: call.name.clone(),
         });
-        self.tools
-            .call(
-                &call.name,
-                &call.arguments,
-                self.settings.max_tool_result_bytes,
-            )
-            .await
+        let options =
+            CallOptions::new(self.settings.max_tool_result_bytes).with_cancel(cancel.clone());
+        self.tools.call(&call.name, &call.arguments, &options).await
     }
 
     fn denied(&self, call: &ToolCall) -> Observation {

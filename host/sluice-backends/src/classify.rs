@@ -3,8 +3,10 @@
 //! [`classify`] takes what an HTTP error reply carries (status, headers, body) and decides the
 //! [`ErrorKind`]; [`classify_stream_error`] does the same for an error that arrives inside a
 //! `200` stream. The one decision that matters most is [`ErrorKind::ContextWindowExceeded`]:
-//! the agent loop shrinks observations on it and on nothing else (SPEC section 5), so a false
-//! positive wastes a retry and a false negative ends a run that could have recovered.
+//! the agent loop shrinks observations on it and on nothing else
+//! (docs/agent-loop.md#context-window-recovery), so a false positive wastes a retry and a
+//! false negative ends a run that could have recovered. docs/agent-loop.md#detection holds
+//! the signature table every backend must flag.
 //!
 //! # The recipe (order matters)
 //!
@@ -15,8 +17,8 @@
 //!    (vLLM's older envelope, Bedrock, OpenAI Responses stream events), `__type` and the
 //!    `x-amzn-ErrorType` header (Bedrock; the name without a `…#` prefix or `:…` suffix). `error` may also be a
 //!    plain string (Ollama's native API). A body that is not JSON is used as text.
-//! 2. **429 is never an overflow** (SPEC section 5): it is [`ErrorKind::RateLimited`] whatever
-//!    it says ("too many tokens" included).
+//! 2. **429 is never an overflow** (docs/agent-loop.md#detection): it is
+//!    [`ErrorKind::RateLimited`] whatever it says ("too many tokens" included).
 //! 3. **Structured hits**: `code == context_length_exceeded` (OpenAI, Azure, DeepSeek),
 //!    `type` or `code == exceed_context_size_error` (llama.cpp), `type == request_too_large`
 //!    (Anthropic's 413 body cap).
@@ -61,8 +63,10 @@ pub const MAX_FALLBACK_MESSAGE_CHARS: usize = 1000;
 
 /// The wordings that mean "the request does not fit the context window", as regex sources.
 /// They are matched case-insensitively against each of the provider's message texts. Sources:
-/// the detection recipe of `notes/providers.md` §2 plus the Bedrock Mantle, LM Studio, older
-/// Ollama and Anthropic 413 "Request size exceeds model context window" wordings.
+/// the providers' own error replies, as their API references and public bug reports show
+/// them (the signature table of docs/agent-loop.md#detection), plus the Bedrock Mantle, LM
+/// Studio, older Ollama and Anthropic 413 "Request size exceeds model context window"
+/// wordings.
 pub const OVERFLOW_WORDINGS: &[&str] = &[
     // Anthropic, Bedrock (Claude).
     r"prompt is too long",
@@ -676,7 +680,7 @@ mod tests {
         LazyLock::force(&TOKENS_PER_MINUTE);
     }
 
-    // ---- The signature table of cases/README.md, row by row. ----
+    // ---- The signature table of docs/agent-loop.md#detection, row by row. ----
 
     #[test]
     fn table_anthropic_prompt_is_too_long() {
@@ -824,7 +828,7 @@ mod tests {
         assert!(e.message.starts_with("Rate limit reached"));
     }
 
-    // ---- Further wordings of providers.md §2. ----
+    // ---- Further wordings of OVERFLOW_WORDINGS, one provider each. ----
 
     #[test]
     fn other_overflow_wordings() {

@@ -10,7 +10,7 @@
 //! The modules:
 //!
 //! - [`classify`](mod@classify): status, headers and body (or a stream error event) to a
-//!   [`BackendError`], following the detection recipe of the provider notes;
+//!   [`BackendError`], following the detection recipe of docs/agent-loop.md#detection;
 //! - [`scripted`]: [`ScriptedModel`], the offline default (`--model scripted`), a documented,
 //!   deterministic state machine over the transcript: **not an LLM**;
 //! - [`replay`]: [`ReplayModel`], answers from a JSONL script (`--model replay:FILE`) and

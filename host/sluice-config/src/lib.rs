@@ -20,20 +20,32 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod calls;
+mod file;
+mod mcp;
 mod model;
 mod runtime;
+mod server;
 mod tools;
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::file::{Raw, Source};
+pub use calls::{
+    DEFAULT_QUEUE_TIMEOUT_MS, ENV_MAX_CONCURRENT_CALLS, ENV_QUEUE_TIMEOUT_MS,
+    MAX_MAX_CONCURRENT_CALLS, MAX_QUEUE_TIMEOUT_MS, RuntimeConfig, default_max_concurrent_calls,
+};
+pub use mcp::{DEFAULT_TOOLS_PER_PAGE, ENV_MCP_ALLOW_DESTRUCTIVE, MAX_TOOLS_PER_PAGE, McpConfig};
 pub use model::{ModelConfig, PROVIDERS, TOOL_CHOICES};
 pub use runtime::{
     Allowed, BOOT_ONLY_KEYS, RUNTIME_KEYS, RUNTIME_ORIGIN, RuntimeKey, RuntimeSetting, runtime_key,
     runtime_value,
 };
+pub use server::{ALLOWED_HOST_RULE, ENV_ALLOWED_HOSTS, ServerConfig, valid_allowed_host};
 use sluice_pager::budget::{DEFAULT_MAX_RESULT_BYTES, MAX_MAX_RESULT_BYTES, MIN_MAX_RESULT_BYTES};
 pub use tools::{
     BUILTIN_TOOLS, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_MS, MAX_MEMORY_MIB, MAX_TIMEOUT_MS,
@@ -51,6 +63,45 @@ pub const ENV_AUTO_APPROVE: &str = "SLUICE_AGENT_AUTO_APPROVE";
 
 /// The environment variable that sets `store.path`.
 pub const ENV_STORE: &str = "SLUICE_STORE";
+
+/// Every environment variable that sets a configuration key, with that key.
+pub const ENV_KEYS: &[(&str, &str)] = &[
+    (ENV_MAX_TOOL_RESULT_BYTES, "agent.max_tool_result_bytes"),
+    (ENV_MAX_TURNS, "agent.max_turns"),
+    (ENV_AUTO_APPROVE, "agent.auto_approve"),
+    (ENV_STORE, "store.path"),
+    (ENV_ALLOWED_HOSTS, "server.allowed_hosts"),
+    (ENV_MCP_ALLOW_DESTRUCTIVE, "mcp.allow_destructive"),
+    (ENV_MAX_CONCURRENT_CALLS, "runtime.max_concurrent_calls"),
+    (ENV_QUEUE_TIMEOUT_MS, "runtime.queue_timeout_ms"),
+];
+
+/// Refuses a variable of [`ENV_KEYS`] that is set but is not UTF-8 text, which
+/// [`Config::resolve`]'s `env` cannot carry (it would read as unset, and the default would
+/// apply silently). `get` reads a variable as the OS holds it (`std::env::var_os`).
+///
+/// # Errors
+/// [`ConfigError::Value`] naming the key, the variable and its bytes.
+pub fn check_environment(get: &dyn Fn(&str) -> Option<OsString>) -> Result<(), ConfigError> {
+    for (var, key) in ENV_KEYS {
+        if let Some(value) = get(var)
+            && value.to_str().is_none()
+        {
+            let allowed = if *var == ENV_STORE {
+                "valid UTF-8 text (for a path that is not, use --store FILE)"
+            } else {
+                "valid UTF-8 text"
+            };
+            return Err(ConfigError::Value {
+                key: (*key).to_string(),
+                value: format!("{value:?}"),
+                allowed: allowed.to_string(),
+                origin: (*var).to_string(),
+            });
+        }
+    }
+    Ok(())
+}
 
 /// `agent.max_turns` when not set.
 pub const DEFAULT_MAX_TURNS: u32 = 50;
@@ -140,6 +191,12 @@ pub struct Overrides {
     pub store: Option<PathBuf>,
     /// `--model PROVIDER:NAME`.
     pub model: Option<String>,
+    /// `--max-concurrent-calls`, as typed.
+    pub max_concurrent_calls: Option<String>,
+    /// `sluice serve --allowed-host NAME`, in order (replaces `server.allowed_hosts`).
+    pub allowed_hosts: Vec<String>,
+    /// `--allow-destructive` (`sluice mcp`, `sluice serve`): serve destructive tools over MCP.
+    pub allow_destructive: bool,
 }
 
 /// The resolved configuration.
@@ -156,6 +213,12 @@ pub struct Config {
     pub store: Option<PathBuf>,
     /// The model (`[model]`, `--model`).
     pub model: ModelConfig,
+    /// How tool calls run (`[runtime]`).
+    pub runtime: RuntimeConfig,
+    /// The `[server]` table (`sluice serve`).
+    pub server: ServerConfig,
+    /// The MCP server (`[mcp]`).
+    pub mcp: McpConfig,
 }
 
 /// Settings of the agent loop.
@@ -200,14 +263,20 @@ struct File {
     store: FileStore,
     #[serde(default)]
     model: model::FileModel,
+    #[serde(default)]
+    runtime: calls::FileRuntime,
+    #[serde(default)]
+    server: server::FileServer,
+    #[serde(default)]
+    mcp: mcp::FileMcp,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileAgent {
-    max_tool_result_bytes: Option<toml::Value>,
-    max_turns: Option<toml::Value>,
-    auto_approve: Option<toml::Value>,
+    max_tool_result_bytes: Option<Raw>,
+    max_turns: Option<Raw>,
+    auto_approve: Option<Raw>,
     system_prompt: Option<String>,
 }
 
@@ -223,7 +292,7 @@ fn layered(
     flag: Option<(&str, &str)>,
     env: &dyn Fn(&str) -> Option<String>,
     env_var: &str,
-    file: Option<&toml::Value>,
+    file: Option<&Raw>,
     file_label: &str,
 ) -> Option<(String, String)> {
     if let Some((value, flag)) = flag {
@@ -232,13 +301,7 @@ fn layered(
     if let Some(value) = env(env_var) {
         return Some((value, env_var.to_string()));
     }
-    file.map(|v| {
-        let text = match v {
-            toml::Value::String(s) => format!("{s:?}"),
-            other => other.to_string(),
-        };
-        (text, file_label.to_string())
-    })
+    file.map(|v| (v.shown(), file_label.to_string()))
 }
 
 /// An integer from `min` to `max` given as text.
@@ -265,27 +328,41 @@ fn integer(
 impl Config {
     /// Resolves the configuration from the file at `file` (if any), the environment (read
     /// through `env`, so tests need not change the process environment) and `overrides`.
+    /// A variable that is set but not UTF-8 cannot be read through `env`: check the
+    /// process's variables first with [`check_environment`].
     ///
     /// # Errors
-    /// [`ConfigError`] naming what is wrong; see the module docs.
+    /// [`ConfigError`] naming what is wrong; see the module docs. An error about a value
+    /// of the file names its line (`(from sluice.toml line 3)`); a file that does not
+    /// parse says at which line and key.
     pub fn resolve(
         file: Option<&Path>,
         env: &dyn Fn(&str) -> Option<String>,
         overrides: &Overrides,
     ) -> Result<Config, ConfigError> {
-        let parsed = match file {
-            Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
-                    path: path.to_path_buf(),
-                    reason: e.to_string(),
-                })?;
-                toml::from_str::<File>(&text).map_err(|e| ConfigError::Parse {
-                    path: path.to_path_buf(),
-                    message: e.message().to_string(),
-                })?
-            }
-            None => File::default(),
+        let Some(path) = file else {
+            return Config::resolve_parsed(File::default(), None, env, overrides);
         };
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        let source = Source {
+            path,
+            text: &text,
+            label: path.display().to_string(),
+        };
+        let parsed = source.parse::<File>()?;
+        Config::resolve_parsed(parsed, Some(path), env, overrides).map_err(|e| source.locate(e))
+    }
+
+    /// [`Config::resolve`] once the file (if any) has been parsed.
+    fn resolve_parsed(
+        parsed: File,
+        file: Option<&Path>,
+        env: &dyn Fn(&str) -> Option<String>,
+        overrides: &Overrides,
+    ) -> Result<Config, ConfigError> {
         let file_label = file.map(|p| p.display().to_string()).unwrap_or_default();
 
         let max_tool_result_bytes = match layered(
@@ -412,10 +489,22 @@ impl Config {
             file.and_then(Path::parent).unwrap_or(Path::new(".")),
             &file_label,
         )?;
+        let runtime = parsed.runtime.resolve(overrides, env, &file_label)?;
+        let server = parsed.server.resolve(
+            &overrides.allowed_hosts,
+            env(ENV_ALLOWED_HOSTS),
+            &file_label,
+        )?;
+        let mcp = parsed
+            .mcp
+            .resolve(overrides.allow_destructive, env, &file_label)?;
         Ok(Config {
             tools,
             store,
             model,
+            runtime,
+            server,
+            mcp,
             agent: AgentConfig {
                 max_tool_result_bytes,
                 max_turns,
@@ -428,8 +517,7 @@ impl Config {
 }
 
 /// What a root name may be.
-const ROOT_NAME_RULE: &str =
-    "a root name is 1 to 64 characters of letters, digits, `_`, `-` and `.`";
+const ROOT_NAME_RULE: &str = "a root name is 1 to 64 characters of letters, digits, `_`, `-` and `.`, other than `.` and `..`";
 
 /// `DIR` (named by its last component) or `NAME=DIR`.
 fn root_from_flag(flag: &str) -> Result<RootConfig, ConfigError> {
@@ -588,7 +676,7 @@ mod tests {
             assert_eq!(
                 e.to_string(),
                 format!(
-                    "agent.max_tool_result_bytes must be an integer from 1024 to 1048576 (bytes); got {shown} (from {})",
+                    "agent.max_tool_result_bytes must be an integer from 1024 to 1048576 (bytes); got {shown} (from {} line 2)",
                     file.display()
                 )
             );
@@ -648,7 +736,7 @@ mod tests {
             Config::resolve(None, &|_| None, &bad_name)
                 .unwrap_err()
                 .to_string(),
-            "root \"we ird\" (.): the name is not allowed: a root name is 1 to 64 characters of letters, digits, `_`, `-` and `.` (--root NAME=DIR)"
+            "root \"we ird\" (.): the name is not allowed: a root name is 1 to 64 characters of letters, digits, `_`, `-` and `.`, other than `.` and `..` (--root NAME=DIR)"
         );
         let with_equals = dir.path().join("a b=c");
         std::fs::create_dir(&with_equals).unwrap();

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::ConfigError;
+use crate::file::Raw;
 
 /// Providers that `provider` (or `--model PROVIDER:NAME`) may name.
 pub const PROVIDERS: &[&str] = &[
@@ -71,13 +72,13 @@ pub(crate) struct FileModel {
     api_key_env: Option<String>,
     api_key_file: Option<String>,
     region: Option<String>,
-    max_tokens: Option<toml::Value>,
-    context_window_tokens: Option<toml::Value>,
+    max_tokens: Option<Raw>,
+    context_window_tokens: Option<Raw>,
     stream: Option<bool>,
-    connect_timeout_ms: Option<toml::Value>,
-    request_timeout_ms: Option<toml::Value>,
-    max_retries: Option<toml::Value>,
-    tool_choice: Option<toml::Value>,
+    connect_timeout_ms: Option<Raw>,
+    request_timeout_ms: Option<Raw>,
+    max_retries: Option<Raw>,
+    tool_choice: Option<Raw>,
 }
 
 impl FileModel {
@@ -130,21 +131,33 @@ impl FileModel {
         } else {
             name
         };
-        let int = |key: &str,
-                   v: &Option<toml::Value>,
-                   default: u64,
-                   min: u64,
-                   max: u64,
-                   unit: &str| match v {
+        let int = |key: &str, v: &Option<Raw>, default: u64, min: u64, max: u64, unit: &str| match v
+        {
             None => Ok(default),
-            Some(toml::Value::Integer(n)) if (min as i64..=max as i64).contains(n) => Ok(*n as u64),
-            Some(other) => Err(err(
-                key,
-                other.to_string(),
-                format!("an integer from {min} to {max}{unit}"),
-                origin,
-            )),
+            Some(raw) => match raw {
+                Raw::Integer(digits) => digits.parse::<u64>().ok(),
+                _ => None,
+            }
+            .filter(|n| (min..=max).contains(n))
+            .ok_or_else(|| {
+                err(
+                    key,
+                    raw.shown(),
+                    format!("an integer from {min} to {max}{unit}"),
+                    origin,
+                )
+            }),
         };
+        if let Some(url) = &self.base_url
+            && !valid_base_url(url)
+        {
+            return Err(err(
+                "base_url",
+                format!("{url:?}"),
+                BASE_URL_RULE.into(),
+                origin,
+            ));
+        }
         Ok(ModelConfig {
             provider,
             name,
@@ -191,18 +204,59 @@ impl FileModel {
             max_retries: int("max_retries", &self.max_retries, 3, 0, 10, "")? as u32,
             tool_choice: match &self.tool_choice {
                 None => None,
-                Some(toml::Value::String(v)) if TOOL_CHOICES.contains(&v.as_str()) => {
-                    Some(v.clone())
-                }
+                Some(Raw::String(v)) if TOOL_CHOICES.contains(&v.as_str()) => Some(v.clone()),
                 Some(other) => {
                     return Err(err(
                         "tool_choice",
-                        other.to_string(),
+                        other.shown(),
                         format!("one of {}", TOOL_CHOICES.join(", ")),
                         origin,
                     ));
                 }
             },
         })
+    }
+}
+
+/// What `model.base_url` may be.
+const BASE_URL_RULE: &str =
+    "an http:// or https:// URL with a host, like http://127.0.0.1:11434/v1";
+
+/// Whether `url` is an absolute `http` or `https` URL with a host (what the model's HTTP
+/// client can send to), without a query or fragment (the provider's path is appended).
+fn valid_base_url(url: &str) -> bool {
+    url::Url::parse(url).is_ok_and(|u| {
+        matches!(u.scheme(), "http" | "https")
+            && u.host_str().is_some_and(|h| !h.is_empty())
+            && u.query().is_none()
+            && u.fragment().is_none()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_urls() {
+        for ok in [
+            "http://127.0.0.1:11434/v1",
+            "https://openrouter.ai/api/v1",
+            "http://[::1]:8000",
+            "http://llm.lan",
+        ] {
+            assert!(valid_base_url(ok), "{ok}");
+        }
+        for bad in [
+            "not a url",
+            "127.0.0.1:11434/v1",
+            "ftp://x/v1",
+            "http://",
+            "file:///v1",
+            "http://x/v1?key=1",
+            "",
+        ] {
+            assert!(!valid_base_url(bad), "{bad}");
+        }
     }
 }

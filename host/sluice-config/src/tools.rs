@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::file::{Raw, Source};
 use crate::{ConfigError, RootConfig};
 
 /// The built-in tools, in the order they are offered.
@@ -73,8 +74,8 @@ pub(crate) struct PolicyFile {
     read: Option<Vec<String>>,
     #[serde(default)]
     write: Vec<String>,
-    memory_mib: Option<toml::Value>,
-    timeout_ms: Option<toml::Value>,
+    memory_mib: Option<Raw>,
+    timeout_ms: Option<Raw>,
     #[serde(default)]
     env: Vec<String>,
     sha256: Option<String>,
@@ -183,10 +184,12 @@ impl Resolver<'_> {
                         path: policy_path.clone(),
                         reason: e.to_string(),
                     })?;
-                let policy: PolicyFile = toml::from_str(&text).map_err(|e| ConfigError::Parse {
-                    path: policy_path.clone(),
-                    message: e.message().to_string(),
-                })?;
+                let source = Source {
+                    path: &policy_path,
+                    text: &text,
+                    label: policy_path.display().to_string(),
+                };
+                let policy: PolicyFile = source.parse()?;
                 if policy.component.is_some() || policy.builtin.is_some() {
                     return Err(ConfigError::Parse {
                         path: policy_path,
@@ -306,11 +309,14 @@ impl Resolver<'_> {
 
 /// An integer setting between `min` and `max` (inclusive), or `default` when absent; the
 /// error is the value as written.
-fn bounded(value: Option<&toml::Value>, default: u64, min: u64, max: u64) -> Result<u64, String> {
+fn bounded(value: Option<&Raw>, default: u64, min: u64, max: u64) -> Result<u64, String> {
     match value {
         None => Ok(default),
-        Some(toml::Value::Integer(n)) if (min as i64..=max as i64).contains(n) => Ok(*n as u64),
-        Some(toml::Value::String(s)) => Err(format!("{s:?}")),
-        Some(other) => Err(other.to_string()),
+        Some(Raw::Integer(digits)) => digits
+            .parse::<u64>()
+            .ok()
+            .filter(|n| (min..=max).contains(n))
+            .ok_or_else(|| digits.clone()),
+        Some(other) => Err(other.shown()),
     }
 }

@@ -1,6 +1,6 @@
 //! The transcript of a session and the words the agent, the store and the backends share
-//! (SPEC section 5). Types only: serde shapes with explicit names, no behaviour beyond
-//! trivial accessors.
+//! (docs/agent-loop.md#transcript). Types only: serde shapes with explicit names, no
+//! behaviour beyond trivial accessors.
 //!
 //! A transcript is a list of [`Message`]s: `{role, content, toolCalls?, toolCallId?,
 //! createdAt}`. The system prompt is never a message: each request carries it in the
@@ -114,7 +114,7 @@ impl Message {
     }
 }
 
-/// Where a session stands (SPEC section 5).
+/// Where a session stands (docs/agent-loop.md#statuses).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SessionStatus {

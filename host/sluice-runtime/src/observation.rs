@@ -1,5 +1,5 @@
 //! The observation: the exact string stored in the transcript for one tool call, its
-//! shapes, the key-material scan, and the cap (SPEC section 1).
+//! shapes, the key-material scan, and the cap (docs/observations.md).
 //!
 //! Everything a model can see from a tool passes [`Observation::finish`], which applies the
 //! key scan and then the cap, in that order, in one place.
@@ -23,6 +23,8 @@ pub enum CallStatus {
     UnknownTool,
     /// The result held PEM private-key armor and was replaced by a refusal.
     KeyMaterial,
+    /// The call was cancelled before the tool finished: a tool error of kind `cancelled`.
+    Cancelled,
 }
 
 /// One tool call's observation.
@@ -66,6 +68,12 @@ impl Observation {
             status: CallStatus::ToolError,
             paged: false,
         }
+    }
+
+    /// `{"ok":false,"error":<message>,"kind":"cancelled"}`, with status
+    /// [`CallStatus::Cancelled`]: the call was cancelled before the tool finished.
+    pub fn cancelled(message: &str) -> Draft {
+        Observation::error(message, Some("cancelled")).with_status(CallStatus::Cancelled)
     }
 
     /// `{"ok":false,"error":"unknown_tool","name":<name as asked>}`.
@@ -129,7 +137,7 @@ impl Draft {
 }
 
 /// The start of the marker that ends an observation shrunk after a context-window
-/// rejection (SPEC section 5).
+/// rejection (docs/agent-loop.md#context-window-recovery).
 pub const SHRINK_MARKER_START: &str = "…[cut from ";
 
 /// What the truncation marker suggests: the paging arguments of the file tools, "a narrower

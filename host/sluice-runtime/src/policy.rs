@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// A tool's default timeout, in ms (SPEC section 8).
+/// A tool's default timeout, in ms (docs/configuration.md#tool-policies).
 pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
 
 /// A tool's default memory limit, in MiB.

@@ -4,7 +4,6 @@
 use axum::Router;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{Method, StatusCode, Uri, header};
-use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
@@ -13,12 +12,12 @@ use sluice_store::Decision;
 
 use crate::error::ApiError;
 use crate::events::{self, Follow};
-use crate::request::{JsonBody, flag, limit_body, param, require_token};
+use crate::request::{JsonBody, flag, param};
 use crate::runs::Run;
 use crate::state::AppState;
 
-/// The router over `state`: every route of [`crate::ROUTES`], JSON 404 and 405 answers, the
-/// body limit and the bearer token (checked first).
+/// The router over `state`: every route of [`crate::ROUTES`], JSON 404 and 405 answers.
+/// [`crate::Server::router`] puts it behind the guard.
 pub(crate) fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
@@ -35,8 +34,6 @@ pub(crate) fn router(state: AppState) -> Router {
         .route("/agent/config", get(get_config).put(put_config))
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
-        .layer(from_fn_with_state(state.clone(), limit_body))
-        .layer(from_fn_with_state(state.clone(), require_token))
         .with_state(state)
 }
 

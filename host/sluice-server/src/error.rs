@@ -55,6 +55,18 @@ impl ApiError {
         }
     }
 
+    /// 409: session `session` has a run in progress that no run of this server knows: another
+    /// process sharing the store runs it.
+    pub(crate) fn busy_elsewhere(session: &str) -> ApiError {
+        ApiError::new(
+            StatusCode::CONFLICT,
+            format!(
+                "session {session} already has a run in progress in another Sluice process using the same session store (one run per session): nothing was added; wait for that run to end, or cancel it where it runs"
+            ),
+        )
+        .with("session", session)
+    }
+
     /// 500.
     pub(crate) fn internal(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, message)
@@ -98,7 +110,7 @@ impl From<StoreError> for ApiError {
             StoreError::NoSession(id) => {
                 ApiError::not_found(e.to_string()).with("session", id.as_str())
             }
-            StoreError::Busy(id) => ApiError::busy(id, None),
+            StoreError::Busy(id) => ApiError::busy_elsewhere(id),
             StoreError::NoMessage { .. } => ApiError::not_found(e.to_string()),
             _ => ApiError::internal(e.to_string()),
         }

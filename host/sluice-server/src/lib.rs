@@ -1,9 +1,15 @@
-//! Sluice as a service: the operator API (SPEC section 7) over HTTP, on axum, with the same
-//! store and agent loop as the CLI.
+//! Sluice as a service: the operator API over HTTP, on axum, with the same store and agent
+//! loop as the CLI. Its configuration rules are docs/configuration.md#run-time-keys.
 //!
 //! - [`Server`]: checks its [`ServeOptions`] ([`Server::new`]: a non-loopback address needs a
 //!   bearer token), binds ([`Server::bind`]) and serves until told to stop
 //!   ([`Bound::serve`]), then cancels the runs in progress and waits for them to end.
+//! - [`guard`]: what every request passes first: its `Host` (403 unless the listening
+//!   address, a loopback name on a loopback listener, or an allowed name), the bearer token
+//!   (401), its `Origin` (403 for a cross-origin request to a server without a token), its
+//!   declared length (413) and `Content-Type: application/json` on bodies (415). Any other
+//!   router served beside the API goes behind the same [`guard::Guard`]
+//!   ([`Server::guard`]).
 //! - [`Services`]: the store, the model, the tools and the starting run-time settings;
 //!   [`wiring::services`] builds them from a resolved `sluice_config::Config`, as the CLI
 //!   does.
@@ -36,6 +42,8 @@
 mod api;
 mod error;
 mod events;
+pub mod guard;
+pub mod mcp;
 mod openapi;
 mod request;
 mod runs;
@@ -51,6 +59,7 @@ use sluice_agent::{Settings, Tools};
 use sluice_backends::Backend;
 use sluice_store::Store;
 
+use crate::guard::{Guard, GuardOptions};
 use crate::state::AppState;
 
 /// Where `sluice serve` listens by default.
@@ -108,6 +117,10 @@ pub struct ServeOptions {
     pub token: Option<String>,
     /// The largest request body, in bytes (default [`DEFAULT_MAX_BODY_BYTES`]).
     pub max_body_bytes: usize,
+    /// Host names (or IP literals) the server answers to besides its listening address and,
+    /// on loopback, `localhost` (see [`guard`]); `server.allowed_hosts`, `--allowed-host`.
+    /// Default none.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for ServeOptions {
@@ -116,7 +129,20 @@ impl Default for ServeOptions {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             token: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            allowed_hosts: Vec::new(),
         }
+    }
+}
+
+impl ServeOptions {
+    /// The guard these options describe.
+    pub fn guard(&self) -> Guard {
+        Guard::new(GuardOptions {
+            listen: self.listen,
+            allowed_hosts: self.allowed_hosts.clone(),
+            token: self.token.clone(),
+            max_body_bytes: self.max_body_bytes,
+        })
     }
 }
 
@@ -151,6 +177,14 @@ pub enum ServerError {
     /// The body limit is zero.
     #[error("max_body_bytes must be at least 1; got 0")]
     BodyLimit,
+    /// An allowed host that is not a host name or IP literal.
+    #[error("allowed host {host:?} is not allowed: {rule}")]
+    AllowedHost {
+        /// The host as given.
+        host: String,
+        /// What an allowed host may be.
+        rule: &'static str,
+    },
     /// The address cannot be bound.
     #[error("failed to listen on {listen}: {reason}")]
     Bind {
@@ -201,6 +235,8 @@ pub fn token_from(
 pub struct Server {
     state: AppState,
     options: ServeOptions,
+    guard: Guard,
+    mcp: Option<sluice_mcp::McpServer>,
 }
 
 impl Server {
@@ -209,16 +245,45 @@ impl Server {
     /// # Errors
     /// [`ServerError::TokenRequired`] when `options.listen` is not a loopback address and
     /// there is no token; [`ServerError::BadToken`] for an empty token;
-    /// [`ServerError::BodyLimit`] for a zero body limit.
+    /// [`ServerError::BodyLimit`] for a zero body limit; [`ServerError::AllowedHost`] for an
+    /// allowed host that is not a host name.
     pub fn new(services: Services, options: ServeOptions) -> Result<Server, ServerError> {
         check_options(&options)?;
-        let state = AppState::new(services, options.token.clone(), options.max_body_bytes);
-        Ok(Server { state, options })
+        let state = AppState::new(services, options.max_body_bytes);
+        let guard = options.guard();
+        Ok(Server {
+            state,
+            options,
+            guard,
+            mcp: None,
+        })
     }
 
-    /// The routes, for serving some other way (or testing without a socket).
+    /// Also serves `mcp` at `POST /mcp` (MCP over Streamable HTTP), behind the same guard
+    /// as the API (see [`mcp`]).
+    pub fn with_mcp(mut self, mcp: sluice_mcp::McpServer) -> Server {
+        self.mcp = Some(mcp);
+        self
+    }
+
+    /// The routes behind the guard, for serving some other way (or testing without a
+    /// socket).
     pub fn router(&self) -> axum::Router {
-        api::router(self.state.clone())
+        let api = api::router(self.state.clone());
+        let api = match &self.mcp {
+            Some(server) => api.merge(sluice_mcp::http::router(
+                server.clone(),
+                &mcp::http_options(&self.options, self.state.shutdown_token().clone()),
+            )),
+            None => api,
+        };
+        self.guard.wrap(api)
+    }
+
+    /// The guard the API is behind: wrap any router served beside it in the same one
+    /// ([`Guard::wrap`]).
+    pub fn guard(&self) -> Guard {
+        self.guard.clone()
     }
 
     /// Binds `options.listen`.
@@ -253,7 +318,8 @@ impl ServeOptions {
     /// # Errors
     /// [`ServerError::TokenRequired`] when `listen` is not a loopback address and there is
     /// no token; [`ServerError::BadToken`] for an empty token; [`ServerError::BodyLimit`] for
-    /// a zero body limit.
+    /// a zero body limit; [`ServerError::AllowedHost`] for an allowed host that is not a
+    /// host name.
     pub fn check(&self) -> Result<(), ServerError> {
         check_options(self)
     }
@@ -263,6 +329,16 @@ impl ServeOptions {
 fn check_options(options: &ServeOptions) -> Result<(), ServerError> {
     if options.max_body_bytes == 0 {
         return Err(ServerError::BodyLimit);
+    }
+    if let Some(host) = options
+        .allowed_hosts
+        .iter()
+        .find(|h| !sluice_config::valid_allowed_host(h))
+    {
+        return Err(ServerError::AllowedHost {
+            host: host.clone(),
+            rule: sluice_config::ALLOWED_HOST_RULE,
+        });
     }
     match &options.token {
         Some(t) if t.is_empty() => Err(ServerError::BadToken {
@@ -321,6 +397,7 @@ mod tests {
             listen: listen.parse().unwrap(),
             token: token.map(str::to_string),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            allowed_hosts: Vec::new(),
         }
     }
 
@@ -386,6 +463,16 @@ mod tests {
         routes.sort();
         documented.sort();
         assert_eq!(documented, routes);
+        // The guard's answers are on every operation; 415 and 413 where there is a body.
+        for (path, methods) in paths {
+            for (method, op) in methods.as_object().unwrap() {
+                let responses = op["responses"].as_object().unwrap();
+                assert!(responses.contains_key("403"), "{method} {path}");
+                let body = op.get("requestBody").is_some();
+                assert_eq!(responses.contains_key("415"), body, "{method} {path}");
+                assert_eq!(responses.contains_key("413"), body, "{method} {path}");
+            }
+        }
         // Every reference resolves.
         let schemas = parsed["components"]["schemas"].as_object().unwrap();
         for reference in text.split("\"$ref\":\"#/components/schemas/").skip(1) {

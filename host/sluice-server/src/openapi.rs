@@ -60,8 +60,35 @@ fn agent_config() -> Value {
     json!({"type": "object", "additionalProperties": false, "properties": properties})
 }
 
-/// The document.
+/// The document, with the guard's answers ([`crate::guard`]) on every operation.
 pub(crate) fn document() -> Value {
+    let mut doc = routes();
+    let forbidden = error_response(
+        "The `Host` is not one the server answers to (`host`, `allowedHosts`), or the request is cross-origin (`origin`) and the server has no token.",
+    );
+    let unsupported = error_response(
+        "The body is not declared `Content-Type: application/json` (`contentType`, `allowed`).",
+    );
+    let too_large = error_response("The body is over the limit (`limitBytes`).");
+    if let Some(paths) = doc["paths"].as_object_mut() {
+        for operation in paths.values_mut().filter_map(Value::as_object_mut) {
+            for op in operation.values_mut() {
+                let has_body = op.get("requestBody").is_some();
+                if let Some(responses) = op["responses"].as_object_mut() {
+                    responses.insert("403".into(), forbidden.clone());
+                    if has_body {
+                        responses.insert("415".into(), unsupported.clone());
+                        responses.entry("413").or_insert_with(|| too_large.clone());
+                    }
+                }
+            }
+        }
+    }
+    doc
+}
+
+/// The routes and their own answers.
+fn routes() -> Value {
     let unauthorized =
         error_response("No bearer token, or the wrong one (when the server has a token).");
     let not_found = error_response("No such session.");
@@ -70,7 +97,7 @@ pub(crate) fn document() -> Value {
         "info": {
             "title": "Sluice operator API",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "Drive Sluice agent sessions over HTTP: create sessions, post prompts (one run per session), stream run events, cancel runs, resolve approvals of destructive tool calls, read transcripts and audits, and change run-time configuration. Every error is JSON: {\"error\": \"…\"} with more fields where they help. Request bodies over the server's limit (default 1 MiB) answer 413."
+            "description": "Drive Sluice agent sessions over HTTP: create sessions, post prompts (one run per session), stream run events, cancel runs, resolve approvals of destructive tool calls, read transcripts and audits, and change run-time configuration. Every error is JSON: {\"error\": \"…\"} with more fields where they help. Every request first passes a guard: a `Host` other than the listening address, a loopback name on a loopback server, or a name allowed with --allowed-host answers 403 (against DNS rebinding); a cross-origin request (an `Origin` other than the server's own) answers 403 unless the server has a bearer token and the request carries it; a body must be sent with `Content-Type: application/json` (else 415); bodies over the server's limit (default 1 MiB) answer 413."
         },
         "security": [{"bearer": []}],
         "paths": {
@@ -106,7 +133,7 @@ pub(crate) fn document() -> Value {
             }},
             "/sessions/{id}/prompts": {"post": {
                 "summary": "Add a prompt and start a run",
-                "description": "Appends the prompt as a user message and runs the agent loop until the model answers, `max_turns` runs out, a destructive call waits for approval, the run is cancelled, or the model fails.",
+                "description": "Claims the session's run and stores the prompt in one transaction of the session store (so a 202 means the prompt is stored, and a session run by another process answers 409), appends it as a user message and runs the agent loop until the model answers, `max_turns` runs out, a destructive call waits for approval, the run is cancelled, or the model fails.",
                 "parameters": [session_id(), wait()],
                 "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["prompt"], "additionalProperties": false, "properties": {"prompt": {"type": "string", "minLength": 1}}}}}},
                 "responses": {
@@ -114,7 +141,7 @@ pub(crate) fn document() -> Value {
                     "202": run_started(),
                     "400": error_response("The body is not `{\"prompt\": \"…\"}`, or `wait` is not a boolean."),
                     "401": unauthorized, "404": not_found,
-                    "409": error_response("The session has a run in progress, or a destructive call waits for a decision (`callId`)."),
+                    "409": error_response("The session has a run in progress (in this or another process sharing the session store: nothing was stored), or a destructive call waits for a decision (`callId`)."),
                     "413": error_response("The body is over the limit (`limitBytes`).")
                 }
             }},

@@ -1,107 +1,19 @@
-//! What every request goes through: the bearer token, the body size limit, JSON bodies and
-//! query flags, each refused with a JSON error.
+//! Reading requests: JSON bodies (within the body limit) and query flags, each refused with a
+//! JSON error. What every request passes before that (host, token, origin, content type,
+//! declared length) is [`crate::guard`].
 
 use axum::body::{Body, Bytes};
-use axum::extract::{FromRequest, Request, State};
-use axum::http::{StatusCode, header};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::extract::{FromRequest, Request};
 use futures_util::StreamExt as _;
 use serde::de::DeserializeOwned;
 
 use crate::error::{ApiError, bad_json};
+use crate::guard::{DRAIN_MAX_BYTES, drain, too_large};
 use crate::state::AppState;
 
-/// Refuses requests without the configured bearer token (401). Without a configured token
-/// (allowed only on a loopback address) every request passes.
-pub(crate) async fn require_token(
-    State(state): State<AppState>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let Some(expected) = state.token() else {
-        return next.run(request).await;
-    };
-    let given = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            let (scheme, token) = v.trim().split_once(' ')?;
-            scheme
-                .eq_ignore_ascii_case("bearer")
-                .then(|| token.trim().to_string())
-        });
-    match given {
-        None => ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "a bearer token is required: send `Authorization: Bearer <token>` with the token from SLUICE_SERVER_TOKEN or --token-file",
-        )
-        .into_response(),
-        Some(token) if !same_secret(token.as_bytes(), expected.as_bytes()) => {
-            ApiError::new(StatusCode::UNAUTHORIZED, "the bearer token is wrong").into_response()
-        }
-        Some(_) => next.run(request).await,
-    }
-}
-
-/// Compares two secrets in time that depends on their lengths only.
-fn same_secret(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// Refuses a request whose `Content-Length` is over the body limit (413) before reading it.
-/// A body without a length is measured as it is read ([`JsonBody`]).
-pub(crate) async fn limit_body(
-    State(state): State<AppState>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let limit = state.max_body_bytes();
-    let length = request
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    match length {
-        Some(n) if n > limit as u64 => {
-            if n <= DRAIN_MAX_BYTES {
-                drain(request.into_body().into_data_stream(), DRAIN_MAX_BYTES).await;
-            }
-            too_large(limit).into_response()
-        }
-        _ => next.run(request).await,
-    }
-}
-
-/// The most bytes of a refused body read (and dropped) before answering 413. A client
-/// still sending when the server closes the connection may see a reset instead of the
-/// answer; reading the rest of a moderately oversized body first lets it see the 413.
-const DRAIN_MAX_BYTES: u64 = 16 << 20;
-
-/// Reads and drops the rest of a body, up to `max` bytes.
-async fn drain(mut stream: axum::body::BodyDataStream, max: u64) {
-    let mut seen = 0u64;
-    while let Some(Ok(chunk)) = stream.next().await {
-        seen += chunk.len() as u64;
-        if seen > max {
-            break;
-        }
-    }
-}
-
-fn too_large(limit: usize) -> ApiError {
-    ApiError::new(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        format!(
-            "the request body is over the limit of {limit} bytes (sluice serve --max-body-bytes)"
-        ),
-    )
-    .with("limitBytes", limit)
-}
-
-/// A JSON body of type `T`, read up to the body limit. Any content type is accepted (so
-/// `curl -d` works); an empty body reads as `{}`.
+/// A JSON body of type `T`, read up to the body limit (a body sent without a length is
+/// measured as it is read). The guard has checked that a body is declared
+/// `application/json`; an empty body reads as `{}`.
 pub(crate) struct JsonBody<T>(pub(crate) T);
 
 impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
@@ -206,12 +118,5 @@ mod tests {
             Some("r-1+x")
         );
         assert_eq!(param(Some("q=%zz%4"), "q").as_deref(), Some("%zz%4"));
-    }
-
-    #[test]
-    fn secrets_compare_whole() {
-        assert!(same_secret(b"abc", b"abc"));
-        assert!(!same_secret(b"abc", b"abd"));
-        assert!(!same_secret(b"abc", b"abcd"));
     }
 }

@@ -1,10 +1,10 @@
 //! Runs in progress and the latest run of each session: who may start a run, its event log,
 //! cancellation, and waiting for it to end.
 //!
-//! One run per session: a session's latest [`Run`] is kept in [`Runs`]; while it has not
-//! finished, a second run of the session is refused ([`ApiError::busy`]). The store refuses
-//! a second run too ([`sluice_store::Store::begin_run`]), which covers another process
-//! running the same session.
+//! One run per session: the store decides ([`sluice_agent::Agent::claim`],
+//! [`sluice_store::Store::begin_run`]), so the rule holds across every process sharing the
+//! store; a run is registered here only once the store has granted it. A session's latest
+//! [`Run`] is kept in [`Runs`] for its events and its cancellation.
 //!
 //! Every event of a run is kept in its log, so a client that subscribes late (or
 //! reconnects) replays the run from its start; the log of a finished run is kept until the
@@ -203,23 +203,14 @@ impl Runs {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Registers a new run of `session`.
-    ///
-    /// # Errors
-    /// [`ApiError::busy`] when the session's latest run has not ended.
-    pub(crate) fn begin(&self, session: &str) -> Result<Arc<Run>, ApiError> {
-        let mut inner = self.inner();
-        if let Some(run) = inner.latest.get(session)
-            && run.running()
-        {
-            return Err(ApiError::busy(session, Some(&run.id)));
-        }
-        let run = Arc::new(Run::new(new_run_id()?, session.to_string()));
-        inner.latest.insert(session.to_string(), run.clone());
-        drop(inner);
+    /// Registers a new run `id` of `session`, which the store has granted: it becomes the
+    /// session's latest run.
+    pub(crate) fn begin(&self, session: &str, id: String) -> Arc<Run> {
+        let run = Arc::new(Run::new(id, session.to_string()));
+        self.inner().latest.insert(session.to_string(), run.clone());
         // Nobody may be listening: that is fine.
         let _ = self.started.send(run.clone());
-        Ok(run)
+        run
     }
 
     /// Notes that `run` has ended, and forgets the logs of the oldest finished runs beyond
@@ -270,7 +261,7 @@ impl Runs {
 }
 
 /// A fresh run id: `r-` and 12 characters of Crockford-style base32.
-fn new_run_id() -> Result<String, ApiError> {
+pub(crate) fn new_run_id() -> Result<String, ApiError> {
     const ALPHABET: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
     let mut bytes = [0u8; 8];
     getrandom::fill(&mut bytes)
@@ -317,14 +308,16 @@ mod tests {
     }
 
     #[test]
-    fn one_run_per_session() {
+    fn the_latest_run_of_each_session() {
         let runs = Runs::new();
-        let a = runs.begin("s-1").unwrap();
-        assert!(runs.begin("s-1").is_err());
-        assert!(runs.begin("s-2").is_ok());
+        let a = runs.begin("s-1", new_run_id().unwrap());
+        runs.begin("s-2", new_run_id().unwrap());
+        assert_eq!(runs.current("s-1").unwrap().id, a.id);
         a.finish(&RunEnd::failed("x".into()));
         runs.ended(&a);
-        let b = runs.begin("s-1").unwrap();
+        assert!(runs.current("s-1").is_none());
+        assert_eq!(runs.latest("s-1").unwrap().id, a.id);
+        let b = runs.begin("s-1", new_run_id().unwrap());
         assert_ne!(a.id, b.id);
         assert_eq!(runs.all_running().len(), 2);
     }

@@ -4,17 +4,17 @@
 use std::sync::{Arc, PoisonError, RwLock};
 
 use serde_json::{Map, Value, json};
-use sluice_agent::{Agent, Settings, Tools};
+use sluice_agent::{Agent, AgentError, Claim, Settings, Tools};
 use sluice_backends::Backend;
 use sluice_config::RuntimeSetting;
 use sluice_protocol::{SessionStatus, ToolCall};
-use sluice_store::{Decision, Store};
+use sluice_store::{Decision, Store, StoreError};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::Services;
-use crate::error::{ApiError, awaiting_approval};
-use crate::runs::{Run, RunEnd, Runs};
+use crate::error::ApiError;
+use crate::runs::{Run, RunEnd, Runs, new_run_id};
 
 /// The shared state (cheap to clone).
 #[derive(Clone)]
@@ -27,7 +27,6 @@ struct Inner {
     /// Applied to runs that start after a change; a run keeps the settings it started with.
     settings: RwLock<Settings>,
     runs: Runs,
-    token: Option<String>,
     max_body_bytes: usize,
     /// Every run's task, so shutdown can wait for them.
     tasks: TaskTracker,
@@ -42,14 +41,13 @@ pub(crate) struct PendingCall {
 }
 
 impl AppState {
-    pub(crate) fn new(services: Services, token: Option<String>, max_body_bytes: usize) -> Self {
+    pub(crate) fn new(services: Services, max_body_bytes: usize) -> Self {
         AppState(Arc::new(Inner {
             store: services.store,
             backend: services.backend,
             tools: services.tools,
             settings: RwLock::new(services.settings),
             runs: Runs::new(),
-            token,
             max_body_bytes,
             tasks: TaskTracker::new(),
             shutdown: CancellationToken::new(),
@@ -62,10 +60,6 @@ impl AppState {
 
     pub(crate) fn runs(&self) -> &Runs {
         &self.0.runs
-    }
-
-    pub(crate) fn token(&self) -> Option<&str> {
-        self.0.token.as_deref()
     }
 
     pub(crate) fn max_body_bytes(&self) -> usize {
@@ -132,26 +126,37 @@ impl AppState {
         ))
     }
 
-    /// Starts a run of session `id`, adding `prompt` (if any) as a user message first.
-    /// Returns at once; the run goes on in its own task and logs its events.
+    /// Starts a run of session `id` with `prompt` (if any). The store claims the run and
+    /// accepts the prompt in one transaction before this returns, so a 202 means the prompt
+    /// is stored; the run goes on in its own task and logs its events.
     ///
     /// # Errors
-    /// 404 for an unknown session; 409 when the session has a run in progress, or when a
-    /// prompt is given while a destructive call waits for a decision; 503 while shutting
-    /// down.
+    /// 404 for an unknown session; 409 when the session has a run in progress (in this or
+    /// another process sharing the store: nothing is stored), or when a prompt is given
+    /// while a destructive call waits for a decision; 503 while shutting down.
     pub(crate) fn start_run(&self, id: &str, prompt: Option<String>) -> Result<Arc<Run>, ApiError> {
         if self.0.shutdown.is_cancelled() {
             return Err(shutting_down());
         }
-        self.store().session(id)?;
         let settings = self.settings();
-        if prompt.is_some() && !settings.auto_approve {
-            let waiting = self.pending_approvals(id)?;
-            if let Some(p) = waiting.iter().find(|p| p.decision.is_none()) {
-                return Err(awaiting_approval(id, &p.call.id, &p.call.name));
+        let agent = Agent::new(
+            self.0.store.clone(),
+            self.0.backend.clone(),
+            self.0.tools.clone(),
+            settings,
+        );
+        let run_id = new_run_id()?;
+        let claim = match agent.claim(id, prompt.as_deref()) {
+            Ok(claim) => claim,
+            Err(AgentError::Store(StoreError::Busy(_))) => {
+                return Err(match self.0.runs.current(id) {
+                    Some(run) => ApiError::busy(id, Some(&run.id)),
+                    None => ApiError::busy_elsewhere(id),
+                });
             }
-        }
-        let run = self.0.runs.begin(id)?;
+            Err(e) => return Err(e.into()),
+        };
+        let run = self.0.runs.begin(id, run_id);
         let mut fields = Map::new();
         fields.insert("session".into(), json!(id));
         fields.insert("prompt".into(), json!(prompt));
@@ -160,7 +165,7 @@ impl AppState {
         let task_run = run.clone();
         self.0
             .tasks
-            .spawn(async move { state.drive(task_run, prompt, settings).await });
+            .spawn(async move { state.drive(task_run, agent, claim).await });
         if self.0.shutdown.is_cancelled() {
             run.cancel.cancel();
         }
@@ -168,23 +173,14 @@ impl AppState {
     }
 
     /// Runs the agent loop for `run` and logs how it ended.
-    async fn drive(self, run: Arc<Run>, prompt: Option<String>, settings: Settings) {
-        let agent = Agent::new(
-            self.0.store.clone(),
-            self.0.backend.clone(),
-            self.0.tools.clone(),
-            settings,
-        );
+    async fn drive(self, run: Arc<Run>, agent: Agent, claim: Claim) {
         let events = run.clone();
         let cancel = run.cancel.clone();
-        let session = run.session.clone();
         // Its own task, so that a panic in the loop ends this run with an error instead of
         // leaving the session running for ever.
         let loop_task = tokio::spawn(async move {
             agent
-                .run(&session, prompt.as_deref(), &cancel, &move |e| {
-                    events.push_run_event(&e)
-                })
+                .run_claimed(claim, &cancel, &move |e| events.push_run_event(&e))
                 .await
         });
         let end = match loop_task.await {

@@ -1,10 +1,17 @@
-//! Sessions and their transcripts (SPEC section 6).
+//! Sessions and their transcripts (docs/storage.md).
 //!
 //! The [`Store`] trait is what the agent loop needs; [`SqliteStore`] is the embedded
 //! default (one SQLite file in WAL mode). A message is appended as one row in its own
 //! transaction: an append costs O(size of that message) and never rewrites earlier rows.
 //! The one change to a stored message — shrinking an observation after a context-window
 //! rejection — keeps the original in the `audit` table with the time and the reason.
+//!
+//! One run per session holds across every process that opens the same file: the store
+//! decides ([`Store::begin_run`]). A run is claimed in one transaction together with the
+//! prompt that starts it, so a prompt is either accepted with its run or refused with
+//! [`StoreError::Busy`], never accepted and then dropped. An accepted prompt waits in the
+//! store until the run appends it ([`Store::append_queued_prompts`]) after any tool results
+//! the transcript still owes, and survives a crash in between.
 //!
 //! ```
 //! use sluice_protocol::Message;
@@ -22,9 +29,13 @@
 use sluice_protocol::{Message, SessionStatus};
 
 mod clock;
+mod name;
+mod runner;
+mod schema;
 mod sqlite;
 
 pub use clock::now_rfc3339;
+pub use name::{SESSION_NAME_RULE, valid_session_name};
 pub use sqlite::SqliteStore;
 
 /// A session as listed.
@@ -111,9 +122,21 @@ pub enum StoreError {
     /// No session has this id.
     #[error("no session {0:?}")]
     NoSession(String),
-    /// The session already has a run in progress (one run per session).
-    #[error("session {0:?} already has a run in progress")]
+    /// The session already has a run in progress (one run per session, in every process
+    /// that uses the store); nothing was changed, no prompt was added.
+    #[error(
+        "session {0:?} already has a run in progress (one run per session, across every process using this store); nothing was added: wait for that run to end"
+    )]
     Busy(String),
+    /// A session name the operator chose is not allowed ([`SESSION_NAME_RULE`]).
+    #[error("session name {name:?} is not allowed: a session name is {SESSION_NAME_RULE}")]
+    BadSessionName {
+        /// The name as given.
+        name: String,
+    },
+    /// A session with this name exists already.
+    #[error("a session named {0:?} exists already")]
+    SessionExists(String),
     /// No message has this position.
     #[error("session {session:?} has no message {seq}")]
     NoMessage {
@@ -129,6 +152,17 @@ pub enum StoreError {
         path: String,
         /// What was being done and what went wrong (usually SQLite's message).
         message: String,
+    },
+    /// The file at the store's path is not a Sluice session store: not a SQLite database,
+    /// or a SQLite database of something else. Nothing was written to it.
+    #[error(
+        "{path} is not a Sluice session store: {what}; refusing to use it (nothing was written). Give --store (SLUICE_STORE, store.path) a new file or an existing session store"
+    )]
+    NotAStore {
+        /// The file.
+        path: String,
+        /// What it is instead (`a file of 6 bytes that is not a SQLite database`).
+        what: String,
     },
     /// The database was written by a newer Sluice.
     #[error(
@@ -154,6 +188,13 @@ pub enum StoreError {
 pub trait Store: Send + Sync {
     /// Creates a session (status `idle`, no messages) with a fresh id.
     fn create_session(&self) -> Result<SessionRecord, StoreError>;
+
+    /// Creates a session (status `idle`, no messages) whose id is `name`, as the operator
+    /// chose it (`sluice run --session NAME`).
+    ///
+    /// Errors: [`StoreError::BadSessionName`] when `name` breaks [`SESSION_NAME_RULE`];
+    /// [`StoreError::SessionExists`] when a session has that id already.
+    fn create_named_session(&self, name: &str) -> Result<SessionRecord, StoreError>;
 
     /// The session `id`.
     fn session(&self, id: &str) -> Result<SessionRecord, StoreError>;
@@ -185,12 +226,24 @@ pub trait Store: Send + Sync {
     /// The audit of session `id`, oldest first.
     fn audit(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError>;
 
-    /// Marks session `id` as running for this process, unless a run is in progress (a
-    /// session left `running` by a process that no longer exists is taken over).
+    /// Claims the run of session `id` for this process, unless a run is in progress (a
+    /// session left `running` by a process that no longer exists is taken over), and with
+    /// `prompt` accepts it for the run: both in one transaction, so the prompt is stored
+    /// exactly when the claim succeeds. The prompt waits in the store (queued, time-stamped
+    /// now) until [`Store::append_queued_prompts`] puts it in the transcript; a run that
+    /// stops before that (a crash, a cancellation, a call that waits for approval) leaves
+    /// it queued for the session's next run.
     ///
     /// Errors: [`StoreError::Busy`] when another live process runs the session, or this
-    /// process already does (a `begin_run` not yet followed by [`Store::end_run`]).
-    fn begin_run(&self, id: &str) -> Result<(), StoreError>;
+    /// process already does (a `begin_run` not yet followed by [`Store::end_run`], through
+    /// this or any other handle on the file); the prompt is then not stored.
+    fn begin_run(&self, id: &str, prompt: Option<&str>) -> Result<(), StoreError>;
+
+    /// Appends the prompts queued for session `id` by [`Store::begin_run`] to its
+    /// transcript, oldest first, as user messages with the time each was accepted, and
+    /// returns their positions (empty when none waits). One transaction: each queued prompt
+    /// is appended exactly once.
+    fn append_queued_prompts(&self, id: &str) -> Result<Vec<u64>, StoreError>;
 
     /// Ends the run of session `id` with `status` and `last_error` (`None` clears it).
     /// Always allowed, whoever runs the session: the run's process is forgotten.

@@ -132,6 +132,45 @@ fn bad_cap_values_stop_at_boot_with_key_value_and_range() {
 }
 
 #[test]
+fn bad_call_pool_sizes_stop_at_boot_with_key_value_and_range() {
+    for bad in ["0", "1025", "two"] {
+        let o = sluice(&["--max-concurrent-calls", bad, "call", "read_file", "{}"]);
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        assert!(o.stdout.is_empty(), "{bad}: nothing runs");
+        assert_eq!(
+            stderr(&o),
+            format!(
+                "sluice: error: runtime.max_concurrent_calls must be an integer from 1 to 1024 (calls); got {bad} (from --max-concurrent-calls)\n"
+            )
+        );
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["call", "read_file", "{}"])
+        .env("SLUICE_RUNTIME_QUEUE_TIMEOUT_MS", "-1")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        "sluice: error: runtime.queue_timeout_ms must be an integer from 0 to 3600000 (ms); got -1 (from SLUICE_RUNTIME_QUEUE_TIMEOUT_MS)\n"
+    );
+    // In range, the calls run.
+    let dir = root();
+    let root_flag = dir.path().display().to_string();
+    let o = sluice(&[
+        "--max-concurrent-calls",
+        "1",
+        "--root",
+        &root_flag,
+        "call",
+        "read_file",
+        r#"{"path":"f.txt","lineCount":1}"#,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with(r#"{"ok":true,"#), "{}", stdout(&o));
+}
+
+#[test]
 fn a_missing_root_is_a_clear_error() {
     let o = sluice(&["--root", "/no/such/dir", "call", "list_dir"]);
     assert_eq!(o.status.code(), Some(2));
@@ -697,7 +736,7 @@ fn serve_answers_over_http() {
         let mut s = TcpStream::connect(&addr).unwrap();
         write!(
             s,
-            "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+            "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
         )
         .unwrap();
@@ -817,4 +856,195 @@ fn retry_warnings_on_a_non_terminal_stderr_carry_no_colour_codes() {
     let bodies = server.join().unwrap();
     assert_eq!(bodies.len(), 2);
     assert_eq!(bodies[0], bodies[1]);
+}
+
+/// Ctrl-C in `sluice run` reaches the tool call in progress: a guest sleeping inside a host
+/// call (its timeout 60 s) is stopped, the run ends `aborted` (exit 130) within about 200 ms
+/// of the signal, and the call's result says it was cancelled (issue 12, item 1).
+#[test]
+fn ctrl_c_stops_a_run_whose_guest_sleeps() {
+    use sluice_store::Store;
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("logs")).unwrap();
+    let tools = dir.path().join("tools");
+    std::fs::create_dir(&tools).unwrap();
+    std::fs::copy(sluice_tests::HOSTILE_WASM, tools.join("hostile.wasm")).unwrap();
+    std::fs::write(tools.join("hostile.toml"), "timeout_ms = 60000\n").unwrap();
+    let config = dir.path().join("sluice.toml");
+    std::fs::write(
+        &config,
+        "builtins = []\ntools_dir = \"tools\"\n\n[roots]\nlogs = \"logs\"\n",
+    )
+    .unwrap();
+    let script = dir.path().join("sleep.jsonl");
+    std::fs::write(
+        &script,
+        "{\"toolCalls\":[{\"name\":\"sleep\",\"arguments\":{\"ms\":60000}}]}\n{\"content\":\"never reached\"}\n",
+    )
+    .unwrap();
+    let db = dir.path().join("sessions.db");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .arg("--config")
+        .arg(&config)
+        .arg("--store")
+        .arg(&db)
+        .args([
+            "run",
+            "--model",
+            &format!("replay:{}", script.display()),
+            "sleep",
+        ])
+        .env(
+            "SLUICE_CACHE_DIR",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-cache"),
+        )
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+
+    // Wait (bounded) until the model's turn is stored: the call starts right after.
+    let start = std::time::Instant::now();
+    let id = loop {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "the run stored no assistant message"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+        if let Some(id) = only_session(&db)
+            && rows(&db, &id).len() >= 2
+        {
+            break id;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    // Let the guest fall asleep inside the host (instantiating it takes milliseconds).
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let signalled = std::time::Instant::now();
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::INT,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    let took = signalled.elapsed();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    // 200 ms is the behaviour; the rest is slack for a loaded 2-core machine (the process
+    // also closes its store and runtime).
+    assert!(
+        took < std::time::Duration::from_millis(700),
+        "exited {took:?} after Ctrl-C"
+    );
+    let store = sluice_store::SqliteStore::open(&db).unwrap();
+    assert_eq!(
+        store.session(&id).unwrap().status,
+        sluice_protocol::SessionStatus::Aborted
+    );
+    let messages = store.messages(&id).unwrap();
+    let last = messages.last().unwrap();
+    assert_eq!(last.message.tool_call_id.as_deref(), Some("call_1"));
+    assert_eq!(
+        last.message.content,
+        r#"{"ok":false,"error":"the call was cancelled before the tool finished (its run was cancelled); it may have done part of its work","kind":"cancelled"}"#
+    );
+}
+
+/// Issue 14: `sluice run --session NAME "prompt"` on a name no session has creates a session
+/// under that name (and says so on stderr), as other agents' `--session-id` does; before, it
+/// failed with `no session "NAME"`. A name is checked, and without a prompt there is nothing
+/// to start, so a missing session is still an error.
+#[test]
+fn run_creates_a_session_under_the_name_given() {
+    let dir = log_dir();
+    let store = dir.path().join("sessions.db");
+    let store_flag = store.display().to_string();
+    let root_flag = dir.path().join("logs").display().to_string();
+    let run = |args: &[&str]| {
+        let mut all = vec!["--root", &root_flag, "--store", &store_flag, "run"];
+        all.extend_from_slice(args);
+        sluice(&all)
+    };
+    let o = run(&["--session", "fix-login", "what failed?"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with("sluice: no session \"fix-login\" yet: created it\n"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).ends_with("session fix-login: completed\n"),
+        "{}",
+        stderr(&o)
+    );
+    // The second time it continues the same session.
+    let o = run(&["--session", "fix-login", "and now?", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("created it"), "{}", stderr(&o));
+    let shown: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(shown["session"], "fix-login");
+    assert_eq!(shown["messages"][0]["content"], "and now?");
+    assert!(shown["messages"][0]["seq"].as_u64().unwrap() > 1, "{shown}");
+
+    let o = run(&["--session", "no/such name", "x"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        "sluice: error: session name \"no/such name\" is not allowed: a session name is 1 to 64 characters: ASCII letters, digits, `-`, `_` and `.`, starting with a letter or digit\n"
+    );
+    let o = run(&["--session", "never-started"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        "sluice: error: no session \"never-started\": give a prompt to start a session under that name (`sluice run --session never-started \"…\"`), or see `sluice session list`\n"
+    );
+    let list = sluice(&["--store", &store_flag, "session", "list"]);
+    let sessions: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    let ids: Vec<&str> = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["fix-login"]);
+}
+
+/// Issue 12 item 13, through the binary: a non-UTF-8 `SLUICE_AGENT_MAX_TOOL_RESULT_BYTES`
+/// used to read as unset (the default applied), and a store path naming a file that is not
+/// a store was made a database (an empty file) or refused in SQLite's words. Both stop the
+/// start, naming the variable or the file, and the file is left as it was.
+#[cfg(unix)]
+#[test]
+fn bad_environment_and_store_files_stop_the_start() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = root();
+    let root_flag = dir.path().display().to_string();
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["--root", &root_flag, "call", "list_dir"])
+        .env(
+            "SLUICE_AGENT_MAX_TOOL_RESULT_BYTES",
+            std::ffi::OsStr::from_bytes(b"\xff\xfe"),
+        )
+        .output()
+        .expect("sluice runs");
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        "sluice: error: agent.max_tool_result_bytes must be valid UTF-8 text; got \"\\xFF\\xFE\" (from SLUICE_AGENT_MAX_TOOL_RESULT_BYTES)\n"
+    );
+    let empty = dir.path().join("notes.txt");
+    std::fs::write(&empty, "").unwrap();
+    let store_flag = empty.display().to_string();
+    let o = sluice(&["--store", &store_flag, "session", "list"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "sluice: error: {store_flag} is not a Sluice session store: it is an empty file (0 bytes); refusing to use it (nothing was written). Give --store (SLUICE_STORE, store.path) a new file or an existing session store\n"
+        )
+    );
+    assert_eq!(std::fs::read(&empty).unwrap(), b"");
 }

@@ -1,4 +1,5 @@
-//! The page budget (SPEC section 2) and the escaped size of text (SPEC terms).
+//! The page budget (docs/paging.md#page-budget) and the escaped size of text
+//! (docs/observations.md#terms).
 
 use std::time::{Duration, Instant};
 
@@ -65,7 +66,8 @@ pub fn json_len<T: serde::Serialize + ?Sized>(value: &T) -> u64 {
 
 /// The page budget of a result that shows `path`, in escaped bytes:
 /// `min(floor(cap / 2), cap - escaped(path) - 256)`, or `None` when that is below
-/// [`MIN_PAGE_BYTES`] (SPEC section 2). `cap` is `agent.max_tool_result_bytes` in bytes.
+/// [`MIN_PAGE_BYTES`] (docs/paging.md#page-budget). `cap` is `agent.max_tool_result_bytes`
+/// in bytes.
 pub fn page_bytes(cap: u32, path: &str) -> Option<u64> {
     let cap = u64::from(cap);
     let room = cap

@@ -59,7 +59,8 @@ impl ToolError {
         }
     }
 
-    /// `<name> must be an integer of at least <min>; got <value>` (SPEC section 4).
+    /// `<name> must be an integer of at least <min>; got <value>`
+    /// (docs/observations.md#arguments).
     pub fn integer_below(name: &str, min: u64, got: impl std::fmt::Display) -> Self {
         ToolError::new(
             ErrorKind::InvalidArgument,

@@ -1,5 +1,5 @@
 //! `grep_files`: search files for a regular expression, one page of matches at a time
-//! (SPEC sections 4 and 8).
+//! (docs/paging.md#grep_files).
 //!
 //! The walk starts at the root so that every `.gitignore` from the root down applies
 //! (matched by ripgrep's `ignore` crate), visits only the searched path, and is sorted by
@@ -17,7 +17,6 @@ use std::path::Path;
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, SearcherBuilder, sinks};
-use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use serde::{Deserialize, Serialize};
 
 use crate::Context;
@@ -26,8 +25,11 @@ use crate::error::quote;
 use crate::error::{ErrorKind, Result, ToolError};
 use crate::keys::has_armor;
 use crate::root::{Root, Target};
-use crate::sys::Kind;
 use crate::text::escaped_prefix;
+
+mod walk;
+
+use walk::Walk;
 
 /// Longest pattern accepted, in characters.
 pub const MAX_PATTERN_CHARS: usize = 1000;
@@ -188,9 +190,13 @@ pub fn grep_files(ctx: &Context, args: &GrepFilesArgs) -> Result<GrepFilesPage> 
         resume,
         visited: false,
         buf: Vec::new(),
+        // The file's own bytes, as they are: no byte-order-mark sniffing, so no transcoding
+        // of UTF-16 (the key rules judge the same bytes), and a UTF-8 BOM stays part of the
+        // first line (docs/paging.md#text-and-bytes).
         searcher: SearcherBuilder::new()
             .line_number(true)
             .binary_detection(BinaryDetection::none())
+            .bom_sniffing(false)
             .build(),
         page: Collector {
             out: GrepFilesPage {
@@ -267,14 +273,8 @@ impl Search<'_> {
     /// `target` and what is under it, with every `.gitignore` from the root down applied.
     /// Returns when the walk ends or the page is done.
     fn walk(&mut self, root: &Root, target: &Target) -> Result<()> {
-        let mut walk = Walk {
-            root: &root.dir,
-            target: &target.resolved_parts,
-            shown: &target.shown,
-            ignores: Vec::new(),
-            number: 0,
-        };
-        walk.dir(self, &mut Vec::new())?;
+        let mut walk = Walk::new(&root.dir, &target.resolved_parts, &target.shown);
+        walk.run(self)?;
         if let Some(c) = &self.resume
             && walk.number <= c.file
         {
@@ -375,8 +375,10 @@ impl Search<'_> {
         let Ok(mut file) = crate::sys::OpenFile::open(path) else {
             return false;
         };
-        let Ok(size) = file.size() else {
-            return false;
+        // By descriptor: what was opened is what is read (a FIFO swapped in is skipped).
+        let size = match file.stat() {
+            Ok(stat) if stat.is_file() => stat.size,
+            _ => return false,
         };
         if size > MAX_FILE_BYTES {
             return false;
@@ -390,7 +392,11 @@ impl Search<'_> {
         if size > head && file.read_into(head, size - head, &mut self.buf).is_err() {
             return false;
         }
-        !has_armor(&self.buf)
+        if has_armor(&self.buf) {
+            return false;
+        }
+        without_crlf(&mut self.buf);
+        true
     }
 }
 
@@ -402,8 +408,8 @@ impl Collector {
             self.stop_after_last();
             return Ok(true);
         }
+        // The file's `\r\n` are `\n` here already (see `without_crlf`).
         let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
-        let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
         let mut text = String::from_utf8_lossy(bytes).into_owned();
         if let Some((cut, _)) = text.char_indices().nth(MAX_TEXT_CHARS) {
             text.truncate(cut);
@@ -471,163 +477,30 @@ impl Collector {
     }
 }
 
-/// The state of one sorted walk.
-struct Walk<'w> {
-    /// The root directory.
-    root: &'w Path,
-    /// The components of the searched directory, relative to the root.
-    target: &'w [String],
-    /// The searched path as shown, for messages.
-    shown: &'w str,
-    /// The `.gitignore` of every directory on the way, outermost first.
-    ignores: Vec<Gitignore>,
-    /// The number the next entry below the target gets.
-    number: u64,
-}
-
-impl Walk<'_> {
-    /// Walks the directory at `parts` (relative to the root). Returns true when the page is
-    /// done.
-    fn dir(&mut self, search: &mut Search<'_>, parts: &mut Vec<String>) -> Result<bool> {
-        let depth = parts.len();
-        let dir = parts.iter().fold(self.root.to_path_buf(), |p, c| p.join(c));
-        let rel_dir = parts.join("/");
-        let on_the_way = depth < self.target.len();
-        let listing = match crate::sys::list(&dir) {
-            Ok(l) => l,
-            Err(e) if on_the_way || depth == self.target.len() => {
-                return Err(ToolError::io(self.shown, &e));
-            }
-            // An unreadable directory below the target is passed over; the walk goes on.
-            Err(_) => return Ok(false),
-        };
-        let has_ignore_file = listing
-            .entries
-            .iter()
-            .any(|(n, k)| *k == Kind::File && n.as_encoded_bytes() == b".gitignore");
-        if has_ignore_file {
-            let mut builder = GitignoreBuilder::new(&dir);
-            // A .gitignore that cannot be read or parsed adds no rules.
-            let _ = builder.add(dir.join(".gitignore"));
-            if let Ok(gi) = builder.build() {
-                self.ignores.push(gi);
-            }
+/// Rewrites every `\r\n` of `buf` as `\n`, in place.
+///
+/// A line's terminator is `\n` or `\r\n` (docs/paging.md#text-and-bytes): the pattern is
+/// matched against the line without it and the match's `text` is the line without it, so
+/// `foo$` matches `foo\r\n` and `\r` does not match its terminator. A `\r` not followed by
+/// `\n` (one that ends the file among them) is text, matched and returned. Line numbers do
+/// not change.
+fn without_crlf(buf: &mut Vec<u8>) {
+    let Some(first) = memchr::memmem::find(buf, b"\r\n") else {
+        return;
+    };
+    // Copy each run that starts at a `\n` whose `\r` was dropped, back over the gap.
+    let (mut write, mut read) = (first, first + 1);
+    loop {
+        let next = memchr::memmem::find(&buf[read + 1..], b"\r\n").map(|i| read + 1 + i);
+        let end = next.unwrap_or(buf.len());
+        buf.copy_within(read..end, write);
+        write += end - read;
+        match next {
+            Some(cr) => read = cr + 1,
+            None => break,
         }
-        let done = self.entries(search, parts, &dir, &rel_dir, listing);
-        if has_ignore_file {
-            self.ignores.pop();
-        }
-        done
     }
-
-    fn entries(
-        &mut self,
-        search: &mut Search<'_>,
-        parts: &mut Vec<String>,
-        dir: &Path,
-        rel_dir: &str,
-        listing: crate::sys::Listing,
-    ) -> Result<bool> {
-        let depth = parts.len();
-        let on_the_way = depth < self.target.len();
-        for (os_name, kind) in listing.entries {
-            // The path opens the entry by its real name; results show it lossily.
-            let path = dir.join(&os_name);
-            let name = os_name.to_string_lossy().into_owned();
-            let is_dir = kind == Kind::Dir;
-            if on_the_way {
-                // Above the target: only the next directory on the way to it.
-                if name != self.target[depth] {
-                    continue;
-                }
-                if PRUNED_DIRS.contains(&name.as_str()) {
-                    return Err(ToolError::new(
-                        ErrorKind::InvalidArgument,
-                        format!(
-                            "{} is inside {name}, which grep_files does not search; read its files with read_file",
-                            quote(self.shown)
-                        ),
-                    ));
-                }
-                if self.ignored(&path, true) {
-                    return Err(ToolError::new(
-                        ErrorKind::InvalidArgument,
-                        format!(
-                            "{} is excluded by a .gitignore, and grep_files does not search ignored files; list it with list_dir or read its files with read_file",
-                            quote(self.shown)
-                        ),
-                    ));
-                }
-                parts.push(name);
-                let done = self.dir(search, parts)?;
-                parts.pop();
-                return Ok(done);
-            }
-            let rel = if rel_dir.is_empty() {
-                name.clone()
-            } else {
-                format!("{rel_dir}/{name}")
-            };
-            if is_dir {
-                let pruned =
-                    PRUNED_DIRS.contains(&name.as_str()) || search.ctx.keys.is_key_dir(&name);
-                if pruned || self.ignored(&path, true) {
-                    continue;
-                }
-                parts.push(name);
-                let done = self.dir(search, parts)?;
-                parts.pop();
-                if done {
-                    return Ok(true);
-                }
-                continue;
-            }
-            if self.ignored(&path, false) {
-                continue;
-            }
-            let what = if !search.glob_matches(&rel) {
-                Visit::Filtered
-            } else if kind == Kind::File && !has_armor(rel.as_bytes()) {
-                Visit::File
-            } else {
-                // Symlinks (and sockets, fifos) are never followed or read; a path that
-                // spells a PEM armor line is key material.
-                Visit::Skipped
-            };
-            let number = self.next_number();
-            if search.visit(number, &rel, &path, what)? {
-                return Ok(true);
-            }
-        }
-        // Entries that could not be read (names that are not UTF-8, in a component) are
-        // counted, not lost silently.
-        for k in 0..listing.unreadable {
-            let number = self.next_number();
-            let rel = format!("{rel_dir}/\u{fffd}{k}");
-            if search.visit(number, &rel, dir, Visit::Skipped)? {
-                return Ok(true);
-            }
-        }
-        Ok(false)
-    }
-
-    fn next_number(&mut self) -> u64 {
-        let n = self.number;
-        self.number += 1;
-        n
-    }
-
-    /// True when the innermost `.gitignore` that has a say about `path` ignores it.
-    fn ignored(&self, path: &Path, is_dir: bool) -> bool {
-        for gi in self.ignores.iter().rev() {
-            match gi.matched(path, is_dir) {
-                ignore::Match::Ignore(_) => return true,
-                ignore::Match::Whitelist(_) => return false,
-                ignore::Match::None => {}
-            }
-        }
-        false
-    }
+    buf.truncate(write);
 }
 
 /// A position in a search: after line `line` of entry number `file` of the sorted walk

@@ -1,4 +1,6 @@
-//! Key material: refused names and PEM private-key armor (SPEC sections 3 and 8).
+//! Key material: refused names and PEM private-key armor (docs/keys.md).
+
+mod armor;
 
 use std::ops::Range;
 
@@ -22,10 +24,6 @@ pub const DEFAULT_DENIED_NAMES: &[&str] = &[
     "keys/",
     "ssh/",
 ];
-
-/// The longest run of label characters (`[A-Za-z0-9 _-]`) looked at before `PRIVATE KEY`,
-/// in bytes: far longer than any real armor label, and a bound on the work per occurrence.
-pub const MAX_ARMOR_LABEL_BYTES: usize = 1024;
 
 /// Which names are key material. [`KeyNames`] implements it from glob patterns; inside a
 /// component the host answers (`sluice:tools/key-policy`), so the patterns are compiled
@@ -114,109 +112,162 @@ pub struct Armor {
     pub begin: bool,
 }
 
-/// True when `bytes` holds an armor line anywhere.
+/// True when `bytes` holds an armor line anywhere: written on one line, split across one
+/// line break, or with NUL bytes interleaved (UTF-16); see [`find_armor`].
+///
+/// The host runs this over every observation as a last check. It is a backstop against
+/// accidents, not against a malicious tool: a tool that lowercases the armor, splits it
+/// over more lines or interleaves other characters gets past it. The file tools never
+/// return key material because of the rules they apply before answering, not because of
+/// this scan.
 pub fn has_armor(bytes: &[u8]) -> bool {
-    armor_lines(bytes).next().is_some()
+    armor::any(bytes)
 }
 
 /// `text` with every armor line replaced by `[PEM armor]`, for messages that repeat input.
 pub fn redact_armor(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut last = 0;
-    for (start, end, _) in armor_lines(text.as_bytes()) {
-        // Armor is ASCII, so both ends fall on character boundaries.
-        out.push_str(&text[last..start]);
+    for s in armor::spans(text.as_bytes()) {
+        // Armor starts and ends with `-` (ASCII), so both ends fall on character
+        // boundaries.
+        out.push_str(&text[last..s.start]);
         out.push_str("[PEM armor]");
-        last = end;
+        last = s.end;
     }
     out.push_str(&text[last..]);
     out
 }
 
-/// Every armor line in `window`, whose first byte is at file offset `window_start`.
+/// Every armor line in `window`, whose first byte is at file offset `window_start`, in
+/// order and without overlaps.
+///
+/// An armor line (docs/keys.md#armor) is `-----BEGIN ` or `-----END `, then label characters
+/// (letters, digits, spaces, `_`, `-`; any number of them), then `PRIVATE KEY`, optionally
+/// ` BLOCK`, then `-----`, anywhere in a line, case-sensitive. Also armor: one split
+/// across one line break (`-----BEGIN RSA PRIVATE` then `KEY-----` on the next line,
+/// optionally indented, after `\n` or `\r\n`), and one with NUL bytes interleaved, as a
+/// UTF-16 file holds it (NUL bytes are ignored throughout the key rules). The work is
+/// linear in the window's length.
 pub fn find_armor(window: &[u8], window_start: u64) -> Vec<Armor> {
-    armor_lines(window)
-        .map(|(start, end, begin)| Armor {
-            span: window_start + start as u64..window_start + end as u64,
-            begin,
+    armor::spans(window)
+        .into_iter()
+        .map(|s| Armor {
+            span: window_start + s.start as u64..window_start + s.end as u64,
+            begin: s.begin,
         })
         .collect()
 }
 
-/// The armor lines of `bytes` (SPEC section 8) as `(start, end, is BEGIN)`, without
-/// overlaps: each `PRIVATE KEY` followed by `-----` or ` BLOCK-----`, preceded by a label of
-/// `[A-Za-z0-9 _-]` (at most [`MAX_ARMOR_LABEL_BYTES`]) that holds `-----BEGIN ` or
-/// `-----END `; the last such marker before `PRIVATE KEY` decides the kind.
-fn armor_lines(bytes: &[u8]) -> impl Iterator<Item = (usize, usize, bool)> + '_ {
-    let is_label = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b' ' | b'_' | b'-');
-    let mut after_last = 0;
-    memchr::memmem::find_iter(bytes, b"PRIVATE KEY").filter_map(move |key| {
-        if key < after_last {
-            return None;
-        }
-        let rest = &bytes[key + b"PRIVATE KEY".len()..];
-        let tail = if rest.starts_with(b"-----") {
-            5
-        } else if rest.starts_with(b" BLOCK-----") {
-            11
-        } else {
-            return None;
-        };
-        let floor = key.saturating_sub(MAX_ARMOR_LABEL_BYTES).max(after_last);
-        let mut start = key;
-        while start > floor && is_label(bytes[start - 1]) {
-            start -= 1;
-        }
-        let label = &bytes[start..key];
-        let begin = memchr::memmem::rfind(label, b"-----BEGIN ");
-        let end = memchr::memmem::rfind(label, b"-----END ");
-        let (at, is_begin) = match (begin, end) {
-            (Some(b), Some(e)) if b > e => (b, true),
-            (Some(b), None) => (b, true),
-            (_, Some(e)) => (e, false),
-            (None, None) => return None,
-        };
-        let stop = key + b"PRIVATE KEY".len() + tail;
-        after_last = stop;
-        Some((start + at, stop, is_begin))
-    })
+/// What one whole line is to the fail-closed rule (docs/keys.md#key-body-and-neutral-lines;
+/// see [`classify_line`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineClass {
+    /// 16–100 characters of `A–Z a–z 0–9 + / =`, optionally indented.
+    KeyBody,
+    /// An empty (or blank) line, an RFC 1421 header line of a traditionally encrypted key
+    /// (`Proc-Type: …`, `DEK-Info: …`), or the second part of an armor line split across
+    /// lines (`KEY-----`, `  RSA PRIVATE KEY-----`): it neither clears a refusal nor counts
+    /// as text.
+    Neutral,
+    /// Anything else: ordinary text, which clears the fail-closed refusal.
+    Ordinary,
 }
 
-/// True for a key-body line (SPEC section 8): 16–100 characters of `A–Z a–z 0–9 + / =`,
-/// optionally indented; `line` excludes its `\n` (a trailing `\r` is ignored).
-pub fn is_key_body_line(line: &[u8]) -> bool {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
+/// Classifies `line`, a whole line without its `\n` (a trailing `\r` is ignored, as are NUL
+/// bytes, so the lines of a UTF-16 file are judged by their text). Blank means only spaces
+/// and tabs; the header names are case-sensitive, as PEM readers match them, and may be
+/// indented like body lines.
+pub fn classify_line(line: &[u8]) -> LineClass {
+    let visible: std::borrow::Cow<'_, [u8]> = if memchr::memchr(0, line).is_some() {
+        line.iter().copied().filter(|&b| b != 0).collect()
+    } else {
+        line.into()
+    };
+    let line = visible.strip_suffix(b"\r").unwrap_or(&visible);
     let start = line
         .iter()
         .position(|&b| b != b' ' && b != b'\t')
         .unwrap_or(line.len());
-    let body = &line[start..];
-    (16..=100).contains(&body.len())
-        && body
-            .iter()
-            .all(|&b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'=')
+    let text = &line[start..];
+    if text.is_empty()
+        || text.starts_with(b"Proc-Type:")
+        || text.starts_with(b"DEK-Info:")
+        || is_armor_rest(text)
+    {
+        return LineClass::Neutral;
+    }
+    let base64 = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=');
+    if (16..=100).contains(&text.len()) && text.iter().all(base64) {
+        LineClass::KeyBody
+    } else {
+        LineClass::Ordinary
+    }
 }
 
-/// The fail-closed rule of SPEC section 3: `look_back` is the bytes just before a page (or
-/// window) start and does not reach the start of the file. True when it holds at least one
-/// whole line and every whole line is a key-body line. The partial lines at its two edges
-/// are not judged.
-pub fn look_back_is_all_key_body(look_back: &[u8]) -> bool {
-    // The first segment starts before the window: partial. The last segment (after the
-    // last `\n`) ends at the page start without one: partial too. Whole lines lie between.
-    let (Some(first_nl), Some(last_nl)) = (
-        memchr::memchr(b'\n', look_back),
-        memchr::memrchr(b'\n', look_back),
-    ) else {
+/// True when `text` can be the second part of an armor line split across two lines, the
+/// part a look-back window that starts just after the break sees alone: the end of
+/// `PRIVATE KEY-----` (or `PRIVATE KEY BLOCK-----`) from its dashes on, or label
+/// characters followed by all of it. Without this, such a line would read as ordinary
+/// text and clear the fail-closed rule inside a long key whose header is split.
+fn is_armor_rest(text: &[u8]) -> bool {
+    [&b"PRIVATE KEY-----"[..], b"PRIVATE KEY BLOCK-----"]
+        .iter()
+        .any(|full| {
+            (text.len() >= 5 && full.ends_with(text))
+                || text.strip_suffix(*full).is_some_and(|label| {
+                    label
+                        .iter()
+                        .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b' ' | b'_' | b'-'))
+                })
+        })
+}
+
+/// True for a key-body line (docs/keys.md#key-body-and-neutral-lines): see
+/// [`classify_line`].
+pub fn is_key_body_line(line: &[u8]) -> bool {
+    classify_line(line) == LineClass::KeyBody
+}
+
+/// The fail-closed rule (docs/keys.md#fail-closed): `look_back` is the bytes just before a
+/// page (or window) start, it holds no armor line, and it does not reach the start of the
+/// file. True when it holds at least one whole key-body line and every whole line in it is
+/// a key-body or a neutral line ([`classify_line`]).
+///
+/// Whole lines are those that end with `\n` inside `look_back`. The line the page starts in
+/// (after the last `\n`) is not whole, and neither is the first line when `look_back` starts
+/// inside it: `at_line_start` says whether the byte before `look_back` is a `\n`, in which
+/// case its first line is whole and judged like the others.
+pub fn look_back_fails_closed(look_back: &[u8], at_line_start: bool) -> bool {
+    let Some(last_newline) = memchr::memrchr(b'\n', look_back) else {
         return false;
     };
-    if first_nl == last_nl {
-        return false;
+    let mut lines = look_back[..last_newline].split(|&b| b == b'\n');
+    if !at_line_start {
+        lines.next();
     }
+    let mut body = false;
     // Most text fails on its first line, so stop at the first ordinary one.
-    look_back[first_nl + 1..last_nl]
-        .split(|&b| b == b'\n')
-        .all(is_key_body_line)
+    for line in lines {
+        match classify_line(line) {
+            LineClass::KeyBody => body = true,
+            LineClass::Neutral => {}
+            LineClass::Ordinary => return false,
+        }
+    }
+    body
+}
+
+/// The bytes the key rules judge around a range: from `start` (a file offset) on.
+#[derive(Clone, Copy, Debug)]
+pub struct Window<'a> {
+    /// The bytes.
+    pub bytes: &'a [u8],
+    /// The file offset of `bytes[0]`.
+    pub start: u64,
+    /// True when `start` is the start of a line: the start of the file, or just after a
+    /// `\n`. Then the window's first line is whole (the fail-closed rule judges it).
+    pub at_line_start: bool,
 }
 
 /// What the armor around a range says.
@@ -229,24 +280,26 @@ pub struct KeyScan {
     /// The last armor line in the whole window is a BEGIN.
     pub ends_inside: bool,
     /// No armor line begins in the look-back (the window before the range), the window
-    /// does not reach the file start, and the look-back is only key-body lines. Armor after
-    /// the range start does not matter: an END line after the start does not clear it.
+    /// does not reach the file start, and the look-back fails closed
+    /// ([`look_back_fails_closed`]). Armor after the range start does not matter: an END
+    /// line after the start does not clear it.
     pub fail_closed: bool,
 }
 
 impl KeyScan {
-    /// Scans `window` (file offsets `window_start..`) around `range`, which lies inside it.
-    pub fn scan(window: &[u8], window_start: u64, range: Range<u64>) -> KeyScan {
-        let armor = find_armor(window, window_start);
+    /// Scans `window` around `range` (file offsets), which lies inside it.
+    pub fn scan(window: Window<'_>, range: Range<u64>) -> KeyScan {
+        let armor = find_armor(window.bytes, window.start);
         let overlaps = armor
             .iter()
             .any(|a| a.span.start < range.end && a.span.end > range.start);
         let last_before = armor.iter().rfind(|a| a.span.start < range.start);
         let starts_inside = last_before.is_some_and(|a| a.begin);
         let ends_inside = armor.last().is_some_and(|a| a.begin);
-        let fail_closed = last_before.is_none() && window_start > 0 && {
-            let look_back_end = (range.start - window_start) as usize;
-            look_back_is_all_key_body(window.get(..look_back_end).unwrap_or(window))
+        let fail_closed = last_before.is_none() && window.start > 0 && {
+            let look_back_end = (range.start - window.start) as usize;
+            let look_back = window.bytes.get(..look_back_end).unwrap_or(window.bytes);
+            look_back_fails_closed(look_back, window.at_line_start)
         };
         KeyScan {
             overlaps,
@@ -325,20 +378,66 @@ mod tests {
     }
 
     #[test]
+    fn line_classes() {
+        use LineClass::*;
+        for (line, class) in [
+            (&b""[..], Neutral),
+            (b"\r", Neutral),
+            (b"  \t ", Neutral),
+            (b"Proc-Type: 4,ENCRYPTED", Neutral),
+            (
+                b"DEK-Info: AES-128-CBC,0123456789ABCDEF0123456789ABCDEF\r",
+                Neutral,
+            ),
+            (b"  DEK-Info: DES-EDE3-CBC,01234567", Neutral),
+            (b"KEY-----", Neutral),
+            (b"  RSA PRIVATE KEY-----\r", Neutral),
+            (b"-----", Neutral),
+            (b"ATE KEY BLOCK-----", Neutral),
+            (b"---", Ordinary),
+            (b"-----END CERTIFICATE-----", Ordinary),
+            (b"KEY-----\"", Ordinary),
+            (b"proc-type: 4,ENCRYPTED", Ordinary),
+            (b"Proc-Type 4,ENCRYPTED", Ordinary),
+            (b"MIIEvQIBADANBgkqhkiG9w0BAQEFAASC", KeyBody),
+            (
+                b"M\0I\0I\0E\0v\0Q\0I\0B\0A\0D\0A\0N\0B\0g\0k\0q\0\r\0",
+                KeyBody,
+            ),
+            (b"hello world", Ordinary),
+        ] {
+            assert_eq!(
+                classify_line(line),
+                class,
+                "{:?}",
+                String::from_utf8_lossy(line)
+            );
+        }
+    }
+
+    #[test]
     fn look_back_rule() {
         let body = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldY\n";
-        assert!(look_back_is_all_key_body(
-            format!("partial{body}{body}par").as_bytes()
-        ));
-        assert!(!look_back_is_all_key_body(
-            format!("partial{body}hello world\n{body}").as_bytes()
-        ));
+        let fails =
+            |text: &str, at_line_start| look_back_fails_closed(text.as_bytes(), at_line_start);
+        assert!(fails(&format!("partial{body}{body}par"), false));
+        assert!(!fails(&format!("partial{body}hello world\n{body}"), false));
         // Only partial lines: nothing to judge.
-        assert!(!look_back_is_all_key_body(
-            b"QUJDREVGR0hJSktMTU5PUFFSU1RVVldY"
+        assert!(!fails("QUJDREVGR0hJSktMTU5PUFFSU1RVVldY", false));
+        assert!(!fails("QUJDREVG\nR0hJSktMTU5PUFFSU1RVVldY", false));
+        // Neutral lines neither clear it nor count as body.
+        let headers = "Proc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,00FF\n\n";
+        assert!(fails(
+            &format!("-----BEGIN RSA P{headers}{body}{body}"),
+            false
         ));
-        assert!(!look_back_is_all_key_body(
-            b"QUJDREVG\nR0hJSktMTU5PUFFSU1RVVldY"
-        ));
+        assert!(fails(&format!("x\n{headers}{body}"), false));
+        assert!(!fails(&format!("x\n{headers}"), false));
+        assert!(!fails("x\n\n\n\n", false));
+        // The first line is whole when the look-back starts at a line start.
+        let ordinary_first = format!("an ordinary line\n{body}{body}");
+        assert!(fails(&ordinary_first, false));
+        assert!(!fails(&ordinary_first, true));
+        assert!(fails(&format!("{body}{body}"), true));
     }
 }

@@ -1,5 +1,5 @@
 //! The file tools of Sluice as a plain Rust library: `read_file`, `tail_file`,
-//! `grep_files` and `list_dir`, exactly as `SPEC.md` sections 2–4 and 8 describe them.
+//! `grep_files` and `list_dir`, exactly as `docs/paging.md` and `docs/keys.md` describe them.
 //!
 //! Each tool takes a [`Context`] (the roots it may read, the cap of this call, the
 //! key-material names) and its arguments, and returns a result that fits its page budget

@@ -1,4 +1,4 @@
-//! `list_dir`: one page of a directory listing (SPEC section 4).
+//! `list_dir`: one page of a directory listing (docs/paging.md#list_dir).
 
 use serde::{Deserialize, Serialize};
 

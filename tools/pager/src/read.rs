@@ -1,4 +1,4 @@
-//! `read_file`: one page of a text file (SPEC section 4).
+//! `read_file`: one page of a text file (docs/paging.md#read_file).
 
 use serde::{Deserialize, Serialize};
 
@@ -6,7 +6,7 @@ use crate::Context;
 use crate::budget::escaped_char_len;
 use crate::error::{ErrorKind, Result, ToolError};
 use crate::file::TextFile;
-use crate::keys::{KeyScan, LOOK_BACK_BYTES};
+use crate::keys::{KeyScan, LOOK_BACK_BYTES, Window};
 use crate::text::end_of_char_at;
 
 /// Bytes read past a page's end so that an armor line the page cuts is still recognised.
@@ -101,23 +101,20 @@ pub fn read_file(ctx: &Context, args: &ReadFileArgs) -> Result<ReadFilePage> {
         }
         Some(o) => o,
         None if first_line > 1 => match line_start(&mut file, first_line)? {
-            LineStart::At(pos) => pos,
+            LineStart::At(pos) if pos < size => pos,
+            // Line `first_line - 1` ends the file: `first_line` is past the last line.
+            LineStart::At(_) => return empty_page(target.shown, size, first_line - 1),
             LineStart::PastEnd { total_lines } => {
-                return Ok(ReadFilePage {
-                    path: target.shown,
-                    size,
-                    offset: size,
-                    total_lines: Some(total_lines),
-                    ..ReadFilePage::default()
-                });
+                return empty_page(target.shown, size, total_lines);
             }
         },
         None => 0,
     };
 
-    // One read: the key look-back, the page (which starts up to 3 bytes after an `offset`
-    // inside a character), and a little more to judge the page's end.
-    let read_start = asked.saturating_sub(LOOK_BACK_BYTES);
+    // One read: the byte before the key look-back (is the look-back's first line whole?),
+    // the look-back, the page (which starts up to 3 bytes after an `offset` inside a
+    // character), and a little more to judge the page's end.
+    let read_start = asked.saturating_sub(LOOK_BACK_BYTES + 1);
     let want = (asked - read_start) + 3 + page + 4 + ARMOR_TAIL_BYTES;
     // Nothing past the size we reported is read, and a file cut short meanwhile (a log
     // truncated by rotation) reads as ending early rather than failing.
@@ -138,6 +135,11 @@ pub fn read_file(ctx: &Context, args: &ReadFileArgs) -> Result<ReadFilePage> {
     let window = read
         .get((window_start - read_start) as usize..)
         .unwrap_or_default();
+    let window_at_line_start = window_start == 0
+        || ((window_start - read_start) as usize)
+            .checked_sub(1)
+            .and_then(|i| read.get(i))
+            == Some(&b'\n');
     let before = window
         .get(..(start - window_start) as usize)
         .unwrap_or(window);
@@ -168,7 +170,17 @@ pub fn read_file(ctx: &Context, args: &ReadFileArgs) -> Result<ReadFilePage> {
         lines_done += 1;
     }
 
-    let scan = KeyScan::scan(window, window_start, start..start + pos as u64);
+    let scan = if pos == 0 {
+        // An empty page (at the end of the file) shows nothing, wherever it is.
+        KeyScan::default()
+    } else {
+        let window = Window {
+            bytes: window,
+            start: window_start,
+            at_line_start: window_at_line_start,
+        };
+        KeyScan::scan(window, start..start + pos as u64)
+    };
     if scan.overlaps || scan.starts_inside || scan.fail_closed {
         let why = if scan.overlaps {
             "holds a PEM private key in that range"
@@ -216,6 +228,20 @@ pub fn read_file(ctx: &Context, args: &ReadFileArgs) -> Result<ReadFilePage> {
         }
     }
     Ok(out)
+}
+
+/// The empty page at the end of the file that a `startLine` past the last line gets
+/// (docs/paging.md#read_file-the-result): `offset` = size, empty `content`, and
+/// `totalLines`. Never refused (docs/keys.md#the-empty-page): it shows nothing, whatever
+/// the file ends with.
+fn empty_page(path: String, size: u64, total_lines: u64) -> Result<ReadFilePage> {
+    Ok(ReadFilePage {
+        path,
+        size,
+        offset: size,
+        total_lines: Some(total_lines),
+        ..ReadFilePage::default()
+    })
 }
 
 /// Fills one page with text: whole lines while they fit and `lineCount` allows, else a

@@ -1,4 +1,4 @@
-//! `tail_file`: the last lines of a text file (SPEC section 4).
+//! `tail_file`: the last lines of a text file (docs/paging.md#tail_file).
 
 use serde::{Deserialize, Serialize};
 
@@ -6,7 +6,7 @@ use crate::Context;
 use crate::budget::escaped_len;
 use crate::error::{ErrorKind, Result, ToolError};
 use crate::file::TextFile;
-use crate::keys::{KeyScan, LOOK_BACK_BYTES};
+use crate::keys::{KeyScan, LOOK_BACK_BYTES, Window};
 use crate::text::lossy_chars;
 
 /// Lines returned when `lines` is not given.
@@ -60,7 +60,16 @@ pub fn tail_file(ctx: &Context, args: &TailFileArgs) -> Result<TailFilePage> {
     // more than `page` raw bytes can fit; a few more show where the oldest line starts.
     let tail_start = size.saturating_sub(page + 8);
     let window_start = tail_start.saturating_sub(LOOK_BACK_BYTES);
-    let window = file.read_at(window_start, (size - window_start) as usize)?;
+    // One byte more in front tells whether the window starts at a line start.
+    let read_start = window_start.saturating_sub(1);
+    let read = file.read_at(read_start, (size - read_start) as usize)?;
+    let (window, window_at_line_start) = match (window_start - read_start) as usize {
+        0 => (&read[..], true),
+        _ => (
+            read.get(1..).unwrap_or_default(),
+            read.first() == Some(&b'\n'),
+        ),
+    };
     // A file cut short since it was opened (a log truncated by rotation) reads as empty.
     let tail = window
         .get((tail_start - window_start) as usize..)
@@ -79,7 +88,12 @@ pub fn tail_file(ctx: &Context, args: &TailFileArgs) -> Result<TailFilePage> {
         let line_start = newline.map_or(0, |i| i + 1);
         let whole = newline.is_some() || tail_start == 0;
         let raw = &tail[line_start..end];
-        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        // The terminator is `\n` or `\r\n`; a `\r` that ends the file is text.
+        let terminated = end < tail.len();
+        let raw = match raw.strip_suffix(b"\r") {
+            Some(text) if terminated => text,
+            _ => raw,
+        };
         let text = String::from_utf8_lossy(raw);
         let cost = escaped_len(&text) + 2 + u64::from(!lines.is_empty());
         if !whole || used + cost > page {
@@ -107,7 +121,12 @@ pub fn tail_file(ctx: &Context, args: &TailFileArgs) -> Result<TailFilePage> {
     }
     lines.reverse();
 
-    let scan = KeyScan::scan(&window, window_start, returned_from..size);
+    let window = Window {
+        bytes: window,
+        start: window_start,
+        at_line_start: window_at_line_start,
+    };
+    let scan = KeyScan::scan(window, returned_from..size);
     let refusal = if scan.ends_inside {
         Some("ends inside a PEM private key")
     } else if scan.overlaps {

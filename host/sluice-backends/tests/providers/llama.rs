@@ -17,6 +17,7 @@ use sluice_backends::openai::OpenAiBackend;
 use sluice_backends::provider::Provider;
 use sluice_backends::{Backend, ErrorKind, ModelRequest, estimate};
 use sluice_protocol::{Message, Role, SessionStatus, ToolCall, ToolSpec};
+use sluice_runtime::CallOptions;
 use sluice_runtime::observation::Observation;
 use sluice_store::{SqliteStore, Store};
 use tokio_util::sync::CancellationToken;
@@ -251,8 +252,8 @@ impl Tools for NoTools {
         false
     }
 
-    async fn call(&self, name: &str, _args: &str, cap: u32) -> Observation {
-        Observation::unknown_tool(name).finish(name, cap as usize, "")
+    async fn call(&self, name: &str, _args: &str, options: &CallOptions) -> Observation {
+        Observation::unknown_tool(name).finish(name, options.cap as usize, "")
     }
 }
 

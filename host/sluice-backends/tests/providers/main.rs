@@ -1,8 +1,8 @@
 //! The OpenAI Chat, OpenAI-compatible and Anthropic backends (and, for the error envelopes,
 //! Bedrock) against the fake provider of `tests/support` on 127.0.0.1: every wire format as
 //! JSON and as a stream, the request bodies (snapshots), every row of the provider
-//! context-window signature table of `cases/README.md`, retries, the pre-send estimate, and
-//! row P12 of `cases/reference.md` through the real agent loop.
+//! context-window signature table of `docs/agent-loop.md#detection`, retries, the pre-send
+//! estimate, and row P12 (`docs/regressions.md#p12`) through the real agent loop.
 
 #[path = "../support/mod.rs"]
 mod support;

@@ -1,4 +1,4 @@
-//! Row P12 of `cases/reference.md`: the real OpenAI backend against a fake server that answers
+//! Row P12 (`docs/regressions.md#p12`): the real OpenAI backend against a fake server that answers
 //! 400 `context_length_exceeded` to bodies over 20,000 bytes, driven by the real agent loop
 //! (`sluice_agent::Agent`, a temporary `SqliteStore`, a fake tool whose 30,000-byte
 //! observation comes out of the real `Observation::success(..).finish(..)`) → completed;
@@ -10,6 +10,7 @@ use serde_json::json;
 use sluice_agent::{Agent, Settings, Tools};
 use sluice_backends::provider::Provider;
 use sluice_protocol::{Role, SessionStatus, ToolSpec};
+use sluice_runtime::CallOptions;
 use sluice_runtime::observation::{DEFAULT_HINT, Observation};
 use sluice_store::{SqliteStore, Store};
 use tokio_util::sync::CancellationToken;
@@ -37,10 +38,10 @@ impl Tools for BigTool {
         false
     }
 
-    async fn call(&self, name: &str, _args: &str, cap: u32) -> Observation {
+    async fn call(&self, name: &str, _args: &str, options: &CallOptions) -> Observation {
         Observation::success(&json!({"text": "x".repeat(30_000)})).finish(
             name,
-            cap as usize,
+            options.cap as usize,
             DEFAULT_HINT,
         )
     }

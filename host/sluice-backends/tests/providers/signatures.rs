@@ -1,13 +1,13 @@
-//! Every row of the "Provider context-window signatures" table of `cases/README.md`, served by
-//! the fake with its status and body, comes back from the real backend of that provider (the
+//! Every row of the context-window signature table of `docs/agent-loop.md#detection`, served
+//! by the fake with its status and body, comes back from the real backend of that provider (the
 //! OpenAI-compatible one for llama.cpp, vLLM, OpenRouter, DeepSeek and Gemini; Bedrock's own
 //! for the Bedrock rows) as `context_window_exceeded()`, after exactly one request, JSON and
 //! streaming alike. The last row, a 429 "tokens per minute", is `RateLimited`, not overflow,
 //! and is retried.
 //!
-//! Where the README gives the body, it is used as given (with numbers for N, M, K); where it
-//! gives only the wording or the code, the envelope is the one `notes/providers.md` §1–§2
-//! quotes for that provider (the public bug reports listed in its §5).
+//! Where the table gives the body, it is used as given (with numbers for N, M, K); where it
+//! gives only the wording or the code, the envelope is that provider's own error shape, as
+//! its API reference and public bug reports show it.
 
 use serde_json::{Value, json};
 use sluice_backends::ErrorKind;
@@ -45,7 +45,7 @@ fn rows() -> Vec<Row> {
         "ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/",
     )];
     vec![
-        // README: the body as given.
+        // The table: the body as given.
         row(
             "Anthropic 400 prompt is too long",
             Provider::Anthropic,
@@ -54,7 +54,7 @@ fn rows() -> Vec<Row> {
                 r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#,
             ),
         ),
-        // README wording; envelope of providers.md §1.3.
+        // The table's wording, in Anthropic's error envelope.
         row(
             "Anthropic 400 input length and max_tokens",
             Provider::Anthropic,
@@ -66,7 +66,7 @@ fn rows() -> Vec<Row> {
                 ),
             ),
         ),
-        // README `request_too_large`; message of providers.md §2.
+        // The table's `request_too_large`, with Anthropic's message for it.
         row(
             "Anthropic 413 request_too_large",
             Provider::Anthropic,
@@ -75,7 +75,7 @@ fn rows() -> Vec<Row> {
                 &anthropic_error("request_too_large", "Request exceeds the maximum size"),
             ),
         ),
-        // providers.md §2: the 413 body sometimes lacks the top-level "type":"error".
+        // Anthropic's 413 body sometimes lacks the top-level "type":"error".
         row(
             "Anthropic 413 request_too_large without the top-level type",
             Provider::Anthropic,
@@ -84,7 +84,7 @@ fn rows() -> Vec<Row> {
                 r#"{"error":{"type":"request_too_large","message":"Request exceeds the maximum size"}}"#,
             ),
         ),
-        // README code and wording; envelope of providers.md §2 (OpenAI's error object).
+        // The table's code and wording, in OpenAI's error object.
         row(
             "OpenAI Chat 400 context_length_exceeded",
             Provider::OpenAi,
@@ -93,7 +93,7 @@ fn rows() -> Vec<Row> {
                 r#"{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#,
             ),
         ),
-        // README: a 200 stream, then an `error` event (OpenAI Responses' event shape), on the
+        // The table: a 200 stream, then an `error` event (OpenAI Responses' event shape), on the
         // OpenAI stream path.
         Row {
             label: "OpenAI Responses 200 stream then an error event",
@@ -104,7 +104,7 @@ fn rows() -> Vec<Row> {
                 data: r#"{"type":"error","code":"context_length_exceeded","message":"Your input exceeds the context window of this model. Please adjust your input and try again.","param":"input","sequence_number":2}"#.into(),
             },
         },
-        // providers.md §1.2: the same failure as a `response.failed` event.
+        // OpenAI Responses: the same failure as a `response.failed` event.
         Row {
             label: "OpenAI Responses 200 stream then response.failed",
             provider: Provider::OpenAi,
@@ -114,7 +114,7 @@ fn rows() -> Vec<Row> {
                 data: r#"{"type":"response.failed","sequence_number":3,"response":{"id":"resp_1","object":"response","status":"failed","error":{"code":"context_length_exceeded","message":"Your input exceeds the context window of this model. Please adjust your input and try again."}}}"#.into(),
             },
         },
-        // providers.md §1.3: Anthropic's mid-stream `error` event with the overflow wording.
+        // Anthropic's mid-stream `error` event with the overflow wording.
         Row {
             label: "Anthropic 200 stream then an error event",
             provider: Provider::Anthropic,
@@ -127,7 +127,7 @@ fn rows() -> Vec<Row> {
                 ),
             },
         },
-        // README wording with x-amzn-ErrorType; Bedrock's `{"message"}` body (providers.md §2).
+        // The table's wording with x-amzn-ErrorType, in Bedrock's `{"message"}` body.
         row(
             "Bedrock 400 ValidationException Input is too long",
             Provider::Bedrock,
@@ -146,7 +146,7 @@ fn rows() -> Vec<Row> {
                 r#"{"message":"The model returned the following errors: prompt is too long: 210000 tokens > 200000 maximum"}"#,
             ),
         ),
-        // README wording and type; llama.cpp's body with its numbers (providers.md §2).
+        // The table's wording and type, in llama.cpp's body with its numbers.
         row(
             "llama.cpp 400 exceed_context_size_error",
             Provider::OpenAiCompatible,
@@ -155,7 +155,7 @@ fn rows() -> Vec<Row> {
                 r#"{"error":{"code":400,"message":"request (9000 tokens) exceeds the available context size (8192 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":9000,"n_ctx":8192}}"#,
             ),
         ),
-        // README "(sometimes 500)": must not be retried as a server error.
+        // The table's "(sometimes 500)": must not be retried as a server error.
         row(
             "llama.cpp 500 exceed_context_size_error",
             Provider::OpenAiCompatible,
@@ -164,8 +164,8 @@ fn rows() -> Vec<Row> {
                 r#"{"error":{"code":500,"message":"request (9000 tokens) exceeds the available context size (8192 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":9000,"n_ctx":8192}}"#,
             ),
         ),
-        // README "maximum context length is M tokens" for vLLM (older top-level and newer
-        // wrapped envelopes, providers.md §1.5), OpenRouter, DeepSeek, and in other case.
+        // The table's "maximum context length is M tokens" for vLLM (older top-level and newer
+        // wrapped envelopes), OpenRouter, DeepSeek, and in other case.
         row(
             "vLLM 400 (top-level envelope)",
             Provider::OpenAiCompatible,
@@ -206,7 +206,7 @@ fn rows() -> Vec<Row> {
                 r#"{"error":{"message":"THIS MODEL'S MAXIMUM CONTEXT LENGTH IS 8192 TOKENS.","type":"invalid_request_error"}}"#,
             ),
         ),
-        // README wording and status; the array-wrapped Google error (providers.md §1.5).
+        // The table's wording and status, in Google's array-wrapped error.
         row(
             "Gemini 400 INVALID_ARGUMENT",
             Provider::OpenAiCompatible,

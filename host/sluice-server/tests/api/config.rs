@@ -1,4 +1,4 @@
-//! `GET/PUT /agent/config`: row P13 of reference.md over the API (400 naming the key, the
+//! `GET/PUT /agent/config`: row P13 (docs/regressions.md#p13) over the API (400 naming the key, the
 //! value and the range; nothing changes), unknown and boot-only keys, and changes that
 //! apply to the next run.
 

@@ -4,7 +4,8 @@
 
 mod approvals; // Destructive calls: awaiting_approval, approve/deny, one observation each.
 mod auth; // Bearer tokens: 401s on every route, and no start beyond loopback without one.
-mod config; // GET/PUT /agent/config: row P13 of reference.md, unknown and boot-only keys.
+mod config; // GET/PUT /agent/config: row P13 (docs/regressions.md#p13), unknown and boot-only keys.
+mod guard; // Host, Origin and Content-Type: 403 and 415 before any route runs (issue 12 item 5).
 mod runs; // Runs: a full run, events, cancellation, 409, 413, 50 concurrent sessions.
 
 use std::path::{Path, PathBuf};
@@ -64,6 +65,7 @@ struct Setup {
     destructive: &'static [&'static str],
     token: Option<String>,
     max_body_bytes: usize,
+    allowed_hosts: Vec<String>,
 }
 
 impl Default for Setup {
@@ -73,6 +75,7 @@ impl Default for Setup {
             destructive: &[],
             token: None,
             max_body_bytes: sluice_server::DEFAULT_MAX_BODY_BYTES,
+            allowed_hosts: Vec::new(),
         }
     }
 }
@@ -118,6 +121,7 @@ impl TestServer {
             listen: "127.0.0.1:0".parse().unwrap(),
             token: setup.token.clone(),
             max_body_bytes: setup.max_body_bytes,
+            allowed_hosts: setup.allowed_hosts.clone(),
         };
         let root = make_root(dir.path());
         let server = Server::new(services(dir.path(), &root, &setup), options).unwrap();

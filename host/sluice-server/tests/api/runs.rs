@@ -334,9 +334,14 @@ async fn bodies_over_the_limit_are_413() {
     let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
         (0..20).map(|_| Ok(vec![b' '; 64 * 1024])).collect();
     let (status, body) = server
-        .send(server.request(reqwest::Method::PUT, "/agent/config").body(
-            reqwest::Body::wrap_stream(futures_util::stream::iter(chunks)),
-        ))
+        .send(
+            server
+                .request(reqwest::Method::PUT, "/agent/config")
+                .header("content-type", "application/json")
+                .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
+                    chunks,
+                ))),
+        )
         .await;
     assert_eq!(status, 413, "{body}");
     // Just under the limit is read (and then judged on its content).
@@ -348,6 +353,7 @@ async fn bodies_over_the_limit_are_413() {
                     reqwest::Method::POST,
                     &format!("/sessions/{id}/prompts?wait=true"),
                 )
+                .header("content-type", "application/json")
                 .body(fits),
         )
         .await;
@@ -393,6 +399,7 @@ async fn bad_requests_are_json_errors() {
         .send(
             server
                 .request(reqwest::Method::POST, &format!("/sessions/{id}/prompts"))
+                .header("content-type", "application/json")
                 .body("{not json"),
         )
         .await;

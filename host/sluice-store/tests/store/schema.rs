@@ -40,7 +40,13 @@ fn reopening_migrates_nothing_and_keeps_everything() {
     }
     assert_eq!(
         tables(&t.path),
-        ["approvals", "audit", "messages", "sessions"]
+        [
+            "approvals",
+            "audit",
+            "messages",
+            "queued_prompts",
+            "sessions"
+        ]
     );
     assert_eq!(user_version(&t.path), SqliteStore::SCHEMA_VERSION);
     let schema_after: Vec<String> = raw(&t.path)
@@ -82,7 +88,7 @@ fn a_schema_from_a_newer_sluice_is_refused() {
     assert_eq!(
         err.to_string(),
         format!(
-            "session store {shown} has schema version {newer}; this Sluice knows up to 1: upgrade Sluice"
+            "session store {shown} has schema version {newer}; this Sluice knows up to 2: upgrade Sluice"
         )
     );
     assert_eq!(user_version(&t.path), newer, "left alone");
@@ -106,19 +112,80 @@ fn open_creates_missing_directories() {
     }
 }
 
+/// Issue 12 item 13: a store path naming an existing file that is not a session store was
+/// silently made a database (an empty file), or refused with SQLite's "file is not a
+/// database" from setting the journal mode. Each is refused, naming the file and what it is,
+/// and the file is left exactly as it was.
 #[test]
-fn errors_name_the_database_file() {
+fn a_file_that_is_not_a_store_is_refused_and_left_alone() {
     let dir = tempfile::tempdir().unwrap();
+    let refused = |path: &std::path::Path, what: &str| {
+        let before = std::fs::read(path).ok();
+        let err = SqliteStore::open(path).unwrap_err();
+        assert!(matches!(err, StoreError::NotAStore { .. }), "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{} is not a Sluice session store: {what}; refusing to use it (nothing was written). Give --store (SLUICE_STORE, store.path) a new file or an existing session store",
+                path.display()
+            )
+        );
+        assert_eq!(
+            std::fs::read(path).ok(),
+            before,
+            "{} changed",
+            path.display()
+        );
+    };
+    let empty = dir.path().join("empty.txt");
+    std::fs::write(&empty, "").unwrap();
+    refused(&empty, "it is an empty file (0 bytes)");
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "hello\n").unwrap();
+    refused(
+        &notes,
+        "it is a file of 6 bytes that is not a SQLite database",
+    );
     let junk = dir.path().join("junk.db");
     std::fs::write(&junk, vec![b'x'; 8192]).unwrap();
-    let err = SqliteStore::open(&junk).unwrap_err();
-    assert!(matches!(err, StoreError::Database { .. }), "{err:?}");
-    let text = err.to_string();
-    assert!(
-        text.starts_with(&format!("session store {}: ", junk.display())),
-        "{text}"
+    refused(
+        &junk,
+        "it is a file of 8192 bytes that is not a SQLite database",
     );
-    assert!(text.contains("not a database"), "{text}");
+    refused(dir.path(), "it is a directory");
+    // Another program's SQLite database.
+    let foreign = dir.path().join("other.sqlite");
+    raw(&foreign)
+        .execute_batch("CREATE TABLE contacts (name TEXT); CREATE TABLE notes (body TEXT);")
+        .unwrap();
+    refused(
+        &foreign,
+        "it is a SQLite database of something else (it holds contacts, notes)",
+    );
+    #[cfg(unix)]
+    {
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let err = SqliteStore::open(&fifo).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{} is not a Sluice session store: it is not a regular file (a device, FIFO or socket); refusing to use it (nothing was written). Give --store (SLUICE_STORE, store.path) a new file or an existing session store",
+                fifo.display()
+            )
+        );
+    }
+    // An empty SQLite database (only its header) is a new store.
+    let blank = dir.path().join("blank.db");
+    raw(&blank)
+        .execute_batch("PRAGMA user_version = 0; VACUUM;")
+        .unwrap();
+    SqliteStore::open(&blank).unwrap();
+    assert_eq!(user_version(&blank), SqliteStore::SCHEMA_VERSION);
 
     let blocked = dir.path().join("file");
     std::fs::write(&blocked, "").unwrap();
@@ -126,6 +193,27 @@ fn errors_name_the_database_file() {
     let text = err.to_string();
     assert!(text.contains("cannot create directory"), "{text}");
     assert!(text.contains(&blocked.display().to_string()), "{text}");
+}
+
+/// A store of schema version 1 (before runs were claimed with their prompt) is migrated in
+/// place, keeping its sessions and messages.
+#[test]
+fn a_version_1_store_is_migrated() {
+    let t = temp_store();
+    let id = t.store.create_session().unwrap().id;
+    t.store.append(&id, &user("kept")).unwrap();
+    drop(t.store);
+    // Undo version 2 by hand, as a store written by the previous Sluice looks.
+    raw(&t.path)
+        .execute_batch(
+            "DROP TABLE queued_prompts; ALTER TABLE sessions DROP COLUMN runner_token; PRAGMA user_version = 1;",
+        )
+        .unwrap();
+    let store = SqliteStore::open(&t.path).unwrap();
+    assert_eq!(user_version(&t.path), SqliteStore::SCHEMA_VERSION);
+    assert_eq!(store.messages(&id).unwrap()[0].message.content, "kept");
+    store.begin_run(&id, Some("after the upgrade")).unwrap();
+    assert_eq!(store.append_queued_prompts(&id).unwrap(), [2]);
 }
 
 #[test]
@@ -144,4 +232,11 @@ fn two_processes_may_open_a_new_file_at_once() {
         handle.join().unwrap().unwrap();
     }
     assert_eq!(user_version(&path), SqliteStore::SCHEMA_VERSION);
+    // The temporary files each made beside it are gone.
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".new-"))
+        .collect();
+    assert_eq!(names, Vec::<String>::new());
 }

@@ -221,7 +221,8 @@ fn unknown_sessions_are_no_session_errors() {
     no_session(s.messages(id).map(drop));
     no_session(s.append(id, &user("x")).map(drop));
     no_session(s.audit(id).map(drop));
-    no_session(s.begin_run(id));
+    no_session(s.begin_run(id, None));
+    no_session(s.append_queued_prompts(id).map(drop));
     no_session(s.end_run(id, SessionStatus::Completed, None));
     no_session(s.decide(id, "c1", sluice_store::Decision::Approve));
     no_session(s.decision(id, "c1").map(drop));

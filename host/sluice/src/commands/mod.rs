@@ -1,5 +1,6 @@
 //! What each command does, given the parsed command line.
 
+mod mcp;
 mod run;
 mod serve;
 mod session;
@@ -17,10 +18,25 @@ use crate::cli::{Cli, Command, ToolsCommand};
 
 /// Runs the command.
 pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
-    let (max_turns, auto_approve, model) = match &cli.command {
-        Command::Run(r) => (r.max_turns.clone(), r.auto_approve, r.model.clone()),
-        Command::Serve(s) => (s.max_turns.clone(), s.auto_approve, s.model.clone()),
-        _ => (None, false, None),
+    let (max_turns, auto_approve, model, allowed_hosts) = match &cli.command {
+        Command::Run(r) => (
+            r.max_turns.clone(),
+            r.auto_approve,
+            r.model.clone(),
+            Vec::new(),
+        ),
+        Command::Serve(s) => (
+            s.max_turns.clone(),
+            s.auto_approve,
+            s.model.clone(),
+            s.allowed_hosts.clone(),
+        ),
+        _ => (None, false, None, Vec::new()),
+    };
+    let allow_destructive = match &cli.command {
+        Command::Serve(s) => s.allow_destructive,
+        Command::Mcp(m) => m.allow_destructive,
+        _ => false,
     };
     let overrides = Overrides {
         roots: cli.global.roots.clone(),
@@ -30,7 +46,11 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
         auto_approve,
         store: cli.global.store.clone(),
         model,
+        max_concurrent_calls: cli.global.max_concurrent_calls.clone(),
+        allowed_hosts,
+        allow_destructive,
     };
+    sluice_config::check_environment(&|k| std::env::var_os(k))?;
     let config = Config::resolve(
         cli.global.config.as_deref(),
         &|k| std::env::var(k).ok(),
@@ -49,6 +69,14 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve(args) => {
             drop(out);
             return runtime.block_on(serve::run(&config, args));
+        }
+        Command::Mcp(args) => {
+            drop(out);
+            let result = runtime.block_on(mcp::run(&config, args));
+            // A guest still running when the client left ends at its own timeout; do not
+            // keep the process for it.
+            runtime.shutdown_background();
+            return result;
         }
         Command::Session { command } => {
             drop(out);

@@ -9,7 +9,7 @@ use sluice_backends::Backend;
 use sluice_config::Config;
 use sluice_protocol::SessionStatus;
 use sluice_server::wiring;
-use sluice_store::Store;
+use sluice_store::{Store, StoreError};
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::RunArgs;
@@ -18,7 +18,7 @@ use crate::cli::RunArgs;
 pub(crate) async fn run(config: &Config, args: RunArgs) -> anyhow::Result<()> {
     let store: Arc<dyn Store> = Arc::new(wiring::open_store(config)?);
     let session_id = match &args.session {
-        Some(id) => store.session(id)?.id,
+        Some(name) => session_named(store.as_ref(), name, args.prompt.is_some())?,
         None => {
             anyhow::ensure!(
                 args.prompt.is_some(),
@@ -80,6 +80,31 @@ pub(crate) async fn run(config: &Config, args: RunArgs) -> anyhow::Result<()> {
                 .unwrap_or_else(|| "the run failed".into()),
         )
         .into()),
+    }
+}
+
+/// The session `name`: the existing one, or, when there is none and a prompt starts it, a
+/// new session under that name (said on stderr). Without a prompt a missing session is an
+/// error: there is nothing to resume.
+fn session_named(store: &dyn Store, name: &str, has_prompt: bool) -> anyhow::Result<String> {
+    match store.session(name) {
+        Ok(s) => Ok(s.id),
+        Err(StoreError::NoSession(_)) if has_prompt => match store.create_named_session(name) {
+            Ok(s) => {
+                #[allow(clippy::print_stderr)]
+                {
+                    eprintln!("sluice: no session {name:?} yet: created it");
+                }
+                Ok(s.id)
+            }
+            // Another process created it meanwhile: continue that one.
+            Err(StoreError::SessionExists(_)) => Ok(store.session(name)?.id),
+            Err(e) => Err(e.into()),
+        },
+        Err(StoreError::NoSession(_)) => Err(anyhow::anyhow!(
+            "no session {name:?}: give a prompt to start a session under that name (`sluice run --session {name} \"…\"`), or see `sluice session list`"
+        )),
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -1,4 +1,4 @@
-//! grep_files: rows G1–G4 of `cases/reference.md`, cases C7 (grep part), C9 and C10, and
+//! grep_files: rows G1–G4 of `docs/regressions.md`, cases C7 (grep part), C9 and C10, and
 //! the walk's rules (order, skips, ignores, globs, cursors, time budget).
 
 use std::collections::HashSet;

@@ -1,5 +1,5 @@
-//! Key material: rows K1–K3 of `cases/reference.md`, cases C12 and C13, and the look-back
-//! rules of SPEC sections 3 and 8. Every key here is a fixed fake body.
+//! Key material: rows K1–K3 of `docs/regressions.md`, cases C12 and C13, and the look-back
+//! rules of `docs/keys.md`. Every key here is a fixed fake body.
 
 use sluice_pager::{
     Context, ErrorKind, GrepFilesArgs, KeyNames, Limits, ListDirArgs, ReadFileArgs, Root, Roots,

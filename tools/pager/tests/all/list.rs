@@ -1,4 +1,4 @@
-//! list_dir: row L1 of `cases/reference.md`, case C8, and its errors.
+//! list_dir: row L1 of `docs/regressions.md`, case C8, and its errors.
 
 use std::collections::HashSet;
 

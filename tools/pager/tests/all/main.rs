@@ -1,11 +1,14 @@
 //! Native tests of `sluice-pager`: the reference rows and bug-report cases of
-//! `/work/shared/cases`, the sandbox rules, and property tests of the cursors.
+//! `docs/regressions.md`, the sandbox rules, property tests of the cursors and the key rules,
+//! and the repros of issue 12.
 
 mod edge;
 mod grep;
+mod issue12; // Issue 12 items 7–11: keys in UTF-16, encrypted, split; paging edges; deep trees.
 mod keys;
 mod list;
 mod props;
+mod props_keys; // Properties of the key rules, `startLine` past the end, grep's lines.
 mod read;
 mod sandbox;
 mod support;

@@ -239,14 +239,21 @@ proptest! {
         let page = result.unwrap();
         prop_assert!(serde_json::to_string(&page.lines).unwrap().len() <= budget);
 
-        // The file's lines, lossily decoded, without `\n` or `\r\n`.
+        // The file's lines, lossily decoded, without `\n` or `\r\n`; a `\r` that ends the
+        // file is text.
         let mut raw: Vec<&[u8]> = file.split(|b| *b == b'\n').collect();
         if raw.last().is_some_and(|l| l.is_empty()) {
             raw.pop();
         }
+        let n = raw.len();
         let lines: Vec<String> = raw
             .iter()
-            .map(|l| String::from_utf8_lossy(l.strip_suffix(b"\r").unwrap_or(l)).into_owned())
+            .enumerate()
+            .map(|(i, l)| {
+                let terminated = i + 1 < n || file.ends_with(b"\n");
+                let l = if terminated { l.strip_suffix(b"\r").unwrap_or(l) } else { l };
+                String::from_utf8_lossy(l).into_owned()
+            })
             .collect();
         let most = lines.len().min(wanted as usize);
         let k = page.lines.len();

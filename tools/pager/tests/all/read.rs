@@ -1,4 +1,4 @@
-//! read_file: rows R1–R9 of `cases/reference.md` and cases C1–C4, C7, C11.
+//! read_file: rows R1–R9 of `docs/regressions.md` and cases C1–C4, C7, C11.
 
 use sluice_pager::{
     ErrorKind, GrepFilesArgs, ListDirArgs, ReadFileArgs, TailFileArgs, grep_files, list_dir,

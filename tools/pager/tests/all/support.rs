@@ -9,7 +9,7 @@ use sluice_pager::{
     ReadFilePage, Root, Roots, ToolError, grep_files, list_dir, read_file,
 };
 
-/// CAP of the cases in `cases/README.md`.
+/// CAP of the cases in `docs/regressions.md`.
 pub(crate) const CAP: u32 = 8192;
 
 /// A temporary directory holding the root (`<tmp>/root`) and room beside it for things

@@ -1,4 +1,4 @@
-//! tail_file: rows T1–T5 of `cases/reference.md`.
+//! tail_file: rows T1–T5 of `docs/regressions.md`.
 
 use sluice_pager::{ErrorKind, TailFileArgs, tail_file};
 

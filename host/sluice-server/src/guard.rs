@@ -1,0 +1,635 @@
+//! The guard in front of every HTTP surface of Sluice: which `Host`, which `Origin`, which
+//! token and which bodies a request may bring. The operator API is wrapped in it, and any
+//! other router served beside it (the MCP endpoint, say) must be wrapped in the same one, so
+//! that a web page cannot reach either by DNS rebinding or a blind cross-site `POST`.
+//!
+//! A [`Guard`] checks, in this order, and answers with the API's JSON errors
+//! (`{"error": "<what was wrong and what is allowed>", …}`):
+//!
+//! 1. **Host** (403): the `Host` header (or the request URI's authority) must name the
+//!    listening address or an allowed name. Always allowed: the listening IP itself; on a
+//!    loopback listener also every loopback IP, `localhost` and names under `.localhost`
+//!    (RFC 6761 keeps them on the machine); on an unspecified listener (`0.0.0.0`, `::`)
+//!    every IP literal. Any other name must be in [`GuardOptions::allowed_hosts`]
+//!    (`server.allowed_hosts`, `--allowed-host`). A DNS-rebinding page reaches the server
+//!    under the attacker's name, so it is refused here. The port is not checked.
+//! 2. **Token** (401): when the server has a bearer token, every request must carry it
+//!    (`Authorization: Bearer <token>`), compared in time that does not depend on where it
+//!    differs.
+//! 3. **Origin** (403): a request whose `Origin` is not the server's own (scheme-less host
+//!    and port equal to the `Host` header's; `Origin: null` never is) is a cross-origin
+//!    request: a web page on another site sent it. It is refused unless the server has a
+//!    token (which step 2 then required). Requests without `Origin` (curl, SDKs) are not
+//!    cross-origin.
+//! 4. **Body size** (413): a `Content-Length` over [`GuardOptions::max_body_bytes`] is refused
+//!    before the body is read. (Bodies without a length are measured by whoever reads them.)
+//! 5. **Content type** (415): a request with a body (a `Content-Length` over 0, or any
+//!    `Transfer-Encoding`) must say `Content-Type: application/json` (parameters such as
+//!    `; charset=utf-8` allowed). A browser cannot send that cross-site without a CORS
+//!    preflight, which Sluice never grants.
+//!
+//! Wrapping another router (the guard is cheap to clone; every clone shares one
+//! configuration):
+//!
+//! ```
+//! use axum::{Router, routing::post};
+//! use sluice_server::guard::{Guard, GuardOptions};
+//!
+//! let guard = Guard::new(GuardOptions {
+//!     listen: "127.0.0.1:8080".parse().expect("an address"),
+//!     allowed_hosts: vec!["sluice.internal".into()],
+//!     token: None,
+//!     max_body_bytes: 1 << 20,
+//! });
+//! let mcp: Router = guard.wrap(Router::new().route("/mcp", post(|| async { "ok" })));
+//! # let _ = mcp;
+//! ```
+//!
+//! With [`crate::Server`], take its guard with [`crate::Server::guard`] so both routers
+//! share one configuration.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{Next, from_fn_with_state};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt as _;
+use serde_json::Value;
+
+use crate::error::ApiError;
+
+/// The only media type a request body may have.
+pub const JSON_MEDIA_TYPE: &str = "application/json";
+
+/// What a [`Guard`] allows.
+#[derive(Clone, Debug)]
+pub struct GuardOptions {
+    /// The address the server listens on: its IP decides which `Host` values are the
+    /// server's own (see the module docs).
+    pub listen: SocketAddr,
+    /// Further host names (or IP literals) the server answers to, without ports, compared
+    /// case-insensitively: `server.allowed_hosts` in sluice.toml, `--allowed-host NAME`.
+    /// Empty by default.
+    pub allowed_hosts: Vec<String>,
+    /// The bearer token every request must carry, if any.
+    pub token: Option<String>,
+    /// The largest `Content-Length` accepted, in bytes; larger answer 413.
+    pub max_body_bytes: usize,
+}
+
+/// The guard: a layer of checks every request passes before any route sees it (see the
+/// module docs). Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Guard(Arc<Inner>);
+
+#[derive(Debug)]
+struct Inner {
+    options: GuardOptions,
+    /// `allowed_hosts`, normalised (lowercase, no brackets, no trailing dot).
+    names: Vec<String>,
+}
+
+impl Guard {
+    /// A guard that allows what `options` says.
+    pub fn new(options: GuardOptions) -> Guard {
+        let names = options
+            .allowed_hosts
+            .iter()
+            .map(|h| normalise_host(h))
+            .collect();
+        Guard(Arc::new(Inner { options, names }))
+    }
+
+    /// The options it was built with.
+    pub fn options(&self) -> &GuardOptions {
+        &self.0.options
+    }
+
+    /// `router` behind this guard: every request to it (its fallback included) passes the
+    /// checks first.
+    pub fn wrap<S: Clone + Send + Sync + 'static>(&self, router: Router<S>) -> Router<S> {
+        router.layer(from_fn_with_state(self.clone(), middleware))
+    }
+
+    /// Checks the request line and headers of a request; a [`Refusal`] is the answer to
+    /// send instead of serving it. [`Guard::wrap`] calls this.
+    ///
+    /// # Errors
+    /// 403 for a `Host` the server does not answer to or a cross-origin request without a
+    /// token; 401 without the right token; 413 for a `Content-Length` over the limit; 415
+    /// for a body that is not declared `application/json`. Each is a JSON error naming what
+    /// was wrong and what is allowed.
+    pub fn check(&self, request: &Request) -> Result<(), Refusal> {
+        self.check_parts(
+            request.headers(),
+            request.uri().authority().map(|a| a.as_str()),
+        )
+        .map_err(|e| Refusal(Box::new(e)))
+    }
+
+    fn check_parts(
+        &self,
+        headers: &HeaderMap,
+        uri_authority: Option<&str>,
+    ) -> Result<(), ApiError> {
+        let host_header = match headers.get(header::HOST) {
+            Some(v) => Some(
+                v.to_str()
+                    .map_err(|_| bad_host("(not visible ASCII)", self))?,
+            ),
+            None => uri_authority,
+        };
+        let host = match host_header {
+            Some(text) => Some(split_authority(text).ok_or_else(|| bad_host(text, self))?),
+            None => None,
+        };
+        if let Some((name, _)) = &host
+            && !self.allows_host(name)
+        {
+            return Err(bad_host(host_header.unwrap_or_default(), self));
+        }
+        self.check_token(headers)?;
+        if let Some(origin) = headers.get(header::ORIGIN) {
+            let same = origin
+                .to_str()
+                .ok()
+                .and_then(origin_authority)
+                .zip(host.as_ref())
+                .is_some_and(|((oh, op), (hh, hp))| oh == *hh && op == *hp);
+            if !same && self.0.options.token.is_none() {
+                let shown = origin.to_str().unwrap_or("(not visible ASCII)");
+                return Err(cross_origin(shown, host_header));
+            }
+        }
+        let length = headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        let limit = self.0.options.max_body_bytes;
+        if let Some(n) = length
+            && n > limit as u64
+        {
+            return Err(too_large(limit));
+        }
+        let has_body =
+            length.is_some_and(|n| n > 0) || headers.contains_key(header::TRANSFER_ENCODING);
+        if has_body {
+            let given = headers
+                .get(header::CONTENT_TYPE)
+                .map(|v| v.to_str().unwrap_or("(not visible ASCII)"));
+            let media = given.map(|t| t.split(';').next().unwrap_or("").trim());
+            if !media.is_some_and(|m| m.eq_ignore_ascii_case(JSON_MEDIA_TYPE)) {
+                return Err(unsupported_type(given));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether host name `name` (normalised) is one the server answers to.
+    fn allows_host(&self, name: &str) -> bool {
+        let listen = self.0.options.listen.ip();
+        if let Ok(ip) = name.parse::<IpAddr>() {
+            return ip == listen
+                || listen.is_unspecified()
+                || (listen.is_loopback() && ip.is_loopback())
+                || self.0.names.iter().any(|n| n == name);
+        }
+        if listen.is_loopback() && (name == "localhost" || name.ends_with(".localhost")) {
+            return true;
+        }
+        self.0.names.iter().any(|n| n == name)
+    }
+
+    /// The names a `Host` may have, for messages.
+    fn described_hosts(&self) -> Vec<String> {
+        let listen = self.0.options.listen.ip();
+        let mut out = Vec::new();
+        if listen.is_unspecified() {
+            out.push("any IP address of this machine".to_string());
+        } else {
+            out.push(show_ip(listen));
+        }
+        if listen.is_loopback() {
+            for name in ["127.0.0.1", "[::1]", "localhost", "*.localhost"] {
+                if !out.iter().any(|o| o == name) {
+                    out.push(name.to_string());
+                }
+            }
+        }
+        out.extend(self.0.names.iter().cloned());
+        out
+    }
+
+    /// 401 unless the request carries the configured token (when there is one).
+    fn check_token(&self, headers: &HeaderMap) -> Result<(), ApiError> {
+        let Some(expected) = self.0.options.token.as_deref() else {
+            return Ok(());
+        };
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| {
+                let (scheme, token) = v.trim().split_once(' ')?;
+                scheme
+                    .eq_ignore_ascii_case("bearer")
+                    .then(|| token.trim().to_string())
+            });
+        match given {
+            None => Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "a bearer token is required: send `Authorization: Bearer <token>` with the token from SLUICE_SERVER_TOKEN or --token-file",
+            )),
+            Some(token) if !same_secret(token.as_bytes(), expected.as_bytes()) => Err(
+                ApiError::new(StatusCode::UNAUTHORIZED, "the bearer token is wrong"),
+            ),
+            Some(_) => Ok(()),
+        }
+    }
+}
+
+/// Why the guard refused a request: a status and a JSON body
+/// (`{"error": "<what was wrong and what is allowed>", …}`), answered as they are.
+#[derive(Debug)]
+pub struct Refusal(Box<ApiError>);
+
+impl Refusal {
+    /// The status: 401, 403, 413 or 415.
+    pub fn status(&self) -> StatusCode {
+        self.0.status
+    }
+
+    /// The JSON body's fields: `error`, and `host`/`allowedHosts`, `origin`,
+    /// `contentType`/`allowed` or `limitBytes` as they apply.
+    pub fn body(&self) -> &serde_json::Map<String, Value> {
+        &self.0.body
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        (*self.0).into_response()
+    }
+}
+
+/// The guard as axum middleware: `axum::middleware::from_fn_with_state(guard,
+/// sluice_server::guard::middleware)` is what [`Guard::wrap`] adds. A refused request with a
+/// body of up to 16 MiB is read to its end first, so the client sees the answer rather than
+/// a reset connection.
+pub async fn middleware(State(guard): State<Guard>, request: Request, next: Next) -> Response {
+    match guard.check(&request) {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => {
+            drain(request.into_body().into_data_stream(), DRAIN_MAX_BYTES).await;
+            refusal.into_response()
+        }
+    }
+}
+
+/// The most bytes of a refused body read (and dropped) before answering. A client still
+/// sending when the server closes the connection may see a reset instead of the answer.
+pub(crate) const DRAIN_MAX_BYTES: u64 = 16 << 20;
+
+/// Reads and drops the rest of a body, up to `max` bytes.
+pub(crate) async fn drain(mut stream: axum::body::BodyDataStream, max: u64) {
+    let mut seen = 0u64;
+    while let Some(Ok(chunk)) = stream.next().await {
+        seen += chunk.len() as u64;
+        if seen > max {
+            break;
+        }
+    }
+}
+
+/// 413: the body is over `limit` bytes.
+pub(crate) fn too_large(limit: usize) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!(
+            "the request body is over the limit of {limit} bytes (sluice serve --max-body-bytes)"
+        ),
+    )
+    .with("limitBytes", limit)
+}
+
+fn bad_host(given: &str, guard: &Guard) -> ApiError {
+    let allowed = guard.described_hosts();
+    ApiError::new(
+        StatusCode::FORBIDDEN,
+        format!(
+            "refusing Host {given:?}: this server answers only to {} (a guard against DNS rebinding); to serve another name, add it with `sluice serve --allowed-host NAME` or server.allowed_hosts in sluice.toml",
+            allowed.join(", ")
+        ),
+    )
+    .with("host", given)
+    .with(
+        "allowedHosts",
+        Value::Array(allowed.into_iter().map(Value::String).collect()),
+    )
+}
+
+fn cross_origin(origin: &str, host: Option<&str>) -> ApiError {
+    ApiError::new(
+        StatusCode::FORBIDDEN,
+        format!(
+            "refusing a cross-origin request from Origin {origin:?} (this server is {}): a page on another site may not drive the operator API. Without a bearer token only requests without an Origin, or from the server's own origin, are served; to allow others, start the server with a token (SLUICE_SERVER_TOKEN or --token-file) and send it",
+            host.map_or_else(|| "reached without a Host".to_string(), |h| format!("{h:?}"))
+        ),
+    )
+    .with("origin", origin)
+}
+
+fn unsupported_type(given: Option<&str>) -> ApiError {
+    ApiError::new(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        format!(
+            "a request body must be JSON sent with `Content-Type: {JSON_MEDIA_TYPE}`; got {}",
+            given.map_or_else(
+                || "no Content-Type".to_string(),
+                |t| format!("Content-Type {t:?}")
+            )
+        ),
+    )
+    .with(
+        "contentType",
+        given.map_or(Value::Null, |t| Value::String(t.to_string())),
+    )
+    .with("allowed", JSON_MEDIA_TYPE)
+}
+
+/// Compares two secrets in time that depends on their lengths only.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// A host name as compared: lowercase, IPv6 brackets and one trailing dot removed.
+fn normalise_host(host: &str) -> String {
+    let host = host.trim();
+    let host = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    let host = host.strip_suffix('.').unwrap_or(host);
+    host.to_ascii_lowercase()
+}
+
+/// An IP as a `Host` header writes it.
+fn show_ip(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => format!("[{v6}]"),
+    }
+}
+
+/// `host[:port]` (`[v6][:port]` for IPv6) as (normalised host, port). `None` when it is not
+/// of that shape (userinfo, a path, an empty host, a port that is not a number).
+fn split_authority(text: &str) -> Option<(String, Option<u16>)> {
+    let text = text.trim();
+    if text.is_empty() || text.contains(['@', '/', '?', '#', ' ']) {
+        return None;
+    }
+    let (host, port) = if let Some(rest) = text.strip_prefix('[') {
+        let (v6, after) = rest.split_once(']')?;
+        v6.parse::<std::net::Ipv6Addr>().ok()?;
+        let port = match after {
+            "" => None,
+            p => Some(p.strip_prefix(':')?),
+        };
+        (format!("[{v6}]"), port)
+    } else {
+        match text.rsplit_once(':') {
+            Some((h, p)) if !h.contains(':') => (h.to_string(), Some(p)),
+            Some(_) => return None, // A bare IPv6 address: not a valid Host.
+            None => (text.to_string(), None),
+        }
+    };
+    let port = match port {
+        Some(p) => Some(p.parse::<u16>().ok()?),
+        None => None,
+    };
+    let host = normalise_host(&host);
+    (!host.is_empty()).then_some((host, port))
+}
+
+/// The host and port of an `Origin` header (`scheme://host[:port]`), with the scheme's
+/// default port dropped; `None` for `null` or anything else.
+fn origin_authority(origin: &str) -> Option<(String, Option<u16>)> {
+    let (scheme, rest) = origin.trim().split_once("://")?;
+    let (host, port) = split_authority(rest)?;
+    let default = match scheme.to_ascii_lowercase().as_str() {
+        "http" => Some(80),
+        "https" => Some(443),
+        _ => None,
+    };
+    Some((host, port.filter(|p| Some(*p) != default)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn guard(listen: &str, allowed: &[&str], token: Option<&str>) -> Guard {
+        Guard::new(GuardOptions {
+            listen: listen.parse().unwrap(),
+            allowed_hosts: allowed.iter().map(|s| s.to_string()).collect(),
+            token: token.map(str::to_string),
+            max_body_bytes: 100,
+        })
+    }
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(
+                axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
+        }
+        h
+    }
+
+    fn status(g: &Guard, pairs: &[(&str, &str)]) -> u16 {
+        match g.check_parts(&headers(pairs), None) {
+            Ok(()) => 200,
+            Err(e) => e.status.as_u16(),
+        }
+    }
+
+    #[test]
+    fn hosts_a_loopback_listener_answers_to() {
+        let g = guard("127.0.0.1:8080", &["Sluice.Example"], None);
+        for ok in [
+            "127.0.0.1:8080",
+            "127.0.0.1",
+            "127.9.9.9:1",
+            "[::1]:8080",
+            "localhost:8080",
+            "LOCALHOST",
+            "localhost.",
+            "app.localhost:8080",
+            "sluice.example",
+            "sluice.example.:443",
+        ] {
+            assert_eq!(status(&g, &[("host", ok)]), 200, "{ok}");
+        }
+        for refused in [
+            "attacker.example",
+            "attacker.example:8080",
+            "localhost.attacker.example",
+            "10.0.0.1:8080",
+            "0.0.0.0:8080",
+            "user@127.0.0.1",
+            "127.0.0.1:port",
+            "::1",
+            "",
+        ] {
+            assert_eq!(status(&g, &[("host", refused)]), 403, "{refused:?}");
+        }
+        // No Host at all (HTTP/1.0): not a browser, nothing to check.
+        assert_eq!(status(&g, &[]), 200);
+    }
+
+    #[test]
+    fn hosts_of_other_listeners() {
+        let any = guard("0.0.0.0:8080", &[], Some("t"));
+        let auth = ("authorization", "Bearer t");
+        assert_eq!(status(&any, &[("host", "192.168.1.20:8080"), auth]), 200);
+        assert_eq!(status(&any, &[("host", "[fe80::1]:8080"), auth]), 200);
+        assert_eq!(status(&any, &[("host", "localhost:8080"), auth]), 403);
+        assert_eq!(status(&any, &[("host", "box.lan:8080"), auth]), 403);
+        let one = guard("10.1.2.3:80", &["box.lan"], Some("t"));
+        assert_eq!(status(&one, &[("host", "10.1.2.3"), auth]), 200);
+        assert_eq!(status(&one, &[("host", "box.lan"), auth]), 200);
+        assert_eq!(status(&one, &[("host", "10.1.2.4"), auth]), 403);
+        // The Host check comes before the token: a rebinding page learns nothing more.
+        assert_eq!(status(&one, &[("host", "evil.example")]), 403);
+        assert_eq!(status(&one, &[("host", "box.lan")]), 401);
+    }
+
+    #[test]
+    fn cross_origin_needs_the_token() {
+        let open = guard("127.0.0.1:8080", &[], None);
+        let host = ("host", "127.0.0.1:8080");
+        assert_eq!(
+            status(&open, &[host, ("origin", "http://127.0.0.1:8080")]),
+            200
+        );
+        for other in [
+            "http://evil.example",
+            "http://127.0.0.1:9999",
+            "http://localhost:8080",
+            "null",
+            "file://",
+        ] {
+            assert_eq!(status(&open, &[host, ("origin", other)]), 403, "{other}");
+        }
+        let with_token = guard("127.0.0.1:8080", &[], Some("t"));
+        let origin = ("origin", "http://evil.example");
+        assert_eq!(status(&with_token, &[host, origin]), 401);
+        assert_eq!(
+            status(&with_token, &[host, origin, ("authorization", "Bearer t")]),
+            200
+        );
+        // Default ports are the same origin with or without the port written.
+        let proxied = guard("127.0.0.1:8080", &["sluice.example"], None);
+        assert_eq!(
+            status(
+                &proxied,
+                &[
+                    ("host", "sluice.example"),
+                    ("origin", "https://sluice.example:443")
+                ]
+            ),
+            200
+        );
+    }
+
+    #[test]
+    fn bodies_must_be_json_within_the_limit() {
+        let g = guard("127.0.0.1:8080", &[], None);
+        let host = ("host", "127.0.0.1:8080");
+        let len = ("content-length", "2");
+        assert_eq!(
+            status(&g, &[host, len, ("content-type", "application/json")]),
+            200
+        );
+        assert_eq!(
+            status(
+                &g,
+                &[
+                    host,
+                    len,
+                    ("content-type", "Application/JSON; charset=utf-8")
+                ]
+            ),
+            200
+        );
+        assert_eq!(
+            status(&g, &[host, len, ("content-type", "text/plain")]),
+            415
+        );
+        assert_eq!(status(&g, &[host, len]), 415);
+        assert_eq!(
+            status(
+                &g,
+                &[
+                    host,
+                    ("transfer-encoding", "chunked"),
+                    ("content-type", "text/json")
+                ]
+            ),
+            415
+        );
+        // No body: no type needed.
+        assert_eq!(status(&g, &[host, ("content-length", "0")]), 200);
+        assert_eq!(status(&g, &[host]), 200);
+        assert_eq!(
+            status(
+                &g,
+                &[
+                    host,
+                    ("content-length", "101"),
+                    ("content-type", "application/json")
+                ]
+            ),
+            413
+        );
+    }
+
+    #[test]
+    fn the_refusals_say_what_is_allowed() {
+        let g = guard("127.0.0.1:8080", &["sluice.example"], None);
+        let e = g
+            .check_parts(&headers(&[("host", "attacker.example")]), None)
+            .unwrap_err();
+        assert_eq!(
+            e.body["error"],
+            "refusing Host \"attacker.example\": this server answers only to 127.0.0.1, [::1], localhost, *.localhost, sluice.example (a guard against DNS rebinding); to serve another name, add it with `sluice serve --allowed-host NAME` or server.allowed_hosts in sluice.toml"
+        );
+        assert_eq!(e.body["host"], "attacker.example");
+        let e = g
+            .check_parts(
+                &headers(&[
+                    ("host", "127.0.0.1:8080"),
+                    ("content-length", "3"),
+                    ("content-type", "text/plain"),
+                ]),
+                None,
+            )
+            .unwrap_err();
+        assert_eq!(
+            e.body["error"],
+            "a request body must be JSON sent with `Content-Type: application/json`; got Content-Type \"text/plain\""
+        );
+        assert_eq!(e.body["allowed"], "application/json");
+    }
+
+    #[test]
+    fn secrets_compare_whole() {
+        assert!(same_secret(b"abc", b"abc"));
+        assert!(!same_secret(b"abc", b"abd"));
+        assert!(!same_secret(b"abc", b"abcd"));
+    }
+}

@@ -1,0 +1,243 @@
+//! The sorted walk of `grep_files`: depth first, names in byte order, from the root down
+//! so that every `.gitignore` on the way applies, visiting only the searched path and what
+//! is under it.
+//!
+//! The walk keeps its own stack of open directories instead of recursing, so the depth of
+//! a tree costs heap, not call stack: a component's stack is small (a tree about 500
+//! directories deep used to end the call with "call stack exhausted"). What bounds the depth
+//! now is the system's limit on the length of a path (`PATH_MAX`, 4,096 bytes on Linux): a
+//! directory whose path is longer cannot be listed, and is passed over like any other
+//! directory that cannot be read.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+
+use super::{PRUNED_DIRS, Search, Visit};
+use crate::error::{ErrorKind, Result, ToolError, quote};
+use crate::keys::has_armor;
+use crate::sys::{Kind, Listing};
+
+/// The state of one sorted walk.
+pub(super) struct Walk<'w> {
+    /// The root directory.
+    root: &'w Path,
+    /// The components of the searched directory, relative to the root.
+    target: &'w [String],
+    /// The searched path as shown, for messages.
+    shown: &'w str,
+    /// The `.gitignore` of every directory on the way, outermost first.
+    ignores: Vec<Gitignore>,
+    /// The number the next entry below the target gets.
+    pub(super) number: u64,
+}
+
+/// A directory the walk is inside: its entries not yet visited.
+struct Frame {
+    /// The directory.
+    dir: PathBuf,
+    /// Its path relative to the root (empty for the root).
+    rel_dir: String,
+    /// Its depth: the number of components of `rel_dir`.
+    depth: usize,
+    /// Its entries not yet visited, in order.
+    entries: std::vec::IntoIter<(OsString, Kind)>,
+    /// Its entries that could not be read, not yet visited.
+    unreadable: std::ops::Range<u64>,
+    /// True when it holds a `.gitignore`, whose rules are the last of `Walk::ignores`.
+    has_ignore_file: bool,
+}
+
+/// What to do after one entry.
+enum Step {
+    /// Go on with the next entry of the same directory.
+    Next,
+    /// Enter this directory.
+    Enter(Frame),
+    /// The page is done.
+    Done,
+}
+
+impl<'w> Walk<'w> {
+    /// A walk of the root `root` down to the searched path `target` (its components) and
+    /// everything under it; `shown` is the searched path for messages.
+    pub(super) fn new(root: &'w Path, target: &'w [String], shown: &'w str) -> Self {
+        Walk {
+            root,
+            target,
+            shown,
+            ignores: Vec::new(),
+            number: 0,
+        }
+    }
+
+    /// Walks to the end, or until the page is done.
+    ///
+    /// # Errors
+    /// A directory on the way to the target (or the target) that cannot be listed, a
+    /// target inside a pruned or ignored directory, and what visiting an entry fails with.
+    pub(super) fn run(&mut self, search: &mut Search<'_>) -> Result<()> {
+        let mut stack: Vec<Frame> = Vec::new();
+        if let Some(root) = self.enter(self.root.to_path_buf(), String::new(), 0)? {
+            stack.push(root);
+        }
+        while let Some(frame) = stack.last_mut() {
+            let step = if let Some((name, kind)) = frame.entries.next() {
+                self.entry(search, frame, name, kind)?
+            } else if let Some(k) = frame.unreadable.next() {
+                // Entries that could not be read (names that are not UTF-8, in a
+                // component) are counted, not lost silently.
+                let number = self.next_number();
+                let rel = format!("{}/\u{fffd}{k}", frame.rel_dir);
+                match search.visit(number, &rel, &frame.dir, Visit::Skipped)? {
+                    true => Step::Done,
+                    false => Step::Next,
+                }
+            } else {
+                if frame.has_ignore_file {
+                    self.ignores.pop();
+                }
+                stack.pop();
+                Step::Next
+            };
+            match step {
+                Step::Next => {}
+                Step::Enter(child) => stack.push(child),
+                Step::Done => return Ok(()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Lists the directory `dir` (at `rel_dir`, `depth` components below the root) and
+    /// pushes its `.gitignore`. `None` when it cannot be listed and lies below the target.
+    fn enter(&mut self, dir: PathBuf, rel_dir: String, depth: usize) -> Result<Option<Frame>> {
+        let listing = match crate::sys::list(&dir) {
+            Ok(l) => l,
+            Err(e) if depth <= self.target.len() => {
+                return Err(ToolError::io(self.shown, &e));
+            }
+            // An unreadable directory below the target is passed over; the walk goes on.
+            Err(_) => return Ok(None),
+        };
+        let Listing {
+            entries,
+            unreadable,
+        } = listing;
+        let has_ignore_file = entries
+            .iter()
+            .any(|(n, k)| *k == Kind::File && n.as_encoded_bytes() == b".gitignore");
+        let mut pushed = false;
+        if has_ignore_file {
+            let mut builder = GitignoreBuilder::new(&dir);
+            // A .gitignore that cannot be read or parsed adds no rules.
+            let _ = builder.add(dir.join(".gitignore"));
+            if let Ok(gi) = builder.build() {
+                self.ignores.push(gi);
+                pushed = true;
+            }
+        }
+        Ok(Some(Frame {
+            dir,
+            rel_dir,
+            depth,
+            entries: entries.into_iter(),
+            unreadable: 0..unreadable,
+            has_ignore_file: pushed,
+        }))
+    }
+
+    /// Visits one entry of `frame`.
+    fn entry(
+        &mut self,
+        search: &mut Search<'_>,
+        frame: &mut Frame,
+        os_name: OsString,
+        kind: Kind,
+    ) -> Result<Step> {
+        // The path opens the entry by its real name; results show it lossily.
+        let path = frame.dir.join(&os_name);
+        let name = os_name.to_string_lossy().into_owned();
+        let rel = if frame.rel_dir.is_empty() {
+            name.clone()
+        } else {
+            format!("{}/{name}", frame.rel_dir)
+        };
+        let depth = frame.depth;
+        if depth < self.target.len() {
+            // Above the target: only the next directory on the way to it.
+            if name != self.target[depth] {
+                return Ok(Step::Next);
+            }
+            if PRUNED_DIRS.contains(&name.as_str()) {
+                return Err(ToolError::new(
+                    ErrorKind::InvalidArgument,
+                    format!(
+                        "{} is inside {name}, which grep_files does not search; read its files with read_file",
+                        quote(self.shown)
+                    ),
+                ));
+            }
+            if self.ignored(&path, true) {
+                return Err(ToolError::new(
+                    ErrorKind::InvalidArgument,
+                    format!(
+                        "{} is excluded by a .gitignore, and grep_files does not search ignored files; list it with list_dir or read its files with read_file",
+                        quote(self.shown)
+                    ),
+                ));
+            }
+            // Nothing else of this directory is visited.
+            frame.entries = Vec::new().into_iter();
+            frame.unreadable = 0..0;
+            return Ok(self
+                .enter(path, rel, depth + 1)?
+                .map_or(Step::Next, Step::Enter));
+        }
+        if kind == Kind::Dir {
+            let pruned = PRUNED_DIRS.contains(&name.as_str()) || search.ctx.keys.is_key_dir(&name);
+            if pruned || self.ignored(&path, true) {
+                return Ok(Step::Next);
+            }
+            return Ok(self
+                .enter(path, rel, depth + 1)?
+                .map_or(Step::Next, Step::Enter));
+        }
+        if self.ignored(&path, false) {
+            return Ok(Step::Next);
+        }
+        let what = if !search.glob_matches(&rel) {
+            Visit::Filtered
+        } else if kind == Kind::File && !has_armor(rel.as_bytes()) {
+            Visit::File
+        } else {
+            // Symlinks (and sockets, fifos) are never followed or read; a path that
+            // spells a PEM armor line is key material.
+            Visit::Skipped
+        };
+        let number = self.next_number();
+        Ok(match search.visit(number, &rel, &path, what)? {
+            true => Step::Done,
+            false => Step::Next,
+        })
+    }
+
+    fn next_number(&mut self) -> u64 {
+        let n = self.number;
+        self.number += 1;
+        n
+    }
+
+    /// True when the innermost `.gitignore` that has a say about `path` ignores it.
+    fn ignored(&self, path: &Path, is_dir: bool) -> bool {
+        for gi in self.ignores.iter().rev() {
+            match gi.matched(path, is_dir) {
+                ignore::Match::Ignore(_) => return true,
+                ignore::Match::Whitelist(_) => return false,
+                ignore::Match::None => {}
+            }
+        }
+        false
+    }
+}
