@@ -56,11 +56,11 @@
 //! frames; an `exception` frame is classified as the HTTP error its type stands for (see
 //! [`exception_status`]), so a mid-stream `validationException` "Input is too long for requested
 //! model." is a context-window rejection. A frame with a bad CRC is a
-//! [`ErrorKind::Protocol`] error; a stream that ends mid-frame or before `messageStop` is
-//! [`ErrorKind::Transient`].
+//! [`ErrorKind::Protocol`](crate::ErrorKind::Protocol) error; a stream that ends mid-frame or before `messageStop` is
+//! [`ErrorKind::Transient`](crate::ErrorKind::Transient).
 //!
 //! When [`ProviderConfig::context_window_tokens`] is set, a request estimated at more than
-//! 1.1 × the window is refused with [`ErrorKind::ContextWindowExceeded`] without being sent
+//! 1.1 × the window is refused with [`ErrorKind::ContextWindowExceeded`](crate::ErrorKind::ContextWindowExceeded) without being sent
 //! (the estimate is [`Estimator`]'s, calibrated by the usage of earlier replies).
 //!
 //! `model.tool_choice` ([`ToolChoice`]): `auto` and `required` become
@@ -76,11 +76,12 @@ use std::time::SystemTime;
 use serde_json::{Map, Value, json};
 use sluice_protocol::{Role, ToolCall};
 
+use crate::backend::{Backend, ModelReply, ModelRequest, Usage};
+use crate::classify::classify;
+use crate::config::{ProviderConfig, Secret, ToolChoice};
+use crate::error::{BackendError, quote};
 use crate::estimate::Estimator;
-use crate::http::{Http, network, protocol};
-use crate::provider::{ProviderConfig, Secret, ToolChoice};
-use crate::wire::bad_request;
-use crate::{Backend, BackendError, ErrorKind, ModelReply, ModelRequest, Usage, classify};
+use crate::http::Http;
 
 /// The SigV4 signing name of Bedrock's runtime API (not `bedrock-runtime`).
 pub const SIGNING_NAME: &str = "bedrock";
@@ -98,9 +99,9 @@ const LEADING_USER_PLACEHOLDER: &str = "(continuing the conversation)";
 /// region and credentials (see the [module docs](self)).
 ///
 /// # Errors
-/// A [`ErrorKind::BadRequest`] error naming what to set when the region or every kind of
+/// A [`ErrorKind::BadRequest`](crate::ErrorKind::BadRequest) error naming what to set when the region or every kind of
 /// credentials is missing, or when the model id or endpoint is unusable; a
-/// [`ErrorKind::Protocol`] error when the HTTP client cannot start.
+/// [`ErrorKind::Protocol`](crate::ErrorKind::Protocol) error when the HTTP client cannot start.
 pub fn connect(config: ProviderConfig) -> Result<Arc<dyn Backend>, BackendError> {
     let env = |name: &str| std::env::var(name).ok();
     let home = env("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
@@ -138,7 +139,7 @@ impl AwsCredentials {
     /// as unset.
     ///
     /// # Errors
-    /// A [`ErrorKind::BadRequest`] error naming the variables, profile and file to set up when
+    /// A [`ErrorKind::BadRequest`](crate::ErrorKind::BadRequest) error naming the variables, profile and file to set up when
     /// none of them holds both an access key id and a secret key.
     pub fn resolve(
         env: &dyn Fn(&str) -> Option<String>,
@@ -166,7 +167,7 @@ impl AwsCredentials {
                 Err(e) => why = format!("cannot read {}: {e}", path.display()),
             }
         }
-        Err(bad_request(format!(
+        Err(BackendError::bad_request(format!(
             "Bedrock needs credentials: set {BEARER_TOKEN_ENV} (a Bedrock API key), or \
              AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (plus AWS_SESSION_TOKEN for temporary \
              credentials), or aws_access_key_id and aws_secret_access_key in the [{profile}] \
@@ -230,7 +231,7 @@ impl SigV4 {
     /// bytes sent; `time` the signing time (the signature is valid for 15 minutes around it).
     ///
     /// # Errors
-    /// A [`ErrorKind::BadRequest`] error when the URL or a header cannot be signed.
+    /// A [`ErrorKind::BadRequest`](crate::ErrorKind::BadRequest) error when the URL or a header cannot be signed.
     pub fn sign(
         &self,
         method: &str,
@@ -264,7 +265,7 @@ impl SigV4 {
             .time(time)
             .settings(settings)
             .build()
-            .map_err(|e| bad_request(format!("cannot sign the request: {e}")))?
+            .map_err(|e| BackendError::bad_request(format!("cannot sign the request: {e}")))?
             .into();
         let request = SignableRequest::new(
             method,
@@ -272,9 +273,11 @@ impl SigV4 {
             headers.iter().copied(),
             SignableBody::Bytes(body),
         )
-        .map_err(|e| bad_request(format!("cannot sign the request to {url}: {e}")))?;
+        .map_err(|e| BackendError::bad_request(format!("cannot sign the request to {url}: {e}")))?;
         let (instructions, _signature) = sign(request, &params)
-            .map_err(|e| bad_request(format!("cannot sign the request to {url}: {e}")))?
+            .map_err(|e| {
+                BackendError::bad_request(format!("cannot sign the request to {url}: {e}"))
+            })?
             .into_parts();
         Ok(instructions
             .headers()
@@ -317,9 +320,9 @@ impl Bedrock {
     /// directory holding `.aws/credentials`. Nothing is sent.
     ///
     /// # Errors
-    /// A [`ErrorKind::BadRequest`] error naming what to set when the region or the credentials
+    /// A [`ErrorKind::BadRequest`](crate::ErrorKind::BadRequest) error naming what to set when the region or the credentials
     /// are missing (see [`AwsCredentials::resolve`]), or when the region, model id or
-    /// `base_url` make no valid URL; a [`ErrorKind::Protocol`] error when the HTTP client
+    /// `base_url` make no valid URL; a [`ErrorKind::Protocol`](crate::ErrorKind::Protocol) error when the HTTP client
     /// cannot start.
     pub fn new(
         config: ProviderConfig,
@@ -344,7 +347,7 @@ impl Bedrock {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-')
         {
-            return Err(bad_request(format!(
+            return Err(BackendError::bad_request(format!(
                 "the Bedrock region {region:?} is not a region name (like us-east-1)"
             )));
         }
@@ -352,7 +355,7 @@ impl Bedrock {
         let region = match region {
             Some(region) => region,
             None if needs_region => {
-                return Err(bad_request(
+                return Err(BackendError::bad_request(
                     "Bedrock needs a region: set `region` in the [model] section of sluice.toml, \
                      or AWS_REGION (or AWS_DEFAULT_REGION), e.g. AWS_REGION=us-east-1",
                 ));
@@ -370,13 +373,13 @@ impl Bedrock {
         };
         let tool_choice = ToolChoice::resolve(config.tool_choice, config.provider);
         if tool_choice == ToolChoice::None {
-            return Err(bad_request(
+            return Err(BackendError::bad_request(
                 "Bedrock Converse has no tool_choice \"none\": set model.tool_choice to auto, required or omit",
             ));
         }
         let model = config.model.trim().to_string();
         if model.is_empty() {
-            return Err(bad_request(
+            return Err(BackendError::bad_request(
                 "Bedrock needs a model id, e.g. --model bedrock:anthropic.claude-3-5-haiku-20241022-v1:0",
             ));
         }
@@ -390,13 +393,14 @@ impl Bedrock {
             "converse"
         };
         let text = format!("{base}/model/{}/{action}", encode_path_segment(&model));
-        let url = reqwest::Url::parse(&text)
-            .map_err(|e| bad_request(format!("the Bedrock endpoint {text:?} is not a URL: {e}")))?;
+        let url = reqwest::Url::parse(&text).map_err(|e| {
+            BackendError::bad_request(format!("the Bedrock endpoint {text:?} is not a URL: {e}"))
+        })?;
         let host = match (url.host_str(), url.port()) {
             (Some(host), Some(port)) => format!("{host}:{port}"),
             (Some(host), None) => host.to_string(),
             (None, _) => {
-                return Err(bad_request(format!(
+                return Err(BackendError::bad_request(format!(
                     "the Bedrock endpoint {text:?} has no host"
                 )));
             }
@@ -461,9 +465,9 @@ impl Bedrock {
                 }
             }
         }
-        builder
-            .build()
-            .map_err(|e| bad_request(format!("cannot build the Bedrock request: {e}")))
+        builder.build().map_err(|e| {
+            BackendError::bad_request(format!("cannot build the Bedrock request: {e}"))
+        })
     }
 }
 
@@ -496,28 +500,30 @@ impl Bedrock {
         {
             config["toolChoice"] = json!({ choice: {} });
         }
-        let body = serde_json::to_vec(&body)
-            .map_err(|e| protocol(format!("cannot encode the Bedrock request: {e}")))?;
+        let body = serde_json::to_vec(&body).map_err(|e| {
+            BackendError::protocol(format!("cannot encode the Bedrock request: {e}"))
+        })?;
         let (mut response, sent) = self.http.send(|| self.build(&body)).await?;
-        let counted = |e: BackendError| BackendError {
-            http_requests: Some(sent),
-            ..e
-        };
+        let counted = |e: BackendError| e.with_requests(sent);
         let reply = if self.stream {
             let mut reader = StreamReader::default();
-            while let Some(chunk) = response.chunk().await.map_err(|e| counted(network(&e)))? {
+            while let Some(chunk) = response
+                .chunk()
+                .await
+                .map_err(|e| counted(BackendError::network(&e)))?
+            {
                 reader.push(&chunk).map_err(counted)?;
             }
             reader.finish()
         } else {
-            let bytes = response.bytes().await.map_err(|e| counted(network(&e)))?;
+            let bytes = response
+                .bytes()
+                .await
+                .map_err(|e| counted(BackendError::network(&e)))?;
             parse_converse(&bytes)
         };
         reply
-            .map(|reply| ModelReply {
-                http_requests: Some(sent),
-                ..reply
-            })
+            .map(|reply| reply.with_requests(sent))
             .map_err(counted)
     }
 }
@@ -862,7 +868,7 @@ fn missing_results(ids: &[String]) -> Vec<Block> {
 /// Decodes a Converse response body.
 fn parse_converse(bytes: &[u8]) -> Result<ModelReply, BackendError> {
     let value: Value = serde_json::from_slice(bytes).map_err(|e| {
-        protocol(format!(
+        BackendError::protocol(format!(
             "the Bedrock reply is not JSON ({e}): {}",
             snippet(bytes)
         ))
@@ -871,7 +877,7 @@ fn parse_converse(bytes: &[u8]) -> Result<ModelReply, BackendError> {
         .pointer("/output/message/content")
         .and_then(Value::as_array)
         .ok_or_else(|| {
-            protocol(format!(
+            BackendError::protocol(format!(
                 "the Bedrock reply has no output.message.content: {}",
                 snippet(bytes)
             ))
@@ -885,7 +891,7 @@ fn parse_converse(bytes: &[u8]) -> Result<ModelReply, BackendError> {
             let id = tool.get("toolUseId").and_then(Value::as_str);
             let name = tool.get("name").and_then(Value::as_str);
             let (Some(id), Some(name)) = (id, name) else {
-                return Err(protocol(format!(
+                return Err(BackendError::protocol(format!(
                     "a Bedrock toolUse block lacks toolUseId or name: {tool}"
                 )));
             };
@@ -932,13 +938,9 @@ fn join_texts(texts: Vec<String>) -> String {
         .join("\n")
 }
 
-/// At most 300 characters of `bytes`, for error messages.
+/// `bytes` as text, quoted for an error message ([`quote`]).
 fn snippet(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    match text.char_indices().nth(300) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.into_owned(),
-    }
+    quote(&String::from_utf8_lossy(bytes))
 }
 
 /// The HTTP status an event-stream exception type stands for (Bedrock's error map):
@@ -999,12 +1001,12 @@ impl FrameDecoder {
         let headers_len = be_u32(&self.buffer[4..8]) as usize;
         let prelude_crc = be_u32(&self.buffer[8..12]);
         if crc32fast::hash(&self.buffer[0..8]) != prelude_crc {
-            return Err(protocol(
+            return Err(BackendError::protocol(
                 "a Bedrock event-stream frame has a bad prelude CRC",
             ));
         }
         if total < 16 || headers_len > total - 16 || total > MAX_FRAME_BYTES {
-            return Err(protocol(format!(
+            return Err(BackendError::protocol(format!(
                 "a Bedrock event-stream frame has impossible lengths (total {total}, headers {headers_len})"
             )));
         }
@@ -1014,7 +1016,7 @@ impl FrameDecoder {
         let frame: Vec<u8> = self.buffer.drain(..total).collect();
         let message_crc = be_u32(&frame[total - 4..]);
         if crc32fast::hash(&frame[..total - 4]) != message_crc {
-            return Err(protocol(
+            return Err(BackendError::protocol(
                 "a Bedrock event-stream frame has a bad message CRC",
             ));
         }
@@ -1037,7 +1039,7 @@ fn be_u32(bytes: &[u8]) -> u32 {
 /// The frame's headers: `name_len u8, name, type u8, value`; string (7) values are kept,
 /// the other types skipped by their sizes.
 fn parse_headers(mut bytes: &[u8]) -> Result<Vec<(String, String)>, BackendError> {
-    let bad = || protocol("a Bedrock event-stream frame has malformed headers");
+    let bad = || BackendError::protocol("a Bedrock event-stream frame has malformed headers");
     let take = |bytes: &mut &[u8], n: usize| -> Result<Vec<u8>, BackendError> {
         if bytes.len() < n {
             return Err(bad());
@@ -1119,7 +1121,7 @@ impl StreamReader {
                 return Err(classify(exception_status(code), &headers, &body));
             }
             other => {
-                return Err(protocol(format!(
+                return Err(BackendError::protocol(format!(
                     "a Bedrock event-stream frame has an unknown :message-type {other:?}"
                 )));
             }
@@ -1129,7 +1131,7 @@ impl StreamReader {
             Value::Object(Map::new())
         } else {
             serde_json::from_slice(&frame.payload).map_err(|e| {
-                protocol(format!(
+                BackendError::protocol(format!(
                     "a Bedrock {event} event is not JSON ({e}): {}",
                     snippet(&frame.payload)
                 ))
@@ -1145,7 +1147,7 @@ impl StreamReader {
                     let id = tool.get("toolUseId").and_then(Value::as_str);
                     let name = tool.get("name").and_then(Value::as_str);
                     let (Some(id), Some(name)) = (id, name) else {
-                        return Err(protocol(format!(
+                        return Err(BackendError::protocol(format!(
                             "a Bedrock toolUse start lacks toolUseId or name: {tool}"
                         )));
                     };
@@ -1171,7 +1173,7 @@ impl StreamReader {
                     {
                         StreamBlock::Text(existing) => existing.push_str(text),
                         StreamBlock::ToolUse { .. } => {
-                            return Err(protocol(format!(
+                            return Err(BackendError::protocol(format!(
                                 "Bedrock sent text into tool-use block {index}"
                             )));
                         }
@@ -1184,7 +1186,7 @@ impl StreamReader {
                     match self.blocks.get_mut(&index) {
                         Some(StreamBlock::ToolUse { input, .. }) => input.push_str(&fragment),
                         _ => {
-                            return Err(protocol(format!(
+                            return Err(BackendError::protocol(format!(
                                 "Bedrock sent tool input for block {index}, which did not start as a tool use"
                             )));
                         }
@@ -1211,12 +1213,14 @@ impl StreamReader {
     /// The reply, once the stream has ended.
     fn finish(self) -> Result<ModelReply, BackendError> {
         if !self.decoder.is_empty() {
-            return Err(truncated(
+            return Err(BackendError::transient(
                 "the Bedrock stream ended in the middle of a frame",
             ));
         }
         if !self.stopped {
-            return Err(truncated("the Bedrock stream ended before messageStop"));
+            return Err(BackendError::transient(
+                "the Bedrock stream ended before messageStop",
+            ));
         }
         let mut texts = Vec::new();
         let mut tool_calls = Vec::new();
@@ -1249,10 +1253,6 @@ impl StreamReader {
     }
 }
 
-fn truncated(message: &str) -> BackendError {
-    BackendError::new(ErrorKind::Transient, message)
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, UNIX_EPOCH};
@@ -1260,6 +1260,7 @@ mod tests {
     use sluice_protocol::{Message, ToolSpec};
 
     use super::*;
+    use crate::error::ErrorKind;
 
     /// 2015-08-30T12:36:00Z, the time of the AWS SigV4 test suite.
     fn suite_time() -> SystemTime {
@@ -1422,7 +1423,7 @@ mod tests {
     #[test]
     fn missing_credentials_and_region_name_what_to_set() {
         let home = tempfile::tempdir().unwrap();
-        let mut config = ProviderConfig::new(crate::provider::Provider::Bedrock, "m");
+        let mut config = ProviderConfig::new(crate::config::Provider::Bedrock, "m");
         let error = Bedrock::new(config.clone(), &env_of(&[]), Some(home.path())).unwrap_err();
         assert_eq!(error.kind, ErrorKind::BadRequest);
         assert!(error.message.contains("AWS_REGION"), "{}", error.message);
@@ -1482,7 +1483,7 @@ mod tests {
 
     #[test]
     fn a_signed_bedrock_request_carries_the_sigv4_headers() {
-        let mut config = ProviderConfig::new(crate::provider::Provider::Bedrock, "m:0");
+        let mut config = ProviderConfig::new(crate::config::Provider::Bedrock, "m:0");
         config.region = Some("us-west-2".into());
         let env = env_of(&[
             ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
@@ -1695,7 +1696,7 @@ mod tests {
 
     #[test]
     fn tool_choice_none_is_refused_at_start() {
-        let mut config = ProviderConfig::new(crate::provider::Provider::Bedrock, "m");
+        let mut config = ProviderConfig::new(crate::config::Provider::Bedrock, "m");
         config.region = Some("us-east-1".into());
         config.api_key = Some(Secret::new("k"));
         config.tool_choice = Some(ToolChoice::None);

@@ -56,7 +56,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use regex::Regex;
 use serde_json::Value;
 
-use crate::{BackendError, ErrorKind, overflow};
+use crate::error::{BackendError, ErrorKind};
+use crate::overflow;
 
 /// The longest `message` (in characters) taken from a body that carries no message field.
 pub const MAX_FALLBACK_MESSAGE_CHARS: usize = 1000;
@@ -634,8 +635,8 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Overflow;
     use crate::http::RetryPolicy;
+    use crate::overflow::Overflow;
 
     fn h(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs

@@ -69,18 +69,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::{Map, Value, json};
 use sluice_protocol::{Role, ToolCall};
 
+use crate::backend::{Backend, ModelReply, ModelRequest, Usage};
+use crate::classify::{classify, classify_stream_error};
+use crate::config::{Provider, ProviderConfig, Secret, ToolChoice};
+use crate::error::{BackendError, quote};
 use crate::estimate::Estimator;
-use crate::http::{Http, protocol};
-use crate::provider::{Provider, ProviderConfig, Secret, ToolChoice};
+use crate::http::{Answer, Decoder, Http, read_answer};
+use crate::ids::{IdMap, mint_id};
 use crate::sse::SseEvent;
-use crate::wire::{
-    Ending, IdMap, arguments_text, bad_request, body_of, holds_no_event, json_post, mint_id, quote,
-    read_sse,
-};
-use crate::{
-    Backend, BackendError, ErrorKind, ModelReply, ModelRequest, Usage, classify,
-    classify_stream_error,
-};
 
 /// OpenAI's API base.
 pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -111,13 +107,6 @@ pub struct OpenAiBackend {
     unpooled: OnceLock<Http>,
 }
 
-/// What one successful response held.
-enum Answer {
-    Reply(ModelReply),
-    /// A streamed request answered by an empty `200` (see the module docs).
-    EmptyStream,
-}
-
 impl OpenAiBackend {
     /// The backend for `config` (provider [`Provider::OpenAi`] or
     /// [`Provider::OpenAiCompatible`]).
@@ -130,20 +119,24 @@ impl OpenAiBackend {
         let compatible = match config.provider {
             Provider::OpenAi => false,
             Provider::OpenAiCompatible => true,
-            other => return Err(bad_request(format!("{other:?} is not an OpenAI provider"))),
+            other => {
+                return Err(BackendError::bad_request(format!(
+                    "{other:?} is not an OpenAI provider"
+                )));
+            }
         };
         let base = match (&config.base_url, compatible) {
             (Some(base), _) => base.clone(),
             (None, false) => OPENAI_BASE_URL.to_string(),
             (None, true) => {
-                return Err(bad_request(
+                return Err(BackendError::bad_request(
                     "an OpenAI-compatible server needs its base URL: set model.base_url (for example http://localhost:11434/v1 for Ollama, http://localhost:8080/v1 for llama.cpp server, http://localhost:8000/v1 for vLLM, https://openrouter.ai/api/v1 for OpenRouter)",
                 ));
             }
         };
         let api_key = config.api_key.filter(|k| !k.expose().is_empty());
         if api_key.is_none() && !compatible {
-            return Err(bad_request(format!(
+            return Err(BackendError::bad_request(format!(
                 "no API key for openai: set {OPENAI_KEY_ENV} (or model.api_key_env / model.api_key_file)"
             )));
         }
@@ -180,8 +173,8 @@ impl OpenAiBackend {
             && !self.unstreamable[usize::from(!request.tools.is_empty())].load(Ordering::Relaxed)
     }
 
-    /// The JSON body sent for `request` (see the module docs), streamed as [`streams`]
-    /// (OpenAiBackend::streams) says.
+    /// The JSON body sent for `request` (see the module docs), streamed as
+    /// [`streams`](OpenAiBackend::streams) says.
     pub fn body(&self, request: &ModelRequest) -> Value {
         self.body_for(request, self.streams(request))
     }
@@ -277,18 +270,18 @@ impl OpenAiBackend {
         request: &ModelRequest,
         stream: bool,
     ) -> Result<(Answer, u32), BackendError> {
-        let body = serde_json::to_vec(&self.body_for(request, stream))
-            .map_err(|e| protocol(format!("failed to encode the request: {e}")))?;
-        let make = || {
-            json_post(http.client(), &self.url, &body, stream, |b| {
-                match &self.api_key {
-                    Some(key) => b.bearer_auth(key.expose()),
-                    None => b,
-                }
-            })
+        let auth = |b: reqwest::RequestBuilder| match &self.api_key {
+            Some(key) => b.bearer_auth(key.expose()),
+            None => b,
         };
-        http.send_and_read(make, |response| read(response, stream))
-            .await
+        http.post_json(
+            &self.url,
+            &self.body_for(request, stream),
+            stream,
+            auth,
+            |response| read_answer::<ChatStream>(response, stream),
+        )
+        .await
     }
 
     /// A client that opens a new connection for every request, for the re-send after an
@@ -307,12 +300,7 @@ impl OpenAiBackend {
     async fn exchange(&self, request: &ModelRequest) -> Result<ModelReply, BackendError> {
         let stream = self.streams(request);
         let (first, sent) = match self.send(&self.http, request, stream).await? {
-            (Answer::Reply(reply), sent) => {
-                return Ok(ModelReply {
-                    http_requests: Some(sent),
-                    ..reply
-                });
-            }
+            (Answer::Reply(reply), sent) => return Ok(reply.with_requests(sent)),
             (Answer::EmptyStream, sent) => (stream, sent),
         };
         debug_assert!(
@@ -324,58 +312,27 @@ impl OpenAiBackend {
             "the server answered a streamed request with an empty 200; sending it again unstreamed"
         );
         let shape = usize::from(!request.tools.is_empty());
-        let unpooled = self.unpooled().map_err(|e| BackendError {
-            http_requests: Some(sent),
-            ..e
-        })?;
-        match self.send(unpooled, request, false).await {
-            Ok((Answer::Reply(reply), more)) => {
-                if !self.unstreamable[shape].swap(true, Ordering::Relaxed) {
-                    tracing::warn!(
-                        model = %self.model,
-                        tools = shape == 1,
-                        "the server answered a streamed request with an empty 200 and the same request unstreamed with a reply; requests of this shape are sent unstreamed from now on"
-                    );
-                }
-                Ok(ModelReply {
-                    http_requests: Some(sent + more),
-                    ..reply
-                })
+        let unpooled = self.unpooled().map_err(|e| e.with_requests(sent))?;
+        let (answer, more) = match self.send(unpooled, request, false).await {
+            Ok(answered) => answered,
+            Err(error) => {
+                let more = error.http_requests.unwrap_or(0);
+                return Err(error.with_requests(sent + more));
             }
-            // An unstreamed request is never answered as a stream; should a server do it
-            // anyway, its empty answer is an error like any empty body.
-            Ok((Answer::EmptyStream, more)) => Err(BackendError {
-                http_requests: Some(sent + more),
-                ..classify(200, &[], "")
-            }),
-            Err(error) => Err(BackendError {
-                http_requests: Some(sent + error.http_requests.unwrap_or(0)),
-                ..error
-            }),
+        };
+        // An unstreamed request is never answered as a stream; should a server do it anyway,
+        // its empty answer is an error like any empty body.
+        let reply = answer
+            .into_reply()
+            .map_err(|e| e.with_requests(sent + more))?;
+        if !self.unstreamable[shape].swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                model = %self.model,
+                tools = shape == 1,
+                "the server answered a streamed request with an empty 200 and the same request unstreamed with a reply; requests of this shape are sent unstreamed from now on"
+            );
         }
-    }
-}
-
-/// Reads one successful response, streamed or not.
-async fn read(response: reqwest::Response, streamed: bool) -> Result<Answer, BackendError> {
-    if !streamed {
-        let (headers, text) = body_of(response).await?;
-        return decode_body(&headers, &text).map(Answer::Reply);
-    }
-    let mut stream = ChatStream::default();
-    match read_sse(response, |event| stream.event(event)).await? {
-        Ending::Terminal => Ok(Answer::Reply(stream.finish())),
-        Ending::Eof {
-            unparsed: Some((_, text)),
-        } if !stream.seen && holds_no_event(&text) => Ok(Answer::EmptyStream),
-        Ending::Eof {
-            unparsed: Some((headers, text)),
-        } if !stream.seen => decode_body(&headers, &text).map(Answer::Reply),
-        Ending::Eof { .. } if stream.finished => Ok(Answer::Reply(stream.finish())),
-        Ending::Eof { .. } => Err(BackendError::new(
-            ErrorKind::Transient,
-            "the model's stream ended before the reply was complete (no finish_reason, no [DONE])",
-        )),
+        Ok(reply.with_requests(sent + more))
     }
 }
 
@@ -407,8 +364,9 @@ fn decode_body(headers: &[(String, String)], text: &str) -> Result<ModelReply, B
     if value.get("choices").is_none() {
         return Err(classify(200, headers, text));
     }
-    decode_reply(&value)
-        .ok_or_else(|| protocol(format!("the model's reply has no message: {}", quote(text))))
+    decode_reply(&value).ok_or_else(|| {
+        BackendError::protocol(format!("the model's reply has no message: {}", quote(text)))
+    })
 }
 
 /// `choices[0].message` and `usage` of a reply; `None` when there is no message.
@@ -470,6 +428,16 @@ fn arguments_of(value: Option<&Value>) -> String {
     }
 }
 
+/// Tool-call arguments as stored: the model's text, or `{}` when it sent none (an absent,
+/// null or empty `arguments`: a call without parameters).
+fn arguments_text(text: &str) -> String {
+    if text.trim().is_empty() {
+        "{}".to_string()
+    } else {
+        text.to_string()
+    }
+}
+
 /// `usage` with `prompt_tokens` and `completion_tokens`.
 fn usage_of(usage: &Value) -> Option<Usage> {
     let input = usage.get("prompt_tokens").and_then(Value::as_u64);
@@ -498,13 +466,17 @@ struct ChatStream {
     refusal: String,
     calls: BTreeMap<u64, CallSlot>,
     usage: Option<Usage>,
-    /// A chunk was read.
-    seen: bool,
     /// A `finish_reason` came.
     finished: bool,
 }
 
-impl ChatStream {
+impl Decoder for ChatStream {
+    const EMPTY_STREAM_IS_AN_ANSWER: bool = true;
+
+    fn decode_body(headers: &[(String, String)], text: &str) -> Result<ModelReply, BackendError> {
+        decode_body(headers, text)
+    }
+
     /// Takes one event; `Ok(true)` at `[DONE]`.
     fn event(&mut self, event: SseEvent) -> Result<bool, BackendError> {
         let data = event.data.trim();
@@ -515,7 +487,7 @@ impl ChatStream {
             return Ok(false);
         }
         let value: Value = serde_json::from_str(data).map_err(|e| {
-            protocol(format!(
+            BackendError::protocol(format!(
                 "a stream event from the model is not JSON ({e}): {}",
                 quote(data)
             ))
@@ -530,7 +502,6 @@ impl ChatStream {
         if is_error {
             return Err(classify_stream_error(data));
         }
-        self.seen = true;
         if let Some(usage) = value.get("usage").and_then(usage_of) {
             self.usage = Some(usage);
         }
@@ -564,6 +535,20 @@ impl ChatStream {
         }
     }
 
+    /// The assembled reply: at `[DONE]`, or at the end of a body that had a `finish_reason`
+    /// (else the stream broke off: a transient error).
+    fn end(self, complete: bool) -> Result<ModelReply, BackendError> {
+        if complete || self.finished {
+            Ok(self.finish())
+        } else {
+            Err(BackendError::transient(
+                "the model's stream ended before the reply was complete (no finish_reason, no [DONE])",
+            ))
+        }
+    }
+}
+
+impl ChatStream {
     /// One `delta.tool_calls[]` fragment.
     fn fragment(&mut self, fragment: &Value) {
         let id = fragment
@@ -636,6 +621,7 @@ mod tests {
     use sluice_protocol::{Message, ToolSpec};
 
     use super::*;
+    use crate::error::ErrorKind;
 
     fn backend(provider: Provider, stream: bool) -> OpenAiBackend {
         let mut config = ProviderConfig::new(provider, "m");
@@ -655,6 +641,12 @@ mod tests {
             })?;
         }
         Ok((done, s.finish()))
+    }
+
+    #[test]
+    fn absent_arguments_are_stored_as_an_empty_object() {
+        assert_eq!(arguments_text(" "), "{}");
+        assert_eq!(arguments_text("{\"a\":1}"), "{\"a\":1}");
     }
 
     #[test]

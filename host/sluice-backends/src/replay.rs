@@ -47,8 +47,9 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use sluice_protocol::ToolCall;
 
-use crate::classify::classify_stream_error;
-use crate::{Backend, BackendError, ErrorKind, ModelReply, ModelRequest, Usage, classify};
+use crate::backend::{Backend, ModelReply, ModelRequest, Usage};
+use crate::classify::{classify, classify_stream_error};
+use crate::error::{BackendError, ErrorKind};
 
 /// A model that replays a script. Clones share the script position and the recorded requests.
 #[derive(Clone, Debug)]

@@ -65,7 +65,8 @@ use regex::Regex;
 use serde_json::{Value, json};
 use sluice_protocol::{Message, Role, ToolCall};
 
-use crate::{Backend, BackendError, ModelReply, ModelRequest};
+use crate::backend::{Backend, ModelReply, ModelRequest};
+use crate::error::BackendError;
 
 /// The search pattern when the prompt quotes no term.
 pub const ERROR_PATTERN: &str = "(?i)error|fail|fatal|panic|exception";
