@@ -1,8 +1,9 @@
-//! The AWS event-stream frames of a `converse-stream` reply, decoded and assembled into a
-//! reply.
+//! The AWS event-stream frames of a `converse-stream` reply (decoded by
+//! `aws-smithy-eventstream`), assembled into a reply.
 
 use std::collections::BTreeMap;
 
+use aws_smithy_eventstream::frame::{DecodedFrame, MessageFrameDecoder};
 use serde_json::{Map, Value, json};
 use sluice_protocol::ToolCall;
 
@@ -30,11 +31,21 @@ impl Frame {
     }
 }
 
-/// An incremental decoder of AWS event-stream frames: prelude (total length u32 BE, headers
-/// length u32 BE, CRC32 of those 8 bytes), headers, payload, CRC32 of everything before it.
+/// The bytes of a frame's prelude: total length (u32 BE), headers length (u32 BE), and the
+/// CRC32 of those 8 bytes.
+const PRELUDE_BYTES: usize = 12;
+
+/// An incremental decoder of AWS event-stream frames. `aws-smithy-eventstream` decodes and
+/// checks each frame (both CRCs, the lengths, every header type); before a frame is buffered,
+/// its prelude is checked here too, so that a corrupt or hostile length is refused at once
+/// rather than waited for (and a frame over [`MAX_FRAME_BYTES`] is refused).
 #[derive(Debug, Default)]
 pub(super) struct FrameDecoder {
+    /// Bytes not yet handed to `decoder`.
     buffer: Vec<u8>,
+    decoder: MessageFrameDecoder,
+    /// `decoder` holds the prelude of a frame whose rest has not all arrived.
+    in_frame: bool,
 }
 
 impl FrameDecoder {
@@ -44,84 +55,66 @@ impl FrameDecoder {
 
     /// The next complete frame, `None` when more bytes are needed.
     pub(super) fn next_frame(&mut self) -> Result<Option<Frame>, BackendError> {
-        if self.buffer.len() < 12 {
-            return Ok(None);
+        if !self.in_frame && self.buffer.len() >= PRELUDE_BYTES {
+            check_prelude(&self.buffer[..PRELUDE_BYTES])?;
         }
-        let total = be_u32(&self.buffer[0..4]) as usize;
-        let headers_len = be_u32(&self.buffer[4..8]) as usize;
-        let prelude_crc = be_u32(&self.buffer[8..12]);
-        if crc32fast::hash(&self.buffer[0..8]) != prelude_crc {
-            return Err(BackendError::protocol(
-                "a Bedrock event-stream frame has a bad prelude CRC",
-            ));
-        }
-        if total < 16 || headers_len > total - 16 || total > MAX_FRAME_BYTES {
-            return Err(BackendError::protocol(format!(
-                "a Bedrock event-stream frame has impossible lengths (total {total}, headers {headers_len})"
-            )));
-        }
-        if self.buffer.len() < total {
-            return Ok(None);
-        }
-        let frame: Vec<u8> = self.buffer.drain(..total).collect();
-        let message_crc = be_u32(&frame[total - 4..]);
-        if crc32fast::hash(&frame[..total - 4]) != message_crc {
-            return Err(BackendError::protocol(
-                "a Bedrock event-stream frame has a bad message CRC",
-            ));
-        }
-        let headers = parse_headers(&frame[12..12 + headers_len])?;
-        let payload = frame[12 + headers_len..total - 4].to_vec();
-        Ok(Some(Frame { headers, payload }))
-    }
-
-    pub(super) fn is_empty(&self) -> bool {
-        self.buffer.is_empty()
-    }
-}
-
-fn be_u32(bytes: &[u8]) -> u32 {
-    let mut word = [0u8; 4];
-    word.copy_from_slice(&bytes[..4]);
-    u32::from_be_bytes(word)
-}
-
-/// The frame's headers: `name_len u8, name, type u8, value`; string (7) values are kept,
-/// the other types skipped by their sizes.
-fn parse_headers(mut bytes: &[u8]) -> Result<Vec<(String, String)>, BackendError> {
-    let bad = || BackendError::protocol("a Bedrock event-stream frame has malformed headers");
-    let take = |bytes: &mut &[u8], n: usize| -> Result<Vec<u8>, BackendError> {
-        if bytes.len() < n {
-            return Err(bad());
-        }
-        let (head, rest) = bytes.split_at(n);
-        *bytes = rest;
-        Ok(head.to_vec())
-    };
-    let mut headers = Vec::new();
-    while !bytes.is_empty() {
-        let name_len = usize::from(take(&mut bytes, 1)?[0]);
-        let name = String::from_utf8(take(&mut bytes, name_len)?).map_err(|_| bad())?;
-        let kind = take(&mut bytes, 1)?[0];
-        let size = match kind {
-            0 | 1 => 0,
-            2 => 1,
-            3 => 2,
-            4 => 4,
-            5 | 8 => 8,
-            9 => 16,
-            6 | 7 => {
-                let len = take(&mut bytes, 2)?;
-                usize::from(u16::from_be_bytes([len[0], len[1]]))
+        let mut rest: &[u8] = &self.buffer;
+        let decoded = self.decoder.decode_frame(&mut rest).map_err(|e| {
+            BackendError::protocol(format!(
+                "a Bedrock event-stream frame is malformed (a bad CRC, length or header): {e}"
+            ))
+        });
+        let consumed = self.buffer.len() - rest.len();
+        self.buffer.drain(..consumed);
+        match decoded? {
+            DecodedFrame::Incomplete => {
+                self.in_frame |= consumed > 0;
+                Ok(None)
             }
-            _ => return Err(bad()),
-        };
-        let value = take(&mut bytes, size)?;
-        if kind == 7 {
-            headers.push((name, String::from_utf8(value).map_err(|_| bad())?));
+            DecodedFrame::Complete(message) => {
+                self.in_frame = false;
+                let headers = message
+                    .headers()
+                    .iter()
+                    .filter_map(|h| {
+                        let value = h.value().as_string().ok()?;
+                        Some((h.name().as_str().to_string(), value.as_str().to_string()))
+                    })
+                    .collect();
+                Ok(Some(Frame {
+                    headers,
+                    payload: message.payload().to_vec(),
+                }))
+            }
         }
     }
-    Ok(headers)
+
+    /// True when no byte of a frame is waiting.
+    pub(super) fn is_empty(&self) -> bool {
+        self.buffer.is_empty() && !self.in_frame
+    }
+}
+
+/// Checks a frame's prelude: its CRC, and a total length that can hold a frame and is at most
+/// [`MAX_FRAME_BYTES`].
+fn check_prelude(prelude: &[u8]) -> Result<(), BackendError> {
+    let word = |at: usize| {
+        let mut bytes = [0u8; 4];
+        bytes.copy_from_slice(&prelude[at..at + 4]);
+        u32::from_be_bytes(bytes)
+    };
+    if crc32fast::hash(&prelude[..8]) != word(8) {
+        return Err(BackendError::protocol(
+            "a Bedrock event-stream frame has a bad prelude CRC",
+        ));
+    }
+    let total = word(0) as usize;
+    if !(PRELUDE_BYTES + 4..=MAX_FRAME_BYTES).contains(&total) {
+        return Err(BackendError::protocol(format!(
+            "a Bedrock event-stream frame has an impossible length: {total} bytes (at most {MAX_FRAME_BYTES})"
+        )));
+    }
+    Ok(())
 }
 
 /// A content block being streamed.

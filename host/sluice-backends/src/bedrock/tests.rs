@@ -429,6 +429,37 @@ fn bad_crcs_are_protocol_errors() {
 }
 
 #[test]
+fn a_frame_longer_than_the_cap_is_refused_from_its_prelude() {
+    // A prelude announcing MAX_FRAME_BYTES + 1 bytes, with a valid CRC: refused at once,
+    // before the rest is buffered.
+    let mut prelude = Vec::new();
+    prelude.extend_from_slice(&(MAX_FRAME_BYTES as u32 + 1).to_be_bytes());
+    prelude.extend_from_slice(&0u32.to_be_bytes());
+    let crc = crc32fast::hash(&prelude);
+    prelude.extend_from_slice(&crc.to_be_bytes());
+    let mut decoder = FrameDecoder::default();
+    decoder.push(&prelude);
+    let error = decoder.next_frame().unwrap_err();
+    assert_eq!(error.kind, ErrorKind::Protocol);
+    assert_eq!(
+        error.message,
+        format!(
+            "a Bedrock event-stream frame has an impossible length: {} bytes (at most {MAX_FRAME_BYTES})",
+            MAX_FRAME_BYTES + 1
+        )
+    );
+    // A frame cut after its prelude is still a frame in progress.
+    let stop = event("messageStop", json!({}));
+    let mut decoder = FrameDecoder::default();
+    decoder.push(&stop[..14]);
+    assert_eq!(decoder.next_frame().unwrap(), None);
+    assert!(!decoder.is_empty());
+    decoder.push(&stop[14..]);
+    assert!(decoder.next_frame().unwrap().is_some());
+    assert!(decoder.is_empty());
+}
+
+#[test]
 fn a_stream_cut_short_is_transient() {
     let mut reader = StreamReader::default();
     reader

@@ -1,6 +1,6 @@
 //! What a status, a type name and the `retry-after` headers say, whatever the body.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use crate::error::ErrorKind;
 
@@ -102,70 +102,8 @@ pub(super) fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<
         .map(|(_, v)| v.as_str())
 }
 
-/// An HTTP-date (RFC 9110 §5.6.7): IMF-fixdate, RFC 850 or asctime, always GMT.
+/// An HTTP-date (RFC 9110 §5.6.7): IMF-fixdate, RFC 850 or asctime, always GMT, read by
+/// `httpdate` (which also checks that the weekday fits the date); `None` for anything else.
 pub(super) fn parse_http_date(value: &str) -> Option<SystemTime> {
-    let tokens: Vec<&str> = value.split_whitespace().collect();
-    let (day, month, year, time) = match tokens.as_slice() {
-        // Sun, 06 Nov 1994 08:49:37 GMT
-        [weekday, day, month, year, time, "GMT"] if weekday.ends_with(',') => (
-            day.parse().ok()?,
-            month_number(month)?,
-            year.parse().ok()?,
-            *time,
-        ),
-        // Sunday, 06-Nov-94 08:49:37 GMT
-        [weekday, date, time, "GMT"] if weekday.ends_with(',') => {
-            let mut parts = date.split('-');
-            let day = parts.next()?.parse().ok()?;
-            let month = month_number(parts.next()?)?;
-            let short: i64 = parts.next()?.parse().ok()?;
-            let year = if short < 70 {
-                2000 + short
-            } else if short < 100 {
-                1900 + short
-            } else {
-                short
-            };
-            (day, month, year, *time)
-        }
-        // Sun Nov  6 08:49:37 1994
-        [_, month, day, time, year] => (
-            day.parse().ok()?,
-            month_number(month)?,
-            year.parse().ok()?,
-            *time,
-        ),
-        _ => return None,
-    };
-    let mut clock = time.split(':').map(|p| p.parse::<i64>().ok());
-    let (h, m, s) = (clock.next()??, clock.next()??, clock.next()??);
-    if !(1..=31).contains(&day)
-        || !(0..24).contains(&h)
-        || !(0..60).contains(&m)
-        || !(0..=60).contains(&s)
-    {
-        return None;
-    }
-    let seconds = days_from_civil(year, month, day) * 86_400 + h * 3600 + m * 60 + s;
-    let seconds = u64::try_from(seconds).ok()?;
-    UNIX_EPOCH.checked_add(Duration::from_secs(seconds))
-}
-
-fn month_number(name: &str) -> Option<i64> {
-    const MONTHS: [&str; 12] = [
-        "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
-    ];
-    let position = MONTHS.iter().position(|m| name.eq_ignore_ascii_case(m))?;
-    i64::try_from(position).ok().map(|p| p + 1)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    httpdate::parse_http_date(value).ok()
 }
