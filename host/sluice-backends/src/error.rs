@@ -1,6 +1,8 @@
 //! The typed failure of a model request: [`BackendError`], its [`ErrorKind`], and the one
-//! place its common shapes are built (bad request, protocol, transient, network failure) and a
-//! provider's text is quoted into a message ([`quote`]).
+//! place it is built: [`BackendError::new`] and its shapes (bad request, protocol, transient,
+//! network failure), plus the `with_*` builders for a status, a `retry-after`, the sizes of a
+//! context-window rejection and the HTTP request count; and [`quote`], which cuts a
+//! provider's text for a message.
 
 use std::time::Duration;
 
@@ -84,10 +86,26 @@ impl BackendError {
     /// A failure to reach the provider or to read its answer: [`ErrorKind::Transient`], with
     /// the status reqwest saw, if any.
     pub fn network(e: &reqwest::Error) -> BackendError {
+        BackendError::transient(format!("the model request failed: {e}"))
+            .with_status(e.status().map(|s| s.as_u16()))
+    }
+
+    /// The same error with the HTTP `status` it came with, if any.
+    pub fn with_status(self, status: Option<u16>) -> BackendError {
+        BackendError { status, ..self }
+    }
+
+    /// The same error with the wait the provider asked for (`retry-after`), if any.
+    pub fn with_retry_after(self, retry_after: Option<Duration>) -> BackendError {
         BackendError {
-            status: e.status().map(|s| s.as_u16()),
-            ..BackendError::transient(format!("the model request failed: {e}"))
+            retry_after,
+            ..self
         }
+    }
+
+    /// The same error with the sizes of a context-window rejection, if known.
+    pub fn with_overflow(self, overflow: Option<Overflow>) -> BackendError {
+        BackendError { overflow, ..self }
     }
 
     /// The same error, counting `sent` HTTP requests (see

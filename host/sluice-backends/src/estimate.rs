@@ -151,20 +151,18 @@ impl Estimator {
             Some(_) => "learned from the provider's count of an earlier request",
             None => "assumed before the provider reported any count",
         };
-        Err(BackendError {
-            overflow: Some(Overflow {
-                prompt_tokens: estimate,
-                limit_tokens: window,
-                estimated: true,
-            }),
-            http_requests: Some(0),
-            ..BackendError::new(
-                ErrorKind::ContextWindowExceeded,
-                format!(
-                    "the request was not sent: Sluice estimated it at {estimate} tokens ({bytes} prompt bytes at {ratio:.2} bytes per token, {basis}), more than 10% over the model's context window of {window} tokens (model.context_window_tokens)"
-                ),
-            )
-        })
+        Err(BackendError::new(
+            ErrorKind::ContextWindowExceeded,
+            format!(
+                "the request was not sent: Sluice estimated it at {estimate} tokens ({bytes} prompt bytes at {ratio:.2} bytes per token, {basis}), more than 10% over the model's context window of {window} tokens (model.context_window_tokens)"
+            ),
+        )
+        .with_overflow(Some(Overflow {
+            prompt_tokens: estimate,
+            limit_tokens: window,
+            estimated: true,
+        }))
+        .with_requests(0))
     }
 
     /// Sends `request` with `send`, guarded and measured: refused first when it surely does

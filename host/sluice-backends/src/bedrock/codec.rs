@@ -2,13 +2,12 @@
 //! [module docs](super) for the mapping) and a Converse reply back; the HTTP status an
 //! event-stream exception stands for.
 
-use std::collections::{HashMap, HashSet};
-
 use serde_json::{Map, Value, json};
 use sluice_protocol::{Role, ToolCall};
 
 use crate::backend::{ModelReply, ModelRequest, Usage};
 use crate::error::{BackendError, quote};
+use crate::ids::ToolUseIds;
 
 /// The text of the user turn put first when a transcript does not start with one.
 pub(super) const LEADING_USER_PLACEHOLDER: &str = "(continuing the conversation)";
@@ -34,61 +33,6 @@ enum Block {
 enum Side {
     User,
     Assistant,
-}
-
-/// Tool-call ids re-keyed to `[a-zA-Z0-9_-]{1,64}`: every tool use gets a distinct id; a
-/// result answers the latest tool use of its original id.
-#[derive(Default)]
-struct Ids {
-    used: HashSet<String>,
-    latest: HashMap<String, String>,
-}
-
-impl Ids {
-    fn tool_use(&mut self, original: &str) -> String {
-        let base: String = if is_valid_id(original) {
-            original.to_string()
-        } else {
-            let cleaned: String = original
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                        c
-                    } else {
-                        '_'
-                    }
-                })
-                .take(64)
-                .collect();
-            if cleaned.is_empty() {
-                "call".to_string()
-            } else {
-                cleaned
-            }
-        };
-        let mut id = base.clone();
-        let mut n = 2u64;
-        while self.used.contains(&id) {
-            let suffix = format!("_{n}");
-            let keep = 64usize.saturating_sub(suffix.len());
-            id = format!("{}{suffix}", base.chars().take(keep).collect::<String>());
-            n += 1;
-        }
-        self.used.insert(id.clone());
-        self.latest.insert(original.to_string(), id.clone());
-        id
-    }
-
-    fn result(&self, original: &str) -> Option<String> {
-        self.latest.get(original).cloned()
-    }
-}
-
-fn is_valid_id(id: &str) -> bool {
-    (1..=64).contains(&id.len())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// True when an observation reports a failure: it starts with `{"ok":false` (whitespace
@@ -129,7 +73,7 @@ fn push_turn(turns: &mut Vec<(Side, Vec<Block>)>, side: Side, blocks: Vec<Block>
 /// The Converse request body for `request` (see the [module docs](super) for the mapping), with
 /// `inferenceConfig.maxTokens` = `max_tokens`.
 pub fn request_body(request: &ModelRequest, max_tokens: u32) -> Value {
-    let mut ids = Ids::default();
+    let mut ids = ToolUseIds::default();
     let mut turns: Vec<(Side, Vec<Block>)> = Vec::new();
     for message in &request.messages {
         match message.role {

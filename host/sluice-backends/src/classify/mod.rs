@@ -192,14 +192,10 @@ fn decide(
                 .or_else(|| texts.iter().find_map(|t| overflow::sizes_in(t)))
         })
         .flatten();
-    BackendError {
-        kind,
-        status,
-        message: message(fields, body, status),
-        retry_after,
-        overflow,
-        http_requests: None,
-    }
+    BackendError::new(kind, message(fields, body, status))
+        .with_status(status)
+        .with_retry_after(retry_after)
+        .with_overflow(overflow)
 }
 
 /// The provider's message, or the body cut to [`MAX_FALLBACK_MESSAGE_CHARS`].

@@ -65,7 +65,7 @@ mod step;
 
 use std::collections::HashSet;
 
-use sluice_protocol::{Message, ToolCall};
+use sluice_protocol::ToolCall;
 
 use self::findings::Findings;
 use self::run::Run;
@@ -75,6 +75,7 @@ pub use self::step::{
 };
 use crate::backend::{Backend, ModelReply, ModelRequest};
 use crate::error::BackendError;
+use crate::ids::next_call_id;
 
 /// The offline default model: a deterministic state machine over the transcript, **not an
 /// LLM**. See the module docs for its exact behaviour.
@@ -127,20 +128,6 @@ impl Backend for ScriptedModel {
     async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, BackendError> {
         Ok(self.next_turn(request))
     }
-}
-
-/// `call_<n>`: one more than the tool calls in the transcript, skipping ids in use.
-fn next_call_id(messages: &[Message]) -> String {
-    let used: HashSet<&str> = messages
-        .iter()
-        .flat_map(|m| &m.tool_calls)
-        .map(|c| c.id.as_str())
-        .collect();
-    let mut n = used.len() + 1;
-    while used.contains(format!("call_{n}").as_str()) {
-        n += 1;
-    }
-    format!("call_{n}")
 }
 
 #[cfg(test)]
