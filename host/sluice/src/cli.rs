@@ -46,6 +46,12 @@ pub(crate) struct Global {
     #[arg(long, global = true, value_name = "N")]
     pub(crate) max_concurrent_calls: Option<String>,
 
+    /// Refuse to start when a tool component fails to load (`strict = true` in sluice.toml).
+    /// Without it, the failure is reported on stderr, `sluice tools` lists the component as
+    /// unavailable with its reason, and the other tools start.
+    #[arg(long, global = true)]
+    pub(crate) strict: bool,
+
     /// The session database (SQLite). Default: `$SLUICE_STORE`, else
     /// `$XDG_DATA_HOME/sluice/sessions.db` (`~/.local/share/sluice/sessions.db`).
     #[arg(long, global = true, value_name = "FILE")]
