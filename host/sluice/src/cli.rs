@@ -100,6 +100,16 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: SessionCommand,
     },
+    /// Write the WIT a tool author builds against into DIR (default `wit`): the
+    /// `sluice:tools` package (`sluice-tools.wit`) and the WASI 0.2 packages the host
+    /// implements (`deps/*.wit`, WASI 0.2.12), so no Sluice build is needed to get them.
+    ///
+    /// A file already there with the same text is left as is; one with other text stops it
+    /// before anything is written. Prints the paths written.
+    Wit {
+        /// The directory (created if missing).
+        dir: Option<PathBuf>,
+    },
     /// List the tools with the JSON schemas of their arguments.
     Tools {
         #[command(subcommand)]

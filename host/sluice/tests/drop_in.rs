@@ -283,3 +283,46 @@ fn names_outside_the_rule_are_refused_naming_the_key_and_line() {
         )
     );
 }
+
+/// Item 7: `sluice wit DIR` writes the sluice:tools package and the WASI WIT, and says
+/// where.
+#[test]
+fn sluice_wit_writes_the_packages() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("wit");
+    let o = sluice(&["wit", &out.display().to_string()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let listed: Vec<String> = text(&o.stdout).lines().map(str::to_string).collect();
+    let expected: Vec<String> = [
+        "sluice-tools.wit",
+        "deps/cli.wit",
+        "deps/clocks.wit",
+        "deps/filesystem.wit",
+        "deps/io.wit",
+        "deps/random.wit",
+        "deps/sockets.wit",
+    ]
+    .iter()
+    .map(|f| out.join(f).display().to_string())
+    .collect();
+    assert_eq!(listed, expected);
+    assert_eq!(
+        std::fs::read_to_string(out.join("sluice-tools.wit")).unwrap(),
+        std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../wit/sluice-tools.wit"
+        ))
+        .unwrap()
+    );
+    // Other contents are never overwritten.
+    std::fs::write(out.join("deps/io.wit"), "mine\n").unwrap();
+    let o = sluice(&["wit", &out.display().to_string()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        text(&o.stderr),
+        format!(
+            "sluice: error: {} already exists with other contents; nothing was written (remove it, or write to another directory)\n",
+            out.join("deps/io.wit").display()
+        )
+    );
+}

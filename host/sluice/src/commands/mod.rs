@@ -90,6 +90,12 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
                 runtime.block_on(toolbox.call(&tool, &args, config.agent.max_tool_result_bytes));
             writeln!(out, "{}", observation.text)?;
         }
+        Command::Wit { dir } => {
+            let dir = dir.unwrap_or_else(|| "wit".into());
+            for path in sluice_builtins::wit::write_wit(&dir)? {
+                writeln!(out, "{}", path.display())?;
+            }
+        }
         Command::Tools { command: None } => {
             let toolbox = wiring::load_tools(&config, None)?;
             let mut tools: Vec<_> = toolbox
