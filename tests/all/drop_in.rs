@@ -120,7 +120,7 @@ fn a_function_renamed_and_described_by_its_policy() {
             p.functions.insert(
                 "read-file".into(),
                 FunctionPolicy {
-                    name: Some("fs.cat".into()),
+                    name: Some("fs_cat".into()),
                     description: Some("Print a whole file under /data.".into()),
                 },
             );
@@ -135,7 +135,7 @@ fn a_function_renamed_and_described_by_its_policy() {
     )
     .expect("fs-like loads with read-file renamed");
     let tools: Vec<_> = toolbox.tools().skip(4).cloned().collect();
-    assert_eq!(tools[0].name, "fs.cat");
+    assert_eq!(tools[0].name, "fs_cat");
     // Item 4: the operator's description, then where the roots are mounted.
     let mounted = "Paths: the granted directory is mounted at /data (read-only); give paths under it, like /data/….";
     assert_eq!(
@@ -180,7 +180,7 @@ fn a_name_outside_the_rule_is_refused() {
         "{message}"
     );
     assert!(
-        message.ends_with("_read_file\" is not 1 to 64 characters of A-Z, a-z, 0-9, `_`, `.` and `-`; name it with prefix = \"…\" or [functions.read-file] name = \"…\" in /drop-in/fs.toml"),
+        message.ends_with("_read_file\" is not 1 to 64 characters of A-Z, a-z, 0-9, `_` and `-`; name it with prefix = \"…\" or [functions.read-file] name = \"…\" in /drop-in/fs.toml"),
         "{message}"
     );
 }

@@ -21,8 +21,11 @@ use sluice_tests::{HOSTILE_WASM, component_spec};
 
 use crate::cache;
 
-/// The most `/healthz` may take while the guests misbehave (the bound).
-const HEALTHZ_WITHIN: Duration = Duration::from_millis(100);
+/// The most `/healthz` may take while the guests misbehave: the bound is 100 ms
+/// (measured: 19 ms at worst on an idle 2-core machine); the rest is slack for a 2-core
+/// machine loaded by the tests running beside this one (114 ms was seen under a load of 8).
+/// Starved worker threads, the fault this guards against, took seconds (9.8 s).
+const HEALTHZ_WITHIN: Duration = Duration::from_millis(300);
 
 /// The hostile tool's timeout here.
 const TIMEOUT: Duration = Duration::from_secs(2);

@@ -250,7 +250,9 @@ fn allowed_for(key: &str) -> Option<String> {
             "a table: [tools.NAME.functions.FUNC] with name = \"…\" and/or description = \"…\""
                 .into()
         }
-        ["tools", _, "functions", _, "name"] => format!("a string, {}", crate::TOOL_NAME_RULE),
+        ["tools", _, "functions", _, "name"] => {
+            format!("a string, a tool name: {}", crate::TOOL_NAME_RULE)
+        }
         ["strict"] => "true or false".into(),
         ["builtins"] => {
             "an array of built-in tool names, like [\"read_file\", \"list_dir\"]".into()

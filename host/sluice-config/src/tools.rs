@@ -94,19 +94,16 @@ pub enum ConfiguredBy {
     Sibling(PathBuf),
 }
 
-/// What a tool name may be (MCP's rule): 1 to 64 characters of `A-Z a-z 0-9 _ . -`.
-pub const TOOL_NAME_RULE: &str =
-    "a tool name: 1 to 64 characters of A-Z, a-z, 0-9, `_`, `.` and `-`";
+/// What a tool name may be: [`sluice_protocol::TOOL_NAME_RULE`].
+pub const TOOL_NAME_RULE: &str = sluice_protocol::TOOL_NAME_RULE;
 
 /// What a `prefix` may be: what a tool name may be, at most 32 characters.
-pub const PREFIX_RULE: &str = "1 to 32 characters of A-Z, a-z, 0-9, `_`, `.` and `-`";
+pub const PREFIX_RULE: &str = "1 to 32 characters of A-Z, a-z, 0-9, `_` and `-`";
 
-/// True when `name` follows [`TOOL_NAME_RULE`] and is at most `max` bytes long.
+/// True when `name` is a valid tool name ([`sluice_protocol::valid_tool_name`]) of at most
+/// `max` bytes.
 fn valid_tool_name(name: &str, max: usize) -> bool {
-    (1..=max).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+    name.len() <= max && sluice_protocol::valid_tool_name(name)
 }
 
 /// A `[tools.NAME]` table of `sluice.toml`: where the component comes from, then the
@@ -396,7 +393,7 @@ impl Resolver<'_> {
                 return Err(value_error(
                     &format!("functions.{function}.name"),
                     format!("{new:?}"),
-                    TOOL_NAME_RULE,
+                    &format!("a tool name: {TOOL_NAME_RULE}"),
                 ));
             }
         }

@@ -160,6 +160,23 @@ impl SessionStatus {
     }
 }
 
+/// The longest tool name, in bytes: 64, what OpenAI, Anthropic and Bedrock accept for a
+/// function name (and within MCP's 1 to 64).
+pub const MAX_TOOL_NAME_BYTES: usize = 64;
+
+/// What a tool name may be, in words: what [`valid_tool_name`] accepts.
+pub const TOOL_NAME_RULE: &str = "1 to 64 characters of A-Z, a-z, 0-9, `_` and `-`";
+
+/// True when `name` can name a tool for every model API Sluice talks to and for MCP:
+/// 1 to [`MAX_TOOL_NAME_BYTES`] characters of `A-Z a-z 0-9 _ -` (OpenAI's and Anthropic's
+/// `^[a-zA-Z0-9_-]{1,64}$`; MCP also allows `.`, which those APIs refuse).
+pub fn valid_tool_name(name: &str) -> bool {
+    (1..=MAX_TOOL_NAME_BYTES).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+}
+
 /// What the model is told about one tool.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

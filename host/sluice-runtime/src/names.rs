@@ -1,25 +1,12 @@
 //! Tool names: what a component's exports are called once offered to a model, how a policy
 //! changes that (`prefix`, `functions.<f>.name`), and what a collision says to do.
 //!
-//! The rule is MCP's (tool names of 1 to 64 characters of `A-Z a-z 0-9 _ . -`); the
-//! derived name of an export is its WIT name with `-` replaced by `_`.
+//! The rule is [`sluice_protocol::valid_tool_name`] (1 to 64 characters of `A-Z a-z 0-9 _ -`,
+//! what every model API and MCP accept); the derived name of an export is its WIT name with `-` replaced by `_`.
 
 use crate::policy::{FunctionPolicy, PolicyOrigin, ToolPolicy};
 
-/// Longest tool name, in bytes (what MCP and model APIs accept).
-pub const MAX_TOOL_NAME_BYTES: usize = 64;
-
-/// What a tool name may be, in words.
-pub const TOOL_NAME_RULE: &str = "1 to 64 characters of A-Z, a-z, 0-9, `_`, `.` and `-`";
-
-/// True when `name` is a valid tool name: 1 to [`MAX_TOOL_NAME_BYTES`] characters of
-/// `A-Z a-z 0-9 _ . -`.
-pub fn valid_tool_name(name: &str) -> bool {
-    (1..=MAX_TOOL_NAME_BYTES).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
-}
+pub use sluice_protocol::{MAX_TOOL_NAME_BYTES, TOOL_NAME_RULE, valid_tool_name};
 
 /// How one export of a component is named, and where its policy is configured.
 #[derive(Clone, Debug)]
@@ -99,8 +86,10 @@ mod tests {
     use std::path::PathBuf;
 
     #[test]
-    fn the_name_rule_is_mcps() {
-        assert!(valid_tool_name("fs.read_file-2"));
+    fn the_name_rule_is_what_every_model_api_takes() {
+        assert!(valid_tool_name("fs_read_file-2"));
+        // MCP allows `.`; OpenAI, Anthropic and Bedrock refuse it.
+        assert!(!valid_tool_name("fs.read_file"));
         assert!(valid_tool_name(&"a".repeat(64)));
         assert!(!valid_tool_name(&"a".repeat(65)));
         assert!(!valid_tool_name(""));

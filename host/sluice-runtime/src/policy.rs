@@ -61,7 +61,7 @@ pub struct ToolPolicy {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FunctionPolicy {
     /// The tool's name, instead of the one derived from the export (and without the
-    /// prefix): 1 to 64 characters of `A-Z a-z 0-9 _ . -`.
+    /// prefix): 1 to 64 characters of `A-Z a-z 0-9 _ -`.
     pub name: Option<String>,
     /// What the model is told the tool does: replaces the WIT doc comment and the policy's
     /// `description`.

@@ -265,7 +265,7 @@ fn names_outside_the_rule_are_refused_naming_the_key_and_line() {
     assert_eq!(
         text(&o.stderr),
         format!(
-            "sluice: error: tools.fs.functions.read-file.name must be a tool name: 1 to 64 characters of A-Z, a-z, 0-9, `_`, `.` and `-`; got \"read file\" (from {} line 7)\n",
+            "sluice: error: tools.fs.functions.read-file.name must be a tool name: 1 to 64 characters of A-Z, a-z, 0-9, `_` and `-`; got \"read file\" (from {} line 7)\n",
             config.display()
         )
     );
@@ -278,7 +278,7 @@ fn names_outside_the_rule_are_refused_naming_the_key_and_line() {
     assert_eq!(
         text(&o.stderr),
         format!(
-            "sluice: error: tools.fs.prefix must be 1 to 32 characters of A-Z, a-z, 0-9, `_`, `.` and `-`; got \"f/s\" (from {} line 5)\n",
+            "sluice: error: tools.fs.prefix must be 1 to 32 characters of A-Z, a-z, 0-9, `_` and `-`; got \"f/s\" (from {} line 5)\n",
             config.display()
         )
     );
