@@ -21,6 +21,11 @@ const COMPONENTS: &[(&str, &str, &str)] = &[
         "sluice-test-needs-missing",
         "`tests/components/needs-missing`: imports `acme:missing/clock`, which the host lacks.",
     ),
+    (
+        "VERSIONED_WASM",
+        "sluice-test-versioned",
+        "`tests/components/versioned`: reports its version (rewrite its marker for other versions).",
+    ),
 ];
 
 fn main() {

@@ -1,7 +1,7 @@
 //! The tools an agent can call.
 
 use sluice_protocol::ToolSpec;
-use sluice_runtime::{Observation, Toolbox};
+use sluice_runtime::{LiveToolbox, Observation, Toolbox};
 
 /// Tools as the loop sees them. [`Toolbox`] is the real implementation; tests may provide
 /// others, but an observation must always come out of
@@ -37,5 +37,23 @@ impl Tools for Toolbox {
 
     async fn call(&self, name: &str, args: &str, cap: u32) -> Observation {
         Toolbox::call(self, name, args, cap).await
+    }
+}
+
+/// The toolbox of the moment: each call runs on the toolbox that was current when it
+/// started, whatever replaces it meanwhile.
+#[async_trait::async_trait]
+impl Tools for LiveToolbox {
+    fn specs(&self) -> Vec<ToolSpec> {
+        Tools::specs(self.current().as_ref())
+    }
+
+    fn is_destructive(&self, name: &str) -> bool {
+        Tools::is_destructive(self.current().as_ref(), name)
+    }
+
+    async fn call(&self, name: &str, args: &str, cap: u32) -> Observation {
+        let toolbox = self.current();
+        toolbox.call(name, args, cap).await
     }
 }

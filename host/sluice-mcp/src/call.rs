@@ -41,31 +41,27 @@ impl Default for CallLimits {
     }
 }
 
-/// The tools and the bound on calls in flight.
+/// The bound on calls in flight.
 pub(crate) struct Calls {
-    toolbox: Arc<Toolbox>,
     slots: Arc<Semaphore>,
     limits: CallLimits,
 }
 
 impl Calls {
-    pub(crate) fn new(toolbox: Arc<Toolbox>, limits: CallLimits) -> Self {
+    pub(crate) fn new(limits: CallLimits) -> Self {
         Calls {
-            toolbox,
             slots: Arc::new(Semaphore::new(limits.max_concurrent_calls.max(1))),
             limits,
         }
     }
 
-    pub(crate) fn toolbox(&self) -> &Toolbox {
-        &self.toolbox
-    }
-
-    /// Calls tool `name` with the JSON text `args` under the cap `cap` (bytes): the
-    /// observation `sluice call` prints for the same call, or `None` when `cancel` fired
-    /// first (nothing is to be sent for a cancelled request).
+    /// Calls tool `name` of `toolbox` (the one current when the call arrived; the call
+    /// keeps it whatever replaces it) with the JSON text `args` under the cap `cap`
+    /// (bytes): the observation `sluice call` prints for the same call, or `None` when
+    /// `cancel` fired first (nothing is to be sent for a cancelled request).
     pub(crate) async fn call(
         &self,
+        toolbox: Arc<Toolbox>,
         name: &str,
         args: String,
         cap: u32,
@@ -81,7 +77,6 @@ impl Calls {
         let Ok(Ok(permit)) = permit else {
             return Some(self.busy(name, cap));
         };
-        let toolbox = self.toolbox.clone();
         let tool = name.to_string();
         let task = tokio::spawn(async move {
             let observation = toolbox.call(&tool, &args, cap).await;

@@ -5,6 +5,8 @@
 //! - [`toolbox::Toolbox`]: components loaded under a [`policy::ToolPolicy`], each exported
 //!   function a tool with a JSON schema derived from its WIT types ([`schema`], [`docs`]),
 //!   called with a fresh store per call ([`value`] lowers arguments and lifts results).
+//! - [`live::LiveToolbox`]: a toolbox that is replaced atomically (live reload); a call
+//!   keeps the toolbox it started with.
 //! - [`observation`]: the observation shapes, the key-material scan and the cap, applied to
 //!   every result in one place ([`observation::Draft::finish`]).
 //!
@@ -27,6 +29,7 @@ pub mod docs;
 pub mod engine;
 pub mod error;
 pub mod host;
+pub mod live;
 pub mod observation;
 pub mod policy;
 pub mod schema;
@@ -41,6 +44,7 @@ pub fn builtins() -> &'static [(&'static str, &'static [u8])] {
 }
 pub use component::{ImportInfo, Inspection, ToolInfo, inspect};
 pub use error::RuntimeError;
+pub use live::LiveToolbox;
 pub use observation::{CallStatus, Observation};
 pub use policy::{RootGrant, ToolPolicy};
 pub use toolbox::{ComponentSpec, Source, Toolbox};

@@ -45,6 +45,7 @@ mod events;
 pub mod guard;
 pub mod mcp;
 mod openapi;
+pub mod reload;
 mod request;
 mod runs;
 mod state;

@@ -7,12 +7,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use sluice_registry::{Fetched, Fetcher, Lock, PublicKey, RegistryError, Request, Resolve};
+
 use sluice_agent::Settings;
 use sluice_backends::Backend;
 use sluice_backends::provider::{Provider, ProviderConfig, Secret};
-use sluice_config::{Config, ModelConfig, ToolConfig, ToolSource};
+use sluice_config::{Config, ModelConfig, OciSource, ToolConfig, ToolSource};
 use sluice_runtime::{
-    ComponentSpec, EngineOptions, RootGrant, RuntimeError, Source, ToolEngine, ToolPolicy, Toolbox,
+    ComponentSpec, EngineOptions, LiveToolbox, RootGrant, RuntimeError, Source, ToolEngine,
+    ToolPolicy, Toolbox,
 };
 use sluice_store::{SqliteStore, StoreError};
 
@@ -31,6 +34,14 @@ pub enum WiringError {
     /// The engine could not start, or a component could not be loaded.
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
+    /// A component from a registry could not be fetched, or failed its checks.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// A component from a registry was asked for without fetching it first.
+    #[error(
+        "tool {0:?} comes from a registry: load it with ToolLoader, which fetches and verifies it"
+    )]
+    NotFetched(String),
     /// A file (a component, an API key file) could not be read.
     #[error("failed to read {what} {path}: {reason}")]
     Read {
@@ -64,27 +75,210 @@ pub fn open_store(config: &Config) -> Result<SqliteStore, WiringError> {
     Ok(SqliteStore::open(&path)?)
 }
 
-/// Loads the configured tools. With `only` naming a built-in tool, only that one is loaded,
-/// so one call compiles one component.
+/// Loads the configured tools with a new engine (see [`ToolLoader::load`]). With `only`
+/// naming a built-in tool, only that one is loaded, so one call compiles one component.
 ///
 /// # Errors
-/// [`WiringError`] when the engine cannot start or a component cannot be read or loaded.
-pub fn load_tools(config: &Config, only: Option<&str>) -> Result<Toolbox, WiringError> {
-    let single = only.and_then(|name| {
-        config
-            .tools
+/// [`WiringError`] when the engine cannot start or a component cannot be fetched, read or
+/// loaded.
+pub async fn load_tools(config: &Config, only: Option<&str>) -> Result<Toolbox, WiringError> {
+    ToolLoader::new()?.load(config, only).await
+}
+
+/// What loads tools for the life of a process: one engine (its epoch thread, its pooled
+/// memories, its cache of compiled components), and the fetcher of components from
+/// registries with its content-addressed cache ([`oci_cache_dir`]). Live reload loads every
+/// replacement through the same loader, so replacements share the engine.
+#[derive(Clone, Debug)]
+pub struct ToolLoader {
+    engine: Arc<ToolEngine>,
+    fetcher: Fetcher,
+}
+
+/// The tools one load produced, and what they were made from.
+pub struct Loaded {
+    /// The tools.
+    pub toolbox: Toolbox,
+    /// Every component (its name, its bytes' sha256, its policy), in load order: two loads
+    /// with equal fingerprints offer the same tools.
+    pub fingerprint: Vec<(String, String, ToolPolicy)>,
+    /// The components fetched from registries.
+    pub fetched: Vec<Fetched>,
+}
+
+impl ToolLoader {
+    /// A loader with a new engine ([`engine`]) and a fetcher over [`oci_cache_dir`].
+    ///
+    /// # Errors
+    /// [`WiringError::Runtime`] when no engine can be built.
+    pub fn new() -> Result<ToolLoader, WiringError> {
+        Ok(ToolLoader::with(
+            Arc::new(engine()?),
+            Fetcher::new(oci_cache_dir()),
+        ))
+    }
+
+    /// A loader over `engine` and `fetcher`.
+    pub fn with(engine: Arc<ToolEngine>, fetcher: Fetcher) -> ToolLoader {
+        ToolLoader { engine, fetcher }
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Arc<ToolEngine> {
+        &self.engine
+    }
+
+    /// The fetcher.
+    pub fn fetcher(&self) -> &Fetcher {
+        &self.fetcher
+    }
+
+    /// Loads the configured tools (only the built-in `only`, when given): fetches and
+    /// verifies every `oci://` component first ([`ToolLoader::fetch`], honouring and
+    /// updating `sluice.lock`), then compiles and checks every component, as at start.
+    ///
+    /// # Errors
+    /// [`WiringError`] when a component cannot be fetched, fails verification (nothing is
+    /// compiled then), cannot be read, or cannot be loaded.
+    pub async fn load(&self, config: &Config, only: Option<&str>) -> Result<Toolbox, WiringError> {
+        Ok(self.load_checked(config, only).await?.toolbox)
+    }
+
+    /// [`ToolLoader::load`], with the fingerprint of what was loaded.
+    ///
+    /// # Errors
+    /// As [`ToolLoader::load`].
+    pub async fn load_checked(
+        &self,
+        config: &Config,
+        only: Option<&str>,
+    ) -> Result<Loaded, WiringError> {
+        let single = only.and_then(|name| {
+            config
+                .tools
+                .iter()
+                .find(|t| matches!(&t.source, ToolSource::Builtin(b) if b == name))
+        });
+        let selected: Vec<&ToolConfig> = match single {
+            Some(t) => vec![t],
+            None => config.tools.iter().collect(),
+        };
+        let fetched = self.fetch(config, &selected, Resolve::Locked).await?;
+        let mut specs = Vec::new();
+        let mut oci = fetched.iter();
+        for t in &selected {
+            let spec = match &t.source {
+                ToolSource::Oci(_) => {
+                    let f = oci
+                        .next()
+                        .ok_or_else(|| WiringError::NotFetched(t.name.clone()))?;
+                    spec_with(t, oci_source(f))
+                }
+                _ => component_spec(t)?,
+            };
+            specs.push(spec);
+        }
+        let fingerprint = specs
             .iter()
-            .find(|t| matches!(&t.source, ToolSource::Builtin(b) if b == name))
-    });
-    let specs = match single {
-        Some(t) => vec![component_spec(t)?],
-        None => config
-            .tools
+            .map(|s| {
+                let digest = s
+                    .source
+                    .bytes()
+                    .map(sluice_runtime::component::sha256_hex)
+                    .unwrap_or_default();
+                (s.source.describe(), digest, s.policy.clone())
+            })
+            .collect();
+        let engine = self.engine.clone();
+        let toolbox = tokio::task::spawn_blocking(move || Toolbox::load(engine, &specs))
+            .await
+            .map_err(|e| RuntimeError::Engine(format!("loading the tools stopped: {e}")))??;
+        Ok(Loaded {
+            toolbox,
+            fingerprint,
+            fetched,
+        })
+    }
+
+    /// Fetches and verifies the `oci://` components among `tools` (in their order), with
+    /// `resolve` for tags, and saves `sluice.lock` when their digests changed it.
+    ///
+    /// # Errors
+    /// [`WiringError::Registry`] naming the reference, the digest and what failed.
+    pub async fn fetch(
+        &self,
+        config: &Config,
+        tools: &[&ToolConfig],
+        resolve: Resolve,
+    ) -> Result<Vec<Fetched>, WiringError> {
+        let sources: Vec<&OciSource> = tools
             .iter()
-            .map(component_spec)
-            .collect::<Result<_, _>>()?,
+            .filter_map(|t| match &t.source {
+                ToolSource::Oci(o) => Some(o),
+                _ => None,
+            })
+            .collect();
+        if sources.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut lock = Lock::load(&config.lock_file)?;
+        let before = lock.clone();
+        let mut fetched = Vec::new();
+        for source in sources {
+            let keys = public_keys(&source.keys)?;
+            let request = Request {
+                reference: &source.reference,
+                keys: &keys,
+                insecure: source.insecure,
+            };
+            let f = self.fetcher.fetch(&request, &mut lock, resolve).await?;
+            tracing::info!(
+                reference = %source.reference,
+                digest = %f.digest,
+                from_cache = f.from_cache,
+                pull_ms = f.pull_time.as_millis() as u64,
+                verify_ms = f.verify_time.as_millis() as u64,
+                "fetched a component"
+            );
+            fetched.push(f);
+        }
+        if lock != before {
+            lock.save()?;
+        }
+        Ok(fetched)
+    }
+}
+
+/// The public keys at `paths` (`verify.key`).
+///
+/// # Errors
+/// [`WiringError::Registry`] naming the key file that cannot be used.
+pub fn public_keys(paths: &[PathBuf]) -> Result<Vec<PublicKey>, WiringError> {
+    paths
+        .iter()
+        .map(|p| PublicKey::load(p).map_err(|e| WiringError::Registry(e.into())))
+        .collect()
+}
+
+/// A fetched component as a source, named by its reference and digest
+/// (`oci://REGISTRY/REPOSITORY:TAG@sha256:…`).
+pub fn oci_source(fetched: &Fetched) -> Source {
+    let name = match fetched.reference.digest() {
+        Some(_) => fetched.reference.to_string(),
+        None => format!("{}@{}", fetched.reference, fetched.digest),
     };
-    Ok(Toolbox::load(Arc::new(engine()?), &specs)?)
+    Source::Bytes {
+        name,
+        wasm: fetched.wasm.clone(),
+    }
+}
+
+/// Where components pulled from registries are cached: `oci/` in [`cache_dir`] (beside the
+/// compiled components), else `sluice-oci` in the temporary directory.
+pub fn oci_cache_dir() -> PathBuf {
+    cache_dir()
+        .map(|d| d.join("oci"))
+        .unwrap_or_else(|| std::env::temp_dir().join("sluice-oci"))
 }
 
 /// The tool engine, caching compiled components in [`cache_dir`].
@@ -102,12 +296,19 @@ pub fn engine() -> Result<ToolEngine, WiringError> {
 /// roots, writable roots, environment, memory in bytes, timeout, pin, destructive).
 ///
 /// # Errors
-/// [`WiringError`] when a built-in does not exist or a component file cannot be read.
+/// [`WiringError`] when a built-in does not exist or a component file cannot be read;
+/// [`WiringError::NotFetched`] for a component from a registry (see [`ToolLoader`]).
 pub fn component_spec(t: &ToolConfig) -> Result<ComponentSpec, WiringError> {
     let source = match &t.source {
         ToolSource::Builtin(name) => Source::Builtin(builtin_name(name)?),
         ToolSource::Component(path) => component_source(path)?,
+        ToolSource::Oci(_) => return Err(WiringError::NotFetched(t.name.clone())),
     };
+    Ok(spec_with(t, source))
+}
+
+/// `t`'s policy over `source`.
+fn spec_with(t: &ToolConfig, source: Source) -> ComponentSpec {
     let mut roots: Vec<RootGrant> = t
         .read
         .iter()
@@ -133,7 +334,7 @@ pub fn component_spec(t: &ToolConfig) -> Result<ComponentSpec, WiringError> {
         destructive: t.destructive,
         ..ToolPolicy::default()
     };
-    Ok(ComponentSpec { source, policy })
+    ComponentSpec { source, policy }
 }
 
 /// The `'static` name of built-in tool `name`.
@@ -267,15 +468,19 @@ pub fn settings(config: &Config) -> Settings {
 ///
 /// # Errors
 /// [`WiringError`] from [`open_store`], [`load_tools`] or [`backend`].
-pub fn services(config: &Config) -> Result<Services, WiringError> {
-    services_with_tools(config, Arc::new(load_tools(config, None)?))
+pub async fn services(config: &Config) -> Result<Services, WiringError> {
+    services_with_tools(config, Arc::new(load_tools(config, None).await?))
 }
 
-/// [`services`] over tools already loaded (so `sluice serve` can share them with `/mcp`).
+/// [`services`] over tools already loaded (so `sluice serve` can share them with `/mcp`,
+/// and swap them live).
 ///
 /// # Errors
 /// [`WiringError`] from [`open_store`] or [`backend`].
-pub fn services_with_tools(config: &Config, tools: Arc<Toolbox>) -> Result<Services, WiringError> {
+pub fn services_with_tools(
+    config: &Config,
+    tools: Arc<dyn sluice_agent::Tools>,
+) -> Result<Services, WiringError> {
     Ok(Services {
         store: Arc::new(open_store(config)?),
         backend: backend(config)?,
@@ -284,10 +489,11 @@ pub fn services_with_tools(config: &Config, tools: Arc<Toolbox>) -> Result<Servi
     })
 }
 
-/// The MCP server over `toolbox`, as configured: the cap of `[agent]`, `[mcp]`'s
-/// `allow_destructive` and `tools_per_page`.
-pub fn mcp_server(config: &Config, toolbox: Arc<Toolbox>) -> sluice_mcp::McpServer {
-    sluice_mcp::McpServer::new(
+/// The MCP server over `toolbox` (served live: a replacement applies to the next
+/// request), as configured: the cap of `[agent]`, `[mcp]`'s `allow_destructive` and
+/// `tools_per_page`.
+pub fn mcp_server(config: &Config, toolbox: Arc<LiveToolbox>) -> sluice_mcp::McpServer {
+    sluice_mcp::McpServer::live(
         toolbox,
         sluice_mcp::McpOptions {
             cap: config.agent.max_tool_result_bytes,
