@@ -76,10 +76,10 @@ impl TestRegistry {
         std::thread::spawn(move || {
             let mut ready = Some(ready_tx);
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if line.contains("listening on") {
-                    if let Some(tx) = ready.take() {
-                        let _ = tx.send(());
-                    }
+                if line.contains("listening on")
+                    && let Some(tx) = ready.take()
+                {
+                    let _ = tx.send(());
                 }
                 let mut log = sink.lock().expect("the log");
                 log.push_str(&line);

@@ -269,21 +269,24 @@ mod tests {
         let (signer, key) = key_pair("cosign.pub");
         let (other_signer, other_key) = key_pair("other.pub");
         let signed = [layer(&signer, D1)];
-        assert_eq!(verify(D1, &signed, &[key.clone()]), Ok("cosign.pub".into()));
+        assert_eq!(
+            verify(D1, &signed, std::slice::from_ref(&key)),
+            Ok("cosign.pub".into())
+        );
         assert_eq!(
             verify(D1, &signed, &[other_key.clone(), key.clone()]),
             Ok("cosign.pub".into()),
             "any configured key may have signed it"
         );
         assert_eq!(
-            verify(D1, &[layer(&other_signer, D1)], &[key.clone()]),
+            verify(D1, &[layer(&other_signer, D1)], std::slice::from_ref(&key)),
             Err(SignatureFailure::OtherKey {
                 count: 1,
                 keys: "cosign.pub".into()
             })
         );
         assert_eq!(
-            verify(D2, &signed, &[key.clone()]),
+            verify(D2, &signed, std::slice::from_ref(&key)),
             Err(SignatureFailure::OtherDigest {
                 key: "cosign.pub".into(),
                 signed: D1.into()
@@ -292,7 +295,7 @@ mod tests {
         let mut tampered = layer(&signer, D1);
         tampered.payload = payload("127.0.0.1:5000/tools/wc", D2);
         assert!(matches!(
-            verify(D2, &[tampered], &[key.clone()]),
+            verify(D2, &[tampered], std::slice::from_ref(&key)),
             Err(SignatureFailure::OtherKey { .. })
         ));
         let unsigned = SignatureLayer {

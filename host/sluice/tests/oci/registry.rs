@@ -168,7 +168,7 @@ fn only_a_signature_by_a_configured_key_over_the_digest_lets_a_component_load() 
     // Signed by the configured key: loads.
     let d1 = registry.push("tools/signed:1", &versioned("v1"));
     let signed_by_key = key.sign(&repo("signed"), &d1);
-    let sig = registry.push_signatures("tools/signed", &d1, &[signed_by_key.clone()]);
+    let sig = registry.push_signatures("tools/signed", &d1, std::slice::from_ref(&signed_by_key));
     let config_for = |name: &str| {
         w.config(&format!(
             "builtins = []\n[tools.t]\ncomponent = \"oci://{}:1\"\nverify.key = \"cosign.pub\"\n",

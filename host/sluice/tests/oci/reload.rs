@@ -397,7 +397,6 @@ fn an_mcp_client_is_told_when_the_tools_change() {
         ["read_file", "tail_file", "grep_files", "list_dir"],
         "{list}"
     );
-    drop(send);
     let _ = child.kill();
     let _ = child.wait();
 }
