@@ -227,7 +227,9 @@ fn a_broken_replacement_keeps_the_old_version_and_says_why() {
         "v1 still serves"
     );
 
-    // A policy that names an undefined root is refused the same way.
+    // A policy that names an undefined root is refused the same way (with v1 back in
+    // place: the same bytes as the tools served, so that alone reloads nothing).
+    install(&w, &versioned("v1"));
     std::fs::write(w.path("tools/versioned.toml"), "read = [\"nowhere\"]\n").unwrap();
     let line = served.wait_for("the refused policy", RELOAD_LIMIT, |l| {
         l.contains("reloading the tools failed")
