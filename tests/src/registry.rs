@@ -8,8 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
-use sluice_registry::signature::payload;
+use sluice_registry::signature::KeyPair;
 use sluice_registry::{Credentials, OciReference, SignatureLayer};
 
 /// The registry binary.
@@ -183,7 +182,7 @@ pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
 
 /// A cosign-style key pair (ECDSA P-256, cosign's default), made at test time.
 pub struct SigningKey {
-    signer: sigstore::crypto::SigStoreSigner,
+    pair: KeyPair,
     /// The public key, PEM (`-----BEGIN PUBLIC KEY-----`), as `cosign.pub` holds it.
     pub public_pem: String,
 }
@@ -191,14 +190,9 @@ pub struct SigningKey {
 impl SigningKey {
     /// A new key pair.
     pub fn generate() -> SigningKey {
-        let signer = sigstore::crypto::SigningScheme::ECDSA_P256_SHA256_ASN1
-            .create_signer()
-            .expect("a key pair");
-        let public_pem = signer
-            .to_sigstore_keypair()
-            .and_then(|k| k.public_key_to_pem())
-            .expect("the public key as PEM");
-        SigningKey { signer, public_pem }
+        let pair = KeyPair::generate().expect("a key pair");
+        let public_pem = pair.public_key_pem();
+        SigningKey { pair, public_pem }
     }
 
     /// Writes the public key to `path`.
@@ -208,12 +202,7 @@ impl SigningKey {
 
     /// The cosign signature layer for `digest` of `repository` (`REGISTRY/REPOSITORY`).
     pub fn sign(&self, repository: &str, digest: &str) -> SignatureLayer {
-        let payload = payload(repository, digest);
-        let signature = self.signer.sign(&payload).expect("signing works");
-        SignatureLayer {
-            payload,
-            signature: Some(base64::engine::general_purpose::STANDARD.encode(signature)),
-        }
+        self.pair.sign(repository, digest).expect("signing works")
     }
 }
 

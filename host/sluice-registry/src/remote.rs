@@ -37,6 +37,28 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a read from a registry may stall.
 const READ_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Makes `ring` the process's default rustls crypto provider unless one is installed
+/// already. `oci-client` is built without a provider of its own (its default would be
+/// aws-lc-rs, a second crypto stack beside the ring that the rest of Sluice's TLS uses), so
+/// its reqwest client takes the process default, and panics when there is none.
+fn install_crypto_provider() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        // An error means another provider was installed first: that one serves.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// Plain HTTP for `reference`'s registry when it is loopback or `insecure`, HTTPS
+/// otherwise (and for every other registry).
+fn protocol(reference: &OciReference, insecure: bool) -> ClientProtocol {
+    if insecure || reference.is_loopback() {
+        ClientProtocol::HttpsExcept(vec![reference.registry().to_string()])
+    } else {
+        ClientProtocol::Https
+    }
+}
+
 /// A registry client for one reference's registry.
 pub(crate) struct Remote {
     client: oci_client::Client,
@@ -47,19 +69,15 @@ impl Remote {
     /// A client for `reference`'s registry: plain HTTP when the registry is loopback or
     /// `insecure`, HTTPS otherwise.
     pub(crate) fn new(reference: &OciReference, insecure: bool, credentials: &Credentials) -> Self {
-        let protocol = if insecure || reference.is_loopback() {
-            ClientProtocol::HttpsExcept(vec![reference.registry().to_string()])
-        } else {
-            ClientProtocol::Https
-        };
         let config = ClientConfig {
-            protocol,
+            protocol: protocol(reference, insecure),
             connect_timeout: Some(CONNECT_TIMEOUT),
             read_timeout: Some(READ_TIMEOUT),
             // A component is one artifact, never a platform of an image index.
             platform_resolver: None,
             ..ClientConfig::default()
         };
+        install_crypto_provider();
         Remote {
             client: oci_client::Client::new(config),
             auth: credentials.to_client(),
@@ -321,5 +339,43 @@ fn fetch_error(
             reference: reference.to_string(),
             reason: format!("{what}: {other}"),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plain_http(reference: &str, insecure: bool) -> Vec<String> {
+        let reference = OciReference::parse(reference).unwrap();
+        match protocol(&reference, insecure) {
+            ClientProtocol::HttpsExcept(plain) => plain,
+            ClientProtocol::Https => Vec::new(),
+            ClientProtocol::Http => vec!["every registry".into()],
+        }
+    }
+
+    #[test]
+    fn plain_http_only_for_loopback_registries_unless_insecure() {
+        assert_eq!(
+            plain_http("oci://127.0.0.1:5000/tools/wc:1", false),
+            ["127.0.0.1:5000"]
+        );
+        assert_eq!(
+            plain_http("oci://localhost:5000/tools/wc:1", false),
+            ["localhost:5000"]
+        );
+        assert_eq!(
+            plain_http("oci://ghcr.io/acme/wc:1", false),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            plain_http("oci://10.0.0.7:5000/acme/wc:1", false),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            plain_http("oci://10.0.0.7:5000/acme/wc:1", true),
+            ["10.0.0.7:5000"]
+        );
     }
 }
