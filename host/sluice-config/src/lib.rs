@@ -20,6 +20,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod calls;
 mod file;
 mod mcp;
 mod model;
@@ -34,6 +35,10 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::file::{Raw, Source};
+pub use calls::{
+    DEFAULT_QUEUE_TIMEOUT_MS, ENV_MAX_CONCURRENT_CALLS, ENV_QUEUE_TIMEOUT_MS,
+    MAX_MAX_CONCURRENT_CALLS, MAX_QUEUE_TIMEOUT_MS, RuntimeConfig, default_max_concurrent_calls,
+};
 pub use mcp::{DEFAULT_TOOLS_PER_PAGE, ENV_MCP_ALLOW_DESTRUCTIVE, MAX_TOOLS_PER_PAGE, McpConfig};
 pub use model::{ModelConfig, PROVIDERS};
 pub use runtime::{
@@ -66,6 +71,9 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     (ENV_AUTO_APPROVE, "agent.auto_approve"),
     (ENV_STORE, "store.path"),
     (ENV_ALLOWED_HOSTS, "server.allowed_hosts"),
+    (ENV_MCP_ALLOW_DESTRUCTIVE, "mcp.allow_destructive"),
+    (ENV_MAX_CONCURRENT_CALLS, "runtime.max_concurrent_calls"),
+    (ENV_QUEUE_TIMEOUT_MS, "runtime.queue_timeout_ms"),
 ];
 
 /// Refuses a variable of [`ENV_KEYS`] that is set but is not UTF-8 text, which
@@ -183,6 +191,8 @@ pub struct Overrides {
     pub store: Option<PathBuf>,
     /// `--model PROVIDER:NAME`.
     pub model: Option<String>,
+    /// `--max-concurrent-calls`, as typed.
+    pub max_concurrent_calls: Option<String>,
     /// `sluice serve --allowed-host NAME`, in order (replaces `server.allowed_hosts`).
     pub allowed_hosts: Vec<String>,
     /// `--allow-destructive` (`sluice mcp`, `sluice serve`): serve destructive tools over MCP.
@@ -203,6 +213,8 @@ pub struct Config {
     pub store: Option<PathBuf>,
     /// The model (`[model]`, `--model`).
     pub model: ModelConfig,
+    /// How tool calls run (`[runtime]`).
+    pub runtime: RuntimeConfig,
     /// The `[server]` table (`sluice serve`).
     pub server: ServerConfig,
     /// The MCP server (`[mcp]`).
@@ -256,6 +268,8 @@ struct File {
     store: FileStore,
     #[serde(default)]
     model: model::FileModel,
+    #[serde(default)]
+    runtime: calls::FileRuntime,
     #[serde(default)]
     server: server::FileServer,
     #[serde(default)]
@@ -480,6 +494,7 @@ impl Config {
             file.and_then(Path::parent).unwrap_or(Path::new(".")),
             &file_label,
         )?;
+        let runtime = parsed.runtime.resolve(overrides, env, &file_label)?;
         let server = parsed.server.resolve(
             &overrides.allowed_hosts,
             env(ENV_ALLOWED_HOSTS),
@@ -498,6 +513,7 @@ impl Config {
             lock_file,
             store,
             model,
+            runtime,
             server,
             mcp,
             agent: AgentConfig {

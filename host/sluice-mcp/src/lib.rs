@@ -35,7 +35,6 @@ mod progress;
 mod server;
 pub mod stdio;
 
-pub use call::CallLimits;
 pub use catalog::TOOLS_TTL_MS;
 pub use progress::{PROGRESS_FROM_START, PROGRESS_INTERVAL};
 pub use server::{McpOptions, McpServer, PROTOCOL_VERSIONS, call_result};

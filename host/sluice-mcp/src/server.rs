@@ -16,7 +16,6 @@ use sluice_runtime::observation::DEFAULT_HINT;
 use sluice_runtime::{CallStatus, LiveToolbox, Observation, Toolbox};
 use tokio_util::sync::CancellationToken;
 
-use crate::call::{CallLimits, Calls};
 use crate::catalog::Catalog;
 use crate::progress::Ticker;
 
@@ -37,8 +36,6 @@ pub struct McpOptions {
     pub allow_destructive: bool,
     /// Tools in one `tools/list` page (`mcp.tools_per_page`); default 100.
     pub tools_per_page: usize,
-    /// The bound on calls in flight.
-    pub limits: CallLimits,
 }
 
 impl Default for McpOptions {
@@ -47,7 +44,6 @@ impl Default for McpOptions {
             cap: 65_536,
             allow_destructive: false,
             tools_per_page: 100,
-            limits: CallLimits::default(),
         }
     }
 }
@@ -60,7 +56,6 @@ struct Inner {
     live: Arc<LiveToolbox>,
     /// The catalog of the toolbox it was built from, rebuilt when the toolbox is replaced.
     catalog: Mutex<(Arc<Toolbox>, Arc<Catalog>)>,
-    calls: Calls,
     cap: u32,
     allow_destructive: bool,
     tools_per_page: usize,
@@ -107,7 +102,6 @@ impl McpServer {
         McpServer(Arc::new(Inner {
             live,
             catalog: Mutex::new((toolbox, Arc::new(catalog))),
-            calls: Calls::new(options.limits),
             cap: options.cap,
             allow_destructive: options.allow_destructive,
             tools_per_page: options.tools_per_page,
@@ -169,7 +163,7 @@ impl McpServer {
             }
             return Some(Observation::unknown_tool(name).finish(name, cap as usize, DEFAULT_HINT));
         }
-        self.0.calls.call(toolbox, name, args, cap, cancel).await
+        crate::call::call(toolbox, name, args, cap, cancel).await
     }
 }
 

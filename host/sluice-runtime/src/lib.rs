@@ -4,7 +4,9 @@
 //!   on-demand fallback, on-disk cache of compiled components).
 //! - [`toolbox::Toolbox`]: components loaded under a [`policy::ToolPolicy`], each exported
 //!   function a tool with a JSON schema derived from its WIT types ([`schema`], [`docs`]),
-//!   called with a fresh store per call ([`value`] lowers arguments and lifts results).
+//!   called with a fresh store per call ([`value`] lowers arguments and lifts results) on
+//!   the engine's [`pool::CallPool`], within the host's [`limits`], cancellable through
+//!   [`toolbox::CallOptions`].
 //! - [`live::LiveToolbox`]: a toolbox that is replaced atomically (live reload); a call
 //!   keeps the toolbox it started with.
 //! - [`observation`]: the observation shapes, the key-material scan and the cap, applied to
@@ -28,15 +30,21 @@ pub mod component;
 pub mod docs;
 pub mod engine;
 pub mod error;
+mod failure;
 pub mod host;
+mod invoke;
+pub mod limits;
 pub mod live;
 pub mod observation;
+mod open_at;
 pub mod policy;
+pub mod pool;
 pub mod schema;
 pub mod toolbox;
 pub mod value;
 
 pub use engine::{EngineOptions, ToolEngine};
+pub use pool::{CallPool, PoolError, PoolOptions};
 
 /// The built-in tools: (name, component bytes), in the order they are offered.
 pub fn builtins() -> &'static [(&'static str, &'static [u8])] {
@@ -47,4 +55,4 @@ pub use error::RuntimeError;
 pub use live::LiveToolbox;
 pub use observation::{CallStatus, Observation};
 pub use policy::{RootGrant, ToolPolicy};
-pub use toolbox::{ComponentSpec, Source, Toolbox};
+pub use toolbox::{CallOptions, ComponentSpec, Source, Toolbox};

@@ -251,6 +251,7 @@ impl State {
             ("model", config.model != self.boot.model),
             ("server", config.server != self.boot.server),
             ("mcp", config.mcp != self.boot.mcp),
+            ("runtime", config.runtime != self.boot.runtime),
         ]
         .into_iter()
         .filter_map(|(k, changed)| changed.then_some(k))

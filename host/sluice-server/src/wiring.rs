@@ -14,8 +14,8 @@ use sluice_backends::Backend;
 use sluice_backends::provider::{Provider, ProviderConfig, Secret};
 use sluice_config::{Config, ModelConfig, OciSource, ToolConfig, ToolSource};
 use sluice_runtime::{
-    ComponentSpec, EngineOptions, LiveToolbox, RootGrant, RuntimeError, Source, ToolEngine,
-    ToolPolicy, Toolbox,
+    ComponentSpec, EngineOptions, LiveToolbox, PoolOptions, RootGrant, RuntimeError, Source,
+    ToolEngine, ToolPolicy, Toolbox,
 };
 use sluice_store::{SqliteStore, StoreError};
 
@@ -82,11 +82,11 @@ pub fn open_store(config: &Config) -> Result<SqliteStore, WiringError> {
 /// [`WiringError`] when the engine cannot start or a component cannot be fetched, read or
 /// loaded.
 pub async fn load_tools(config: &Config, only: Option<&str>) -> Result<Toolbox, WiringError> {
-    ToolLoader::new()?.load(config, only).await
+    ToolLoader::new(config)?.load(config, only).await
 }
 
 /// What loads tools for the life of a process: one engine (its epoch thread, its pooled
-/// memories, its cache of compiled components), and the fetcher of components from
+/// memories, its call pool, its cache of compiled components), and the fetcher of components from
 /// registries with its content-addressed cache ([`oci_cache_dir`]). Live reload loads every
 /// replacement through the same loader, so replacements share the engine.
 #[derive(Clone, Debug)]
@@ -107,13 +107,15 @@ pub struct Loaded {
 }
 
 impl ToolLoader {
-    /// A loader with a new engine ([`engine`]) and a fetcher over [`oci_cache_dir`].
+    /// A loader with a new engine as `config` sets it up ([`engine_for`]: the call pool of
+    /// `[runtime]`, read once: a reload keeps the engine) and a fetcher over
+    /// [`oci_cache_dir`].
     ///
     /// # Errors
     /// [`WiringError::Runtime`] when no engine can be built.
-    pub fn new() -> Result<ToolLoader, WiringError> {
+    pub fn new(config: &Config) -> Result<ToolLoader, WiringError> {
         Ok(ToolLoader::with(
-            Arc::new(engine()?),
+            Arc::new(engine_for(config)?),
             Fetcher::new(oci_cache_dir()),
         ))
     }
@@ -281,13 +283,31 @@ pub fn oci_cache_dir() -> PathBuf {
         .unwrap_or_else(|| std::env::temp_dir().join("sluice-oci"))
 }
 
-/// The tool engine, caching compiled components in [`cache_dir`].
+/// The tool engine, caching compiled components in [`cache_dir`], with the default call
+/// pool (for commands that run no calls, such as `sluice tools inspect`).
 ///
 /// # Errors
 /// [`WiringError::Runtime`] when no engine can be built.
 pub fn engine() -> Result<ToolEngine, WiringError> {
     Ok(ToolEngine::new(EngineOptions {
         cache_dir: cache_dir(),
+        ..EngineOptions::default()
+    })?)
+}
+
+/// The tool engine as `config` sets it up: the component cache and the call pool of
+/// `[runtime]` (`max_concurrent_calls`, `queue_timeout_ms`).
+///
+/// # Errors
+/// [`WiringError::Runtime`] when no engine can be built.
+pub fn engine_for(config: &Config) -> Result<ToolEngine, WiringError> {
+    Ok(ToolEngine::new(EngineOptions {
+        cache_dir: cache_dir(),
+        pool: PoolOptions {
+            max_concurrent_calls: config.runtime.max_concurrent_calls,
+            queue_timeout: Duration::from_millis(config.runtime.queue_timeout_ms),
+            ..PoolOptions::default()
+        },
         ..EngineOptions::default()
     })?)
 }
@@ -499,7 +519,6 @@ pub fn mcp_server(config: &Config, toolbox: Arc<LiveToolbox>) -> sluice_mcp::Mcp
             cap: config.agent.max_tool_result_bytes,
             allow_destructive: config.mcp.allow_destructive,
             tools_per_page: config.mcp.tools_per_page as usize,
-            ..sluice_mcp::McpOptions::default()
         },
     )
 }

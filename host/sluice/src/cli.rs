@@ -40,6 +40,12 @@ pub(crate) struct Global {
     #[arg(long = "tools", global = true, value_name = "DIR")]
     pub(crate) tools_dir: Option<PathBuf>,
 
+    /// Tool calls that may run at once, on threads of their own (1 to 1024; default twice
+    /// the cores; env SLUICE_RUNTIME_MAX_CONCURRENT_CALLS). A call that finds every slot taken
+    /// waits up to `runtime.queue_timeout_ms`, then fails with a `busy` tool error.
+    #[arg(long, global = true, value_name = "N")]
+    pub(crate) max_concurrent_calls: Option<String>,
+
     /// The session database (SQLite). Default: `$SLUICE_STORE`, else
     /// `$XDG_DATA_HOME/sluice/sessions.db` (`~/.local/share/sluice/sessions.db`).
     #[arg(long, global = true, value_name = "FILE")]

@@ -287,15 +287,17 @@ fn one_run_per_session_across_processes_and_no_prompt_is_lost() {
     //    and holds it; a second server and the CLI are refused meanwhile.
     let (status, body) = server.prompt("shared", "fourth: accepted", false);
     assert_eq!(status, 202, "{body}");
-    assert_eq!(
-        server.prompts("shared"),
-        ["first: what failed?", "fourth: accepted"],
-        "an accepted prompt is in the transcript at once"
-    );
     let request = shared.model.next_request();
     assert_eq!(
         request["messages"].as_array().unwrap().last().unwrap()["content"],
         "fourth: accepted"
+    );
+    // The prompt was stored with the claim (queued) and joins the transcript when the run
+    // starts, before its first model request.
+    assert_eq!(
+        server.prompts("shared"),
+        ["first: what failed?", "fourth: accepted"],
+        "an accepted prompt is in the transcript once its run has started"
     );
     let other = shared.serve();
     let (status, body) = other.prompt("shared", "fifth: refused", true);

@@ -47,6 +47,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
         auto_approve,
         store: cli.global.store.clone(),
         model,
+        max_concurrent_calls: cli.global.max_concurrent_calls.clone(),
         allowed_hosts,
         allow_destructive,
     };

@@ -62,7 +62,7 @@ pub(crate) async fn live_tools(
     reload: ReloadOptions,
     watch: bool,
 ) -> anyhow::Result<(Arc<LiveToolbox>, Option<Reloader>)> {
-    let loader = ToolLoader::new()?;
+    let loader = ToolLoader::new(config)?;
     let loaded = loader
         .load_checked(config, None)
         .await

@@ -15,7 +15,7 @@ use crate::cli::{RegistryArgs, ToolsCommand};
 /// Runs one `sluice tools` subcommand and returns what it prints.
 pub(crate) async fn run(config: &Config, command: ToolsCommand) -> anyhow::Result<Value> {
     match command {
-        ToolsCommand::Inspect { target, registry } => inspect(&target, &registry).await,
+        ToolsCommand::Inspect { target, registry } => inspect(config, &target, &registry).await,
         ToolsCommand::Pull {
             reference,
             registry,
@@ -26,8 +26,8 @@ pub(crate) async fn run(config: &Config, command: ToolsCommand) -> anyhow::Resul
 
 /// A file: its tools and imports. A reference: fetched (and verified with --key) first,
 /// then the same, with its digest and signature status; nothing is pinned.
-async fn inspect(target: &str, registry: &RegistryArgs) -> anyhow::Result<Value> {
-    let loader = ToolLoader::new()?;
+async fn inspect(config: &Config, target: &str, registry: &RegistryArgs) -> anyhow::Result<Value> {
+    let loader = ToolLoader::new(config)?;
     if !target.starts_with(sluice_registry::reference::SCHEME) {
         let source = wiring::component_source(Path::new(target))?;
         let inspection = sluice_runtime::inspect(loader.engine(), &source, &ToolPolicy::default())?;
@@ -78,7 +78,7 @@ async fn inspect(target: &str, registry: &RegistryArgs) -> anyhow::Result<Value>
 async fn pull(config: &Config, reference: &str, registry: &RegistryArgs) -> anyhow::Result<Value> {
     let reference = OciReference::parse(reference)?;
     let keys = wiring::public_keys(&registry.keys)?;
-    let loader = ToolLoader::new()?;
+    let loader = ToolLoader::new(config)?;
     let mut lock = Lock::load(&config.lock_file)?;
     let request = Request {
         reference: &reference,
@@ -98,7 +98,7 @@ async fn pull(config: &Config, reference: &str, registry: &RegistryArgs) -> anyh
 /// Resolves every `oci://` component of the configuration again and rewrites the lock
 /// with exactly those.
 async fn update(config: &Config) -> anyhow::Result<Value> {
-    let loader = ToolLoader::new()?;
+    let loader = ToolLoader::new(config)?;
     let before = Lock::load(&config.lock_file)?;
     let tools: Vec<&sluice_config::ToolConfig> = config
         .tools
