@@ -66,8 +66,9 @@ fn a_call_on_a_replaced_toolbox_keeps_it_and_can_still_be_cancelled() {
         })
     };
     let waiting = dir.path().join("go.waiting");
+    // The guest creates the file, then writes its version into it.
     wait_until(Duration::from_secs(60), "the call to start", || {
-        waiting.exists()
+        std::fs::read(&waiting).is_ok_and(|v| !v.is_empty())
     });
     assert_eq!(std::fs::read_to_string(&waiting).unwrap(), "v1");
 

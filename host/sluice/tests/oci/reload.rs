@@ -158,9 +158,11 @@ fn rss_kib(pid: u32) -> u64 {
         .expect("VmRSS")
 }
 
+/// Waits until the file at `path` exists and is not empty (the guest creates it, then
+/// writes its version into it).
 fn wait_for_file(path: &Path, limit: Duration) {
     let start = Instant::now();
-    while !path.exists() {
+    while !std::fs::read(path).is_ok_and(|v| !v.is_empty()) {
         assert!(start.elapsed() < limit, "{} never appeared", path.display());
         std::thread::sleep(Duration::from_millis(5));
     }
