@@ -17,6 +17,7 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)] // A benchmark prints its table.
 
+mod machine;
 mod mcp;
 mod rows;
 
@@ -151,6 +152,10 @@ fn main() -> anyhow::Result<()> {
             }),
         }
     }
+    for line in machine::describe() {
+        println!("{line}");
+    }
+    println!();
     println!("| measurement | Sluice | baseline | ratio | target |");
     println!("|---|---|---|---|---|");
     for r in &table {
