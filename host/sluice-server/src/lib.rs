@@ -43,6 +43,7 @@ mod api;
 mod error;
 mod events;
 pub mod guard;
+mod loader;
 pub mod mcp;
 mod openapi;
 pub mod reload;

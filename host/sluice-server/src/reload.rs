@@ -11,7 +11,12 @@
 //! components, the same compile and import checks), then swaps it in atomically
 //! ([`LiveToolbox::replace`]). Calls in flight keep the toolbox they started with. A
 //! replacement that fails any check changes nothing: the current tools stay, and the
-//! reason is logged (at `warn`).
+//! reason is logged (at `warn`). Without `strict`, a component that fails to load does not
+//! stop a start (it is listed as unavailable); a reload is stricter about the components
+//! that are serving: when one of them would become unavailable, the whole reload is
+//! refused, so a broken replacement never takes a working component away. A component that
+//! was unavailable already, or a new one, may fail as at start: the reload goes on without
+//! it.
 //!
 //! Only the tools are reloaded. `roots` cannot change this way (a reload that changes them
 //! is refused, as `PUT /agent/config` refuses them); a change to any other key is logged
@@ -28,7 +33,7 @@ use sluice_config::{Config, Overrides, ToolSource};
 use sluice_runtime::LiveToolbox;
 use tokio::sync::mpsc;
 
-use crate::wiring::{ToolLoader, WiringError};
+use crate::wiring::{Loaded, ToolLoader, WiringError};
 
 /// How long a burst of file events is gathered before a reload (ms-scale: a copy of a
 /// component is many writes).
@@ -86,8 +91,8 @@ pub enum ReloadError {
 }
 
 /// Starts watching for changes to the tools of `boot` (the configuration the process
-/// started with, whose tools `live` serves) and reloading them into `live` through
-/// `loader`. Must be called inside a tokio runtime.
+/// started with, whose tools `live` serves; `loaded` is what that load reported) and
+/// reloading them into `live` through `loader`. Must be called inside a tokio runtime.
 ///
 /// # Errors
 /// [`ReloadError::Watch`] when a directory cannot be watched.
@@ -96,7 +101,7 @@ pub fn watch(
     options: ReloadOptions,
     loader: ToolLoader,
     live: Arc<LiveToolbox>,
-    fingerprint: Vec<(String, String, sluice_runtime::ToolPolicy)>,
+    loaded: Served,
 ) -> Result<Reloader, ReloadError> {
     let relevant = Relevant::of(&boot, options.config_file.as_deref());
     let (tx, rx) = mpsc::unbounded_channel::<Vec<PathBuf>>();
@@ -126,7 +131,7 @@ pub fn watch(
         options,
         loader,
         live,
-        fingerprint,
+        served: loaded,
         relevant,
     };
     let task = tokio::spawn(state.run(rx));
@@ -194,12 +199,31 @@ impl Relevant {
     }
 }
 
+/// What the toolbox being served was loaded from (from [`Loaded`]).
+#[derive(Clone, Debug, Default)]
+pub struct Served {
+    /// [`Loaded::fingerprint`].
+    pub fingerprint: Vec<(String, String, sluice_runtime::ToolPolicy)>,
+    /// [`Loaded::available`].
+    pub available: BTreeSet<String>,
+}
+
+impl Served {
+    /// What `loaded` serves.
+    pub fn of(loaded: &Loaded) -> Served {
+        Served {
+            fingerprint: loaded.fingerprint.clone(),
+            available: loaded.available.clone(),
+        }
+    }
+}
+
 struct State {
     boot: Config,
     options: ReloadOptions,
     loader: ToolLoader,
     live: Arc<LiveToolbox>,
-    fingerprint: Vec<(String, String, sluice_runtime::ToolPolicy)>,
+    served: Served,
     relevant: Relevant,
 }
 
@@ -267,7 +291,16 @@ impl State {
             .load_checked(&config, None)
             .await
             .map_err(|e: WiringError| e.to_string())?;
-        if loaded.fingerprint == self.fingerprint {
+        let lost: Vec<&str> = loaded
+            .unavailable
+            .iter()
+            .filter(|(component, _)| self.served.available.contains(*component))
+            .map(|(_, why)| why.as_str())
+            .collect();
+        if !lost.is_empty() {
+            return Err(lost.join("; "));
+        }
+        if loaded.fingerprint == self.served.fingerprint {
             return Ok(None);
         }
         let before: BTreeSet<String> = self
@@ -291,8 +324,9 @@ impl State {
                 .collect::<Vec<_>>()
                 .join(", "),
         );
+        let served = Served::of(&loaded);
         let revision = self.live.replace(loaded.toolbox);
-        self.fingerprint = loaded.fingerprint;
+        self.served = served;
         self.relevant = Relevant::of(&config, self.options.config_file.as_deref());
         Ok(Some((revision, summary)))
     }

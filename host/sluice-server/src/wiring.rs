@@ -7,19 +7,19 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_registry::{Fetched, Fetcher, Lock, PublicKey, RegistryError, Request, Resolve};
-
 use sluice_agent::Settings;
 use sluice_backends::Backend;
 use sluice_backends::provider::{Provider, ProviderConfig, Secret, ToolChoice};
-use sluice_config::{Config, ModelConfig, OciSource, ToolConfig, ToolSource};
+use sluice_config::{Config, ConfiguredBy, ModelConfig, ToolConfig, ToolSource};
+use sluice_registry::RegistryError;
 use sluice_runtime::{
-    ComponentSpec, EngineOptions, LiveToolbox, PoolOptions, RootGrant, RuntimeError, Source,
-    ToolEngine, ToolPolicy, Toolbox,
+    ComponentSpec, EngineOptions, FunctionPolicy, LiveToolbox, PolicyOrigin, PoolOptions,
+    RootGrant, RuntimeError, Source, ToolEngine, ToolPolicy, Toolbox,
 };
 use sluice_store::{SqliteStore, StoreError};
 
 use crate::Services;
+pub use crate::loader::{Loaded, ToolLoader, oci_cache_dir, oci_source, public_keys};
 
 /// Why the configured parts could not be put together.
 #[derive(Debug, thiserror::Error)]
@@ -78,209 +78,17 @@ pub fn open_store(config: &Config) -> Result<SqliteStore, WiringError> {
 /// Loads the configured tools with a new engine (see [`ToolLoader::load`]). With `only`
 /// naming a built-in tool, only that one is loaded, so one call compiles one component.
 ///
+/// A component that fails to load (it cannot be fetched or read, fails its digest, its
+/// signature or its pin, does not compile, imports what the host lacks…) stops the load
+/// under `strict`; otherwise it is logged as a warning on stderr with its reason, listed in
+/// [`Toolbox::unavailable`], and the other tools load.
+///
 /// # Errors
-/// [`WiringError`] when the engine cannot start or a component cannot be fetched, read or
+/// [`WiringError`] when the engine cannot start, two tools share a name, `sluice.lock`
+/// cannot be read or written, or (under `strict`) a component cannot be fetched, read or
 /// loaded.
 pub async fn load_tools(config: &Config, only: Option<&str>) -> Result<Toolbox, WiringError> {
     ToolLoader::new(config)?.load(config, only).await
-}
-
-/// What loads tools for the life of a process: one engine (its epoch thread, its pooled
-/// memories, its call pool, its cache of compiled components), and the fetcher of components from
-/// registries with its content-addressed cache ([`oci_cache_dir`]). Live reload loads every
-/// replacement through the same loader, so replacements share the engine.
-#[derive(Clone, Debug)]
-pub struct ToolLoader {
-    engine: Arc<ToolEngine>,
-    fetcher: Fetcher,
-}
-
-/// The tools one load produced, and what they were made from.
-pub struct Loaded {
-    /// The tools.
-    pub toolbox: Toolbox,
-    /// Every component (its name, its bytes' sha256, its policy), in load order: two loads
-    /// with equal fingerprints offer the same tools.
-    pub fingerprint: Vec<(String, String, ToolPolicy)>,
-    /// The components fetched from registries.
-    pub fetched: Vec<Fetched>,
-}
-
-impl ToolLoader {
-    /// A loader with a new engine as `config` sets it up ([`engine_for`]: the call pool of
-    /// `[runtime]`, read once: a reload keeps the engine) and a fetcher over
-    /// [`oci_cache_dir`].
-    ///
-    /// # Errors
-    /// [`WiringError::Runtime`] when no engine can be built.
-    pub fn new(config: &Config) -> Result<ToolLoader, WiringError> {
-        Ok(ToolLoader::with(
-            Arc::new(engine_for(config)?),
-            Fetcher::new(oci_cache_dir()),
-        ))
-    }
-
-    /// A loader over `engine` and `fetcher`.
-    pub fn with(engine: Arc<ToolEngine>, fetcher: Fetcher) -> ToolLoader {
-        ToolLoader { engine, fetcher }
-    }
-
-    /// The engine.
-    pub fn engine(&self) -> &Arc<ToolEngine> {
-        &self.engine
-    }
-
-    /// The fetcher.
-    pub fn fetcher(&self) -> &Fetcher {
-        &self.fetcher
-    }
-
-    /// Loads the configured tools (only the built-in `only`, when given): fetches and
-    /// verifies every `oci://` component first ([`ToolLoader::fetch`], honouring and
-    /// updating `sluice.lock`), then compiles and checks every component, as at start.
-    ///
-    /// # Errors
-    /// [`WiringError`] when a component cannot be fetched, fails verification (nothing is
-    /// compiled then), cannot be read, or cannot be loaded.
-    pub async fn load(&self, config: &Config, only: Option<&str>) -> Result<Toolbox, WiringError> {
-        Ok(self.load_checked(config, only).await?.toolbox)
-    }
-
-    /// [`ToolLoader::load`], with the fingerprint of what was loaded.
-    ///
-    /// # Errors
-    /// As [`ToolLoader::load`].
-    pub async fn load_checked(
-        &self,
-        config: &Config,
-        only: Option<&str>,
-    ) -> Result<Loaded, WiringError> {
-        let single = only.and_then(|name| {
-            config
-                .tools
-                .iter()
-                .find(|t| matches!(&t.source, ToolSource::Builtin(b) if b == name))
-        });
-        let selected: Vec<&ToolConfig> = match single {
-            Some(t) => vec![t],
-            None => config.tools.iter().collect(),
-        };
-        let fetched = self.fetch(config, &selected, Resolve::Locked).await?;
-        let mut specs = Vec::new();
-        let mut oci = fetched.iter();
-        for t in &selected {
-            let spec = match &t.source {
-                ToolSource::Oci(_) => {
-                    let f = oci
-                        .next()
-                        .ok_or_else(|| WiringError::NotFetched(t.name.clone()))?;
-                    spec_with(t, oci_source(f))
-                }
-                _ => component_spec(t)?,
-            };
-            specs.push(spec);
-        }
-        let fingerprint = specs
-            .iter()
-            .map(|s| {
-                let digest = s
-                    .source
-                    .bytes()
-                    .map(sluice_runtime::component::sha256_hex)
-                    .unwrap_or_default();
-                (s.source.describe(), digest, s.policy.clone())
-            })
-            .collect();
-        let engine = self.engine.clone();
-        let toolbox = tokio::task::spawn_blocking(move || Toolbox::load(engine, &specs))
-            .await
-            .map_err(|e| RuntimeError::Engine(format!("loading the tools stopped: {e}")))??;
-        Ok(Loaded {
-            toolbox,
-            fingerprint,
-            fetched,
-        })
-    }
-
-    /// Fetches and verifies the `oci://` components among `tools` (in their order), with
-    /// `resolve` for tags, and saves `sluice.lock` when their digests changed it.
-    ///
-    /// # Errors
-    /// [`WiringError::Registry`] naming the reference, the digest and what failed.
-    pub async fn fetch(
-        &self,
-        config: &Config,
-        tools: &[&ToolConfig],
-        resolve: Resolve,
-    ) -> Result<Vec<Fetched>, WiringError> {
-        let sources: Vec<&OciSource> = tools
-            .iter()
-            .filter_map(|t| match &t.source {
-                ToolSource::Oci(o) => Some(o),
-                _ => None,
-            })
-            .collect();
-        if sources.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut lock = Lock::load(&config.lock_file)?;
-        let before = lock.clone();
-        let mut fetched = Vec::new();
-        for source in sources {
-            let keys = public_keys(&source.keys)?;
-            let request = Request {
-                reference: &source.reference,
-                keys: &keys,
-                insecure: source.insecure,
-            };
-            let f = self.fetcher.fetch(&request, &mut lock, resolve).await?;
-            tracing::info!(
-                reference = %source.reference,
-                digest = %f.digest,
-                from_cache = f.from_cache,
-                pull_ms = f.pull_time.as_millis() as u64,
-                verify_ms = f.verify_time.as_millis() as u64,
-                "fetched a component"
-            );
-            fetched.push(f);
-        }
-        if lock != before {
-            lock.save()?;
-        }
-        Ok(fetched)
-    }
-}
-
-/// The public keys at `paths` (`verify.key`).
-///
-/// # Errors
-/// [`WiringError::Registry`] naming the key file that cannot be used.
-pub fn public_keys(paths: &[PathBuf]) -> Result<Vec<PublicKey>, WiringError> {
-    paths
-        .iter()
-        .map(|p| PublicKey::load(p).map_err(|e| WiringError::Registry(e.into())))
-        .collect()
-}
-
-/// A fetched component as a source, named by its reference and digest
-/// (`oci://REGISTRY/REPOSITORY:TAG@sha256:…`).
-pub fn oci_source(fetched: &Fetched) -> Source {
-    let name = match fetched.reference.digest() {
-        Some(_) => fetched.reference.to_string(),
-        None => format!("{}@{}", fetched.reference, fetched.digest),
-    };
-    Source::Bytes {
-        name,
-        wasm: fetched.wasm.clone(),
-    }
-}
-
-/// Where components pulled from registries are cached: `oci/` in [`cache_dir`] (beside the
-/// compiled components), else `sluice-oci` in the temporary directory.
-pub fn oci_cache_dir() -> PathBuf {
-    cache_dir()
-        .map(|d| d.join("oci"))
-        .unwrap_or_else(|| std::env::temp_dir().join("sluice-oci"))
 }
 
 /// The tool engine, caching compiled components in [`cache_dir`], with the default call
@@ -328,7 +136,7 @@ pub fn component_spec(t: &ToolConfig) -> Result<ComponentSpec, WiringError> {
 }
 
 /// `t`'s policy over `source`.
-fn spec_with(t: &ToolConfig, source: Source) -> ComponentSpec {
+pub(crate) fn spec_with(t: &ToolConfig, source: Source) -> ComponentSpec {
     let mut roots: Vec<RootGrant> = t
         .read
         .iter()
@@ -352,6 +160,23 @@ fn spec_with(t: &ToolConfig, source: Source) -> ComponentSpec {
         sha256: t.sha256.clone(),
         description: t.description.clone(),
         destructive: t.destructive,
+        prefix: t.prefix.clone(),
+        functions: t
+            .functions
+            .iter()
+            .map(|(k, f)| {
+                let f = FunctionPolicy {
+                    name: f.name.clone(),
+                    description: f.description.clone(),
+                };
+                (k.clone(), f)
+            })
+            .collect(),
+        origin: Some(match &t.configured_by {
+            ConfiguredBy::Table => PolicyOrigin::Table(t.name.clone()),
+            ConfiguredBy::Builtins => PolicyOrigin::Builtins(t.name.clone()),
+            ConfiguredBy::Sibling(file) => PolicyOrigin::Sibling(file.clone()),
+        }),
         ..ToolPolicy::default()
     };
     ComponentSpec { source, policy }

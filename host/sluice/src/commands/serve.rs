@@ -67,6 +67,7 @@ pub(crate) async fn live_tools(
         .load_checked(config, None)
         .await
         .context("failed to load the tools")?;
+    let served = reload::Served::of(&loaded);
     let live = Arc::new(LiveToolbox::new(loaded.toolbox));
     let reloader = if watch {
         Some(reload::watch(
@@ -74,7 +75,7 @@ pub(crate) async fn live_tools(
             reload,
             loader,
             live.clone(),
-            loaded.fingerprint,
+            served,
         )?)
     } else {
         None

@@ -118,14 +118,19 @@ fn a_registry_serving_other_bytes_for_a_pinned_digest_is_refused_and_nothing_is_
     let config = w.config(&format!(
         "builtins = []\n[tools.versioned]\ncomponent = \"{reference}\"\n"
     ));
-    let e = failure(&w.run(&["--config", config.to_str().unwrap(), "tools"]));
-    assert!(
-        e.contains(&format!(
-            "refusing {reference}: the registry served the component layer whose digest is {}, not {layer}; nothing was loaded",
-            sha256_digest(&evil)
-        )),
-        "{e}"
+    let why = format!(
+        "refusing {reference}: the registry served the component layer whose digest is {}, not {layer}; nothing was loaded",
+        sha256_digest(&evil)
     );
+    // By default the start goes on without it, and `sluice tools` says why.
+    let listed = w.json(&["--config", config.to_str().unwrap(), "tools"]);
+    assert_eq!(
+        listed,
+        serde_json::json!([{"source": reference, "unavailable": true, "reason": why}])
+    );
+    // With --strict, the start stops.
+    let e = failure(&w.run(&["--strict", "--config", config.to_str().unwrap(), "tools"]));
+    assert!(e.contains(&why), "{e}");
     assert_eq!(
         w.compiled(),
         Vec::<std::path::PathBuf>::new(),
@@ -146,7 +151,7 @@ fn a_registry_serving_other_bytes_for_a_pinned_digest_is_refused_and_nothing_is_
     let config = w.config(&format!(
         "builtins = []\n[tools.other]\ncomponent = \"{reference}\"\n"
     ));
-    let e = failure(&w.run(&["--config", config.to_str().unwrap(), "tools"]));
+    let e = failure(&w.run(&["--strict", "--config", config.to_str().unwrap(), "tools"]));
     assert!(e.contains(&format!("refusing {reference}")), "{e}");
     assert!(e.contains(&sha256_digest(swapped.as_bytes())), "{e}");
     assert!(e.contains(&format!("not {d3}")), "{e}");
@@ -219,7 +224,7 @@ fn only_a_signature_by_a_configured_key_over_the_digest_lets_a_component_load() 
 
     let refused = |name: &str| {
         let config = config_for(name);
-        let e = failure(&w.run(&["--config", config.to_str().unwrap(), "tools"]));
+        let e = failure(&w.run(&["--strict", "--config", config.to_str().unwrap(), "tools"]));
         assert_eq!(
             w.compiled().len(),
             compiled,

@@ -255,6 +255,20 @@ fn a_broken_replacement_keeps_the_old_version_and_says_why() {
         call(&url, "version", json!({})),
         "{\"ok\":false,\"error\":\"unknown_tool\",\"name\":\"version\"}"
     );
+
+    // A new component that fails to load is left out, as at a start without --strict: it
+    // serves nothing yet, so the reload goes on without it.
+    std::fs::write(
+        w.path("tools/new.wasm"),
+        b"\0asm\x0d\0\x01\0 not a component",
+    )
+    .unwrap();
+    let line = served.wait_for("the new component's warning", RELOAD_LIMIT, |l| {
+        l.contains("new.wasm is unavailable, its tools are not offered")
+    });
+    assert!(line.contains("WARN"), "{line}");
+    let line = served.reloaded(3);
+    assert!(line.contains("(added: [], removed: [])"), "{line}");
 }
 
 #[test]
