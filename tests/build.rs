@@ -22,6 +22,11 @@ const COMPONENTS: &[(&str, &str, &str)] = &[
         "`tests/components/needs-missing`: imports `acme:missing/clock`, which the host lacks.",
     ),
     (
+        "VERSIONED_WASM",
+        "sluice-test-versioned",
+        "`tests/components/versioned`: reports its version (rewrite its marker for other versions).",
+    ),
+    (
         "FS_LIKE_WASM",
         "sluice-test-fs-like",
         "`tests/components/fs-like`: the shape of wassette's filesystem-rs (`read-file(path)`, `list-directory(path)`).",

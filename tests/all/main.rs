@@ -21,6 +21,7 @@ mod hostile_serve; // `sluice serve` stays responsive while hostile calls run; c
 mod issue12_keys; // Issue 12 items 7–11: keys in UTF-16, encrypted, split; paging edges; deep trees.
 mod keys; // Rows K1–K3 and the key-material look-back rules.
 mod list_dir; // Row L1, entry kinds, list paging and name cutting.
+mod live; // Issue 18: a call on a replaced LiveToolbox keeps it, and cancellation reaches it.
 mod read_file; // Rows R1–R9: read_file pages, cursors and the page budget.
 mod sandbox; // Escapes from the root (`..`, absolute, symlinks) and named roots.
 mod tail_file; // Rows T1–T5: tail_file windows.

@@ -17,6 +17,30 @@ use sluice_runtime::{
 
 include!(concat!(env!("OUT_DIR"), "/components.rs"));
 
+pub mod registry;
+
+/// The marker of the versioned test component: `sluice-test-version=` and 24 bytes.
+const VERSION_MARKER: &[u8] = b"sluice-test-version=";
+
+/// The versioned test component ([`VERSIONED_WASM`]) rewritten to report `version` (at
+/// most 24 bytes): another component, with another digest, that behaves the same.
+pub fn versioned(version: &str) -> Vec<u8> {
+    assert!(version.len() <= 24, "a version is at most 24 bytes");
+    let mut wasm = std::fs::read(VERSIONED_WASM).expect("the versioned component");
+    let starts: Vec<usize> = wasm
+        .windows(VERSION_MARKER.len())
+        .enumerate()
+        .filter(|(_, w)| *w == VERSION_MARKER)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(starts.len(), 1, "the version marker appears exactly once");
+    let at = starts[0] + VERSION_MARKER.len();
+    let field = &mut wasm[at..at + 24];
+    field.fill(b' ');
+    field[..version.len()].copy_from_slice(version.as_bytes());
+    wasm
+}
+
 /// The built-in tools.
 pub const BUILTIN_TOOLS: [&str; 4] = ["read_file", "tail_file", "grep_files", "list_dir"];
 

@@ -1,7 +1,7 @@
 //! The tools an agent can call.
 
 use sluice_protocol::ToolSpec;
-use sluice_runtime::{CallOptions, Observation, Toolbox};
+use sluice_runtime::{CallOptions, LiveToolbox, Observation, Toolbox};
 
 /// Tools as the loop sees them. [`Toolbox`] is the real implementation; tests may provide
 /// others, but an observation must always come out of
@@ -39,5 +39,25 @@ impl Tools for Toolbox {
 
     async fn call(&self, name: &str, args: &str, options: &CallOptions) -> Observation {
         Toolbox::call_with(self, name, args, options).await
+    }
+}
+
+/// The toolbox of the moment: each call runs on the toolbox that was current when it
+/// started, whatever replaces it meanwhile.
+#[async_trait::async_trait]
+impl Tools for LiveToolbox {
+    fn specs(&self) -> Vec<ToolSpec> {
+        Tools::specs(self.current().as_ref())
+    }
+
+    fn is_destructive(&self, name: &str) -> bool {
+        Tools::is_destructive(self.current().as_ref(), name)
+    }
+
+    /// The call holds the toolbox it started on (its `Arc`) until it ends, and
+    /// `options.cancel` reaches it there as on any toolbox.
+    async fn call(&self, name: &str, args: &str, options: &CallOptions) -> Observation {
+        let toolbox = self.current();
+        toolbox.call_with(name, args, options).await
     }
 }

@@ -240,6 +240,13 @@ fn allowed_for(key: &str) -> Option<String> {
         }
         ["tools", _, "sha256"] => "64 hexadecimal digits (a string)".into(),
         ["tools", _, "read" | "write"] => "an array of root names, like [\"logs\"]".into(),
+        ["tools", _, "verify"] => {
+            "a table with key = \"cosign.pub\" (or a list of public key files)".into()
+        }
+        ["tools", _, "verify", "key"] => {
+            "a public key file (\"cosign.pub\") or a list of them".into()
+        }
+        ["tools", _, "insecure"] => "true or false".into(),
         ["tools", _, "env"] => "an array of environment variable names, like [\"LANG\"]".into(),
         ["tools", _, "prefix"] => format!("a string of {}", crate::PREFIX_RULE),
         ["tools", _, "functions"] => {

@@ -49,7 +49,7 @@ pub use server::{ALLOWED_HOST_RULE, ENV_ALLOWED_HOSTS, ServerConfig, valid_allow
 use sluice_pager::budget::{DEFAULT_MAX_RESULT_BYTES, MAX_MAX_RESULT_BYTES, MIN_MAX_RESULT_BYTES};
 pub use tools::{
     BUILTIN_TOOLS, ConfiguredBy, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_MS, FunctionConfig,
-    MAX_MEMORY_MIB, MAX_TIMEOUT_MS, PREFIX_RULE, TOOL_NAME_RULE, ToolConfig, ToolSource,
+    MAX_MEMORY_MIB, MAX_TIMEOUT_MS, OciSource, PREFIX_RULE, TOOL_NAME_RULE, ToolConfig, ToolSource,
 };
 
 /// The environment variable that sets `agent.max_tool_result_bytes`.
@@ -225,6 +225,11 @@ pub struct Config {
     pub server: ServerConfig,
     /// The MCP server (`[mcp]`).
     pub mcp: McpConfig,
+    /// `sluice.lock`, the digests the `oci://` components resolved to: beside the
+    /// configuration file, or in the current directory without one.
+    pub lock_file: PathBuf,
+    /// The tools directory (`--tools`, `tools_dir`), if any.
+    pub tools_dir: Option<PathBuf>,
 }
 
 /// Settings of the agent loop.
@@ -479,8 +484,8 @@ impl Config {
             (None, Some(dir)) => Some(base.join(dir)),
             (None, None) => None,
         };
-        if let Some(dir) = tools_dir {
-            tools.extend(resolver.directory(&dir)?);
+        if let Some(dir) = &tools_dir {
+            tools.extend(resolver.directory(dir)?);
         }
         for (i, t) in tools.iter().enumerate() {
             if let Some(first) = tools[..i].iter().find(|o| o.name == t.name) {
@@ -506,8 +511,14 @@ impl Config {
         let mcp = parsed
             .mcp
             .resolve(overrides.allow_destructive, env, &file_label)?;
+        let lock_file = match file.and_then(Path::parent) {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.join(sluice_registry::LOCK_FILE_NAME),
+            _ => PathBuf::from(sluice_registry::LOCK_FILE_NAME),
+        };
         Ok(Config {
             tools,
+            tools_dir,
+            lock_file,
             strict: overrides.strict || parsed.strict.unwrap_or(false),
             store,
             model,
@@ -764,6 +775,59 @@ mod tool_tests {
 
     /// A config file in a temp dir with roots `logs` and `src`; `body` may start with
     /// top-level keys (they go before the `[roots]` table).
+    #[test]
+    fn oci_components_take_keys_and_insecure_and_a_lock_beside_the_file() {
+        let (d, file) = setup(
+            "builtins = []\n[tools.wc]\ncomponent = \"oci://127.0.0.1:5000/tools/wc:1.0\"\nverify.key = \"keys/cosign.pub\"\n[tools.two]\ncomponent = \"oci://registry.example/two@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"\nverify = { key = [\"a.pub\", \"b.pub\"] }\ninsecure = true\n",
+        );
+        let config = resolve(&file).unwrap();
+        assert_eq!(config.lock_file, d.path().join("sluice.lock"));
+        let sources: Vec<_> = config.tools.iter().map(|t| t.source.clone()).collect();
+        let ToolSource::Oci(two) = &sources[0] else {
+            panic!("{sources:?}")
+        };
+        assert_eq!(two.reference.registry(), "registry.example");
+        assert_eq!(two.keys, [d.path().join("a.pub"), d.path().join("b.pub")]);
+        assert!(two.insecure);
+        let ToolSource::Oci(wc) = &sources[1] else {
+            panic!("{sources:?}")
+        };
+        assert_eq!(
+            wc.reference.to_string(),
+            "oci://127.0.0.1:5000/tools/wc:1.0"
+        );
+        assert_eq!(wc.keys, [d.path().join("keys/cosign.pub")]);
+        assert!(!wc.insecure);
+
+        let cases = [
+            (
+                "[tools.x]\ncomponent = \"oci://127.0.0.1:5000/x\"\n",
+                "tools.x.component must be a path to a .wasm file, or oci://REGISTRY/REPOSITORY:TAG",
+            ),
+            (
+                "[tools.x]\ncomponent = \"x.wasm\"\nverify.key = \"cosign.pub\"\n",
+                "tools.x.verify must be set only for a component from a registry",
+            ),
+            (
+                "[tools.x]\ncomponent = \"x.wasm\"\ninsecure = true\n",
+                "tools.x.insecure must be set only for a component from a registry",
+            ),
+            (
+                "[tools.x]\ncomponent = \"oci://r.example/x:1\"\nverify.key = []\n",
+                "tools.x.verify.key must be a public key file (\"cosign.pub\") or a non-empty list of them; got []",
+            ),
+        ];
+        for (body, expected) in cases {
+            let (_d, file) = setup(body);
+            let e = resolve(&file).unwrap_err().to_string();
+            assert!(e.starts_with(expected), "{e}\nexpected: {expected}");
+        }
+        let (_d, file) = setup("[tools.x]\ncomponent = \"oci://127.0.0.1:5000/x\"\n");
+        let e = resolve(&file).unwrap_err().to_string();
+        assert!(e.contains("Sluice does not assume :latest"), "{e}");
+        assert!(e.contains("sluice.toml line 2)"), "{e}");
+    }
+
     fn setup(body: &str) -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("logs")).unwrap();

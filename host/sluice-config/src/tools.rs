@@ -33,6 +33,21 @@ pub enum ToolSource {
     Builtin(String),
     /// A component file.
     Component(PathBuf),
+    /// A component in an OCI registry (`component = "oci://…"`).
+    Oci(OciSource),
+}
+
+/// A component in an OCI registry and how to trust it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OciSource {
+    /// The reference (`oci://REGISTRY/REPOSITORY:TAG` or `…@sha256:…`).
+    pub reference: sluice_registry::OciReference,
+    /// `verify.key`: public keys (PEM files, relative to the configuration file), any of
+    /// which must have signed the component's digest with cosign; empty: no signature check.
+    pub keys: Vec<PathBuf>,
+    /// `insecure`: plain HTTP to a registry that is not loopback (loopback registries are
+    /// always spoken to over plain HTTP). Default false.
+    pub insecure: bool,
 }
 
 /// One component and what its tools may use.
@@ -130,6 +145,10 @@ pub(crate) struct PolicyFile {
     prefix: Option<String>,
     #[serde(default)]
     functions: BTreeMap<String, FunctionConfig>,
+    /// `verify.key` (oci:// components only).
+    verify: Option<VerifyFile>,
+    /// Plain HTTP to a non-loopback registry (oci:// components only).
+    insecure: Option<bool>,
 }
 
 impl PolicyFile {
@@ -171,6 +190,20 @@ pub(crate) struct Policy {
     prefix: Option<String>,
     #[serde(default)]
     functions: BTreeMap<String, FunctionConfig>,
+}
+
+/// `verify = { key = "cosign.pub" }` or `verify.key = ["a.pub", "b.pub"]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VerifyFile {
+    key: KeyList,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum KeyList {
+    One(String),
+    Many(Vec<String>),
 }
 
 /// What the resolver knows when it turns a [`PolicyFile`] into a [`ToolConfig`].
@@ -217,6 +250,9 @@ impl Resolver<'_> {
         for (name, table) in tables {
             let key = format!("tools.{name}");
             let source = match (&table.component, &table.builtin) {
+                (Some(path), None) if path.starts_with(sluice_registry::reference::SCHEME) => {
+                    ToolSource::Oci(oci_source(name, path, table, base, origin)?)
+                }
                 (Some(path), None) => ToolSource::Component(base.join(path)),
                 (None, Some(b)) => ToolSource::Builtin(b.clone()),
                 (None, None) if BUILTIN_TOOLS.contains(&name.as_str()) => {
@@ -240,6 +276,9 @@ impl Resolver<'_> {
                     allowed: format!("one of {}", BUILTIN_TOOLS.join(", ")),
                     origin: origin.to_string(),
                 });
+            }
+            if !matches!(source, ToolSource::Oci(_)) {
+                only_for_oci(name, table, origin)?;
             }
             out.push(self.entry(
                 name,
@@ -414,6 +453,67 @@ impl Resolver<'_> {
             configured_by,
         })
     }
+}
+
+/// The `oci://` source of `[tools.NAME]`: its reference, `verify.key` (relative to `base`)
+/// and `insecure`.
+fn oci_source(
+    name: &str,
+    reference: &str,
+    table: &PolicyFile,
+    base: &Path,
+    origin: &str,
+) -> Result<OciSource, ConfigError> {
+    let reference =
+        sluice_registry::OciReference::parse(reference).map_err(|e| ConfigError::Value {
+            key: format!("tools.{name}.component"),
+            value: format!("{reference:?}"),
+            allowed: format!(
+                "a path to a .wasm file, or {} ({})",
+                sluice_registry::reference::REFERENCE_RULE,
+                e.reason
+            ),
+            origin: origin.to_string(),
+        })?;
+    let keys = match &table.verify {
+        None => Vec::new(),
+        Some(VerifyFile { key }) => {
+            let keys = match key {
+                KeyList::One(k) => vec![k.clone()],
+                KeyList::Many(ks) => ks.clone(),
+            };
+            if keys.is_empty() || keys.iter().any(|k| k.trim().is_empty()) {
+                return Err(ConfigError::Value {
+                    key: format!("tools.{name}.verify.key"),
+                    value: format!("{keys:?}"),
+                    allowed: "a public key file (\"cosign.pub\") or a non-empty list of them"
+                        .into(),
+                    origin: origin.to_string(),
+                });
+            }
+            keys.iter().map(|k| base.join(k)).collect()
+        }
+    };
+    Ok(OciSource {
+        reference,
+        keys,
+        insecure: table.insecure.unwrap_or(false),
+    })
+}
+
+/// Refuses `verify` and `insecure` on a policy whose component is not `oci://`.
+fn only_for_oci(name: &str, p: &PolicyFile, origin: &str) -> Result<(), ConfigError> {
+    let field = match (&p.verify, p.insecure) {
+        (Some(_), _) => "verify",
+        (None, Some(_)) => "insecure",
+        (None, None) => return Ok(()),
+    };
+    Err(ConfigError::Value {
+        key: format!("tools.{name}.{field}"),
+        value: "set".into(),
+        allowed: "set only for a component from a registry (component = \"oci://…\"): a signature is checked, and plain HTTP allowed, only there".into(),
+        origin: origin.to_string(),
+    })
 }
 
 /// A tools-directory policy's parse error, with a clearer message when it sets `component`

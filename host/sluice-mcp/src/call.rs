@@ -13,38 +13,24 @@ use std::sync::Arc;
 use sluice_runtime::{CallOptions, Observation, Toolbox};
 use tokio_util::sync::CancellationToken;
 
-/// The tools MCP calls.
-pub(crate) struct Calls {
+/// Calls tool `name` of `toolbox` (the one current when the call arrived: the call holds
+/// it to the end, whatever live reload puts in its place) with the JSON text `args` under
+/// the cap `cap` (bytes): the observation `sluice call` prints for the same call, or `None`
+/// when `cancel` fired first (nothing is to be sent for a cancelled request).
+///
+/// The guest is stopped when `cancel` fires, and also when this future is dropped (rmcp
+/// drops a handler whose HTTP client went away): the call's own token is a child of
+/// `cancel` that fires on drop.
+pub(crate) async fn call(
     toolbox: Arc<Toolbox>,
-}
-
-impl Calls {
-    pub(crate) fn new(toolbox: Arc<Toolbox>) -> Self {
-        Calls { toolbox }
-    }
-
-    pub(crate) fn toolbox(&self) -> &Toolbox {
-        &self.toolbox
-    }
-
-    /// Calls tool `name` with the JSON text `args` under the cap `cap` (bytes): the
-    /// observation `sluice call` prints for the same call, or `None` when `cancel` fired
-    /// first (nothing is to be sent for a cancelled request).
-    ///
-    /// The guest is stopped when `cancel` fires, and also when this future is dropped
-    /// (rmcp drops a handler whose HTTP client went away): the call's own token is a child
-    /// of `cancel` that fires on drop.
-    pub(crate) async fn call(
-        &self,
-        name: &str,
-        args: String,
-        cap: u32,
-        cancel: &CancellationToken,
-    ) -> Option<Observation> {
-        let call = cancel.child_token();
-        let _stop_on_drop = call.clone().drop_guard();
-        let options = CallOptions::new(cap).with_cancel(call);
-        let observation = self.toolbox.call_with(name, &args, &options).await;
-        (!cancel.is_cancelled()).then_some(observation)
-    }
+    name: &str,
+    args: String,
+    cap: u32,
+    cancel: &CancellationToken,
+) -> Option<Observation> {
+    let call = cancel.child_token();
+    let _stop_on_drop = call.clone().drop_guard();
+    let options = CallOptions::new(cap).with_cancel(call);
+    let observation = toolbox.call_with(name, &args, &options).await;
+    (!cancel.is_cancelled()).then_some(observation)
 }

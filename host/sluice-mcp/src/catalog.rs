@@ -8,8 +8,10 @@ use rmcp::ErrorData as McpError;
 use rmcp::model::{CacheScope, ListToolsResult, Tool, ToolAnnotations};
 use sluice_runtime::ToolInfo;
 
-/// How long a client may keep a `tools/list` page (`ttlMs`), in ms: the tools are fixed
-/// for the life of the process, and a restart with another configuration changes them.
+/// How long a client may keep a `tools/list` page (`ttlMs`), in ms. The tools change only
+/// when live reload replaces them (`sluice serve`, `sluice mcp`), which clients that can
+/// receive it are told with `notifications/tools/list_changed`; others see the change
+/// within this time.
 pub const TOOLS_TTL_MS: u64 = 60_000;
 
 /// The tools served over MCP, in load order (the built-ins, then `[tools.*]`, then the tools

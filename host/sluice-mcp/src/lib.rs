@@ -59,21 +59,51 @@ pub enum McpServeError {
 /// client stops reading it for [`StdioOptions::write_timeout`]. A client that closes stdin
 /// before its first message is a clean end too.
 ///
+/// When the tools are replaced (live reload), a client that opened with `initialize`
+/// (revisions 2025-11-25 and 2025-06-18) gets `notifications/tools/list_changed`; a
+/// 2026-07-28 client gets it on its `subscriptions/listen` stream.
+///
 /// # Errors
 /// [`McpServeError`] when the service fails.
 pub async fn serve_stdio(server: McpServer, options: StdioOptions) -> Result<(), McpServeError> {
     let (reader, writer) = rmcp::transport::stdio_pipes();
     let reader = tokio::io::BufReader::with_capacity(64 * 1024, reader);
     let (transport, writer_task) = stdio::LineTransport::new(reader, writer, options);
+    let revisions = server.tools().subscribe();
     let result = match server.serve(transport).await {
-        Ok(running) => running
-            .waiting()
-            .await
-            .map(|_| ())
-            .map_err(|e| McpServeError::Stopped(e.to_string())),
+        Ok(running) => {
+            let notifier = notify_initialized_client(running.peer().clone(), revisions);
+            let result = running
+                .waiting()
+                .await
+                .map(|_| ())
+                .map_err(|e| McpServeError::Stopped(e.to_string()));
+            notifier.abort();
+            result
+        }
         Err(ServerInitializeError::ConnectionClosed(_)) => Ok(()),
         Err(e) => Err(McpServeError::Start(e.to_string())),
     };
     writer_task.finish().await;
     result
+}
+
+/// Sends `notifications/tools/list_changed` to `peer` on every new revision, when the peer
+/// opened with `initialize` at a revision before 2026-07-28 (which gets its notifications
+/// on `subscriptions/listen` streams instead).
+fn notify_initialized_client(
+    peer: rmcp::Peer<rmcp::RoleServer>,
+    mut revisions: tokio::sync::watch::Receiver<u64>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        revisions.mark_unchanged();
+        while revisions.changed().await.is_ok() {
+            let initialized = peer.peer_info().is_some_and(|info| {
+                info.protocol_version != rmcp::model::ProtocolVersion::V_2026_07_28
+            });
+            if initialized && peer.notify_tool_list_changed().await.is_err() {
+                break;
+            }
+        }
+    })
 }

@@ -3,20 +3,19 @@
 //! here rather than with rmcp's `#[tool]` macros.
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
     CustomResult, ErrorCode, Implementation, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use sluice_runtime::observation::DEFAULT_HINT;
-use sluice_runtime::{CallStatus, Observation, Toolbox};
+use sluice_runtime::{CallStatus, LiveToolbox, Observation, Toolbox};
 use tokio_util::sync::CancellationToken;
 
-use crate::call::Calls;
 use crate::catalog::Catalog;
 use crate::progress::Ticker;
 
@@ -54,9 +53,12 @@ impl Default for McpOptions {
 pub struct McpServer(Arc<Inner>);
 
 struct Inner {
-    catalog: Catalog,
-    calls: Calls,
+    live: Arc<LiveToolbox>,
+    /// The catalog of the toolbox it was built from, rebuilt when the toolbox is replaced.
+    catalog: Mutex<(Arc<Toolbox>, Arc<Catalog>)>,
     cap: u32,
+    allow_destructive: bool,
+    tools_per_page: usize,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -71,6 +73,16 @@ impl std::fmt::Debug for McpServer {
 impl McpServer {
     /// A server for the tools of `toolbox` under `options`.
     pub fn new(toolbox: Arc<Toolbox>, options: McpOptions) -> McpServer {
+        McpServer::live(Arc::new(LiveToolbox::from_arc(toolbox)), options)
+    }
+
+    /// A server for the tools of `live`, whose replacements it serves from the next
+    /// request on: `tools/list` lists the toolbox of the moment, a `tools/call` runs on the
+    /// toolbox current when it arrived, and clients are told with
+    /// `notifications/tools/list_changed` (on a `subscriptions/listen` stream for protocol
+    /// 2026-07-28; see [`serve_stdio`](crate::serve_stdio) for the `initialize` revisions).
+    pub fn live(live: Arc<LiveToolbox>, options: McpOptions) -> McpServer {
+        let toolbox = live.current();
         let catalog = Catalog::new(
             toolbox.tools(),
             options.allow_destructive,
@@ -88,16 +100,42 @@ impl McpServer {
             );
         }
         McpServer(Arc::new(Inner {
-            catalog,
-            calls: Calls::new(toolbox),
+            live,
+            catalog: Mutex::new((toolbox, Arc::new(catalog))),
             cap: options.cap,
+            allow_destructive: options.allow_destructive,
+            tools_per_page: options.tools_per_page,
         }))
+    }
+
+    /// The tools served, swapped live when the toolbox is replaced.
+    pub fn tools(&self) -> &Arc<LiveToolbox> {
+        &self.0.live
+    }
+
+    /// The toolbox of the moment and its catalog.
+    fn snapshot(&self) -> (Arc<Toolbox>, Arc<Catalog>) {
+        let toolbox = self.0.live.current();
+        let mut cached = self
+            .0
+            .catalog
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !Arc::ptr_eq(&cached.0, &toolbox) {
+            let catalog = Catalog::new(
+                toolbox.tools(),
+                self.0.allow_destructive,
+                self.0.tools_per_page,
+            );
+            *cached = (toolbox.clone(), Arc::new(catalog));
+        }
+        (toolbox, cached.1.clone())
     }
 
     /// The names of the tools served, in `tools/list` order.
     pub fn tool_names(&self) -> Vec<String> {
-        self.0
-            .catalog
+        self.snapshot()
+            .1
             .all()
             .iter()
             .map(|t| t.name.to_string())
@@ -115,8 +153,9 @@ impl McpServer {
         cancel: &CancellationToken,
     ) -> Option<Observation> {
         let cap = self.0.cap;
-        if !self.0.catalog.serves(name) {
-            if self.0.calls.toolbox().tools().any(|t| t.name == name) {
+        let (toolbox, catalog) = self.snapshot();
+        if !catalog.serves(name) {
+            if toolbox.tools().any(|t| t.name == name) {
                 tracing::warn!(
                     tool = name,
                     "an MCP client called a destructive tool that is not served; set [mcp] allow_destructive = true to serve it"
@@ -124,7 +163,7 @@ impl McpServer {
             }
             return Some(Observation::unknown_tool(name).finish(name, cap as usize, DEFAULT_HINT));
         }
-        self.0.calls.call(name, args, cap, cancel).await
+        crate::call::call(toolbox, name, args, cap, cancel).await
     }
 }
 
@@ -152,7 +191,12 @@ pub fn call_result(observation: Observation) -> CallToolResult {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
             .with_server_info(
                 Implementation::new("sluice", env!("CARGO_PKG_VERSION")).with_title("Sluice"),
             )
@@ -172,7 +216,37 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
-        self.0.catalog.page(cursor)
+        self.snapshot().1.page(cursor)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let _ = requested;
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    /// A `subscriptions/listen` stream (protocol 2026-07-28): one
+    /// `notifications/tools/list_changed` per replacement of the tools, until the client
+    /// ends the stream.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let mut revisions = self.0.live.subscribe();
+        revisions.mark_unchanged();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                changed = revisions.changed() => {
+                    if changed.is_err() {
+                        context.cancelled().await;
+                        return Ok(());
+                    }
+                    if let Err(e) = context.sink().notify_tool_list_changed().await {
+                        tracing::debug!("could not send notifications/tools/list_changed: {e}");
+                    }
+                }
+            }
+        }
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -208,7 +282,7 @@ impl ServerHandler for McpServer {
             .map(|a| serde_json::Value::Object(a).to_string())
             .unwrap_or_default();
         let ticker = match context.meta.get_progress_token() {
-            Some(token) if self.0.catalog.serves(&name) => {
+            Some(token) if self.snapshot().1.serves(&name) => {
                 Some(Ticker::start(context.peer.clone(), token, &name).await)
             }
             _ => None,

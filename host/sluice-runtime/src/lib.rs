@@ -7,6 +7,8 @@
 //!   called with a fresh store per call ([`value`] lowers arguments and lifts results) on
 //!   the engine's [`pool::CallPool`], within the host's [`limits`], cancellable through
 //!   [`toolbox::CallOptions`].
+//! - [`live::LiveToolbox`]: a toolbox that is replaced atomically (live reload); a call
+//!   keeps the toolbox it started with.
 //! - [`observation`]: the observation shapes, the key-material scan and the cap, applied to
 //!   every result in one place ([`observation::Draft::finish`]).
 //!
@@ -33,6 +35,7 @@ pub mod hint;
 pub mod host;
 mod invoke;
 pub mod limits;
+pub mod live;
 pub mod mounts;
 pub mod names;
 pub mod observation;
@@ -52,6 +55,7 @@ pub fn builtins() -> &'static [(&'static str, &'static [u8])] {
 }
 pub use component::{ImportInfo, Inspection, ToolInfo, inspect};
 pub use error::RuntimeError;
+pub use live::LiveToolbox;
 pub use observation::{CallStatus, Observation};
 pub use policy::{FunctionPolicy, PolicyOrigin, RootGrant, ToolPolicy};
 pub use toolbox::{CallOptions, ComponentSpec, Source, Toolbox};

@@ -11,13 +11,15 @@ use sluice_agent::Settings;
 use sluice_backends::Backend;
 use sluice_backends::provider::{Provider, ProviderConfig, Secret, ToolChoice};
 use sluice_config::{Config, ConfiguredBy, ModelConfig, ToolConfig, ToolSource};
+use sluice_registry::RegistryError;
 use sluice_runtime::{
-    ComponentSpec, EngineOptions, FunctionPolicy, PolicyOrigin, PoolOptions, RootGrant,
-    RuntimeError, Source, ToolEngine, ToolPolicy, Toolbox,
+    ComponentSpec, EngineOptions, FunctionPolicy, LiveToolbox, PolicyOrigin, PoolOptions,
+    RootGrant, RuntimeError, Source, ToolEngine, ToolPolicy, Toolbox,
 };
 use sluice_store::{SqliteStore, StoreError};
 
 use crate::Services;
+pub use crate::loader::{Loaded, ToolLoader, oci_cache_dir, oci_source, public_keys};
 
 /// Why the configured parts could not be put together.
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +34,14 @@ pub enum WiringError {
     /// The engine could not start, or a component could not be loaded.
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
+    /// A component from a registry could not be fetched, or failed its checks.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// A component from a registry was asked for without fetching it first.
+    #[error(
+        "tool {0:?} comes from a registry: load it with ToolLoader, which fetches and verifies it"
+    )]
+    NotFetched(String),
     /// A file (a component, an API key file) could not be read.
     #[error("failed to read {what} {path}: {reason}")]
     Read {
@@ -65,63 +75,20 @@ pub fn open_store(config: &Config) -> Result<SqliteStore, WiringError> {
     Ok(SqliteStore::open(&path)?)
 }
 
-/// Loads the configured tools. With `only` naming a built-in tool, only that one is loaded,
-/// so one call compiles one component.
+/// Loads the configured tools with a new engine (see [`ToolLoader::load`]). With `only`
+/// naming a built-in tool, only that one is loaded, so one call compiles one component.
 ///
-/// A component that fails to load (its file cannot be read, it does not compile, imports
-/// what the host lacks, fails its pin…) stops the load under `strict`; otherwise it is
-/// logged as a warning on stderr with its reason, listed in [`Toolbox::unavailable`], and
-/// the other tools load.
+/// A component that fails to load (it cannot be fetched or read, fails its digest, its
+/// signature or its pin, does not compile, imports what the host lacks…) stops the load
+/// under `strict`; otherwise it is logged as a warning on stderr with its reason, listed in
+/// [`Toolbox::unavailable`], and the other tools load.
 ///
 /// # Errors
-/// [`WiringError`] when the engine cannot start, two tools share a name, or (under
-/// `strict`) a component cannot be read or loaded.
-pub fn load_tools(config: &Config, only: Option<&str>) -> Result<Toolbox, WiringError> {
-    // Only a built-in that keeps its own name: a renamed one, or another component, may
-    // offer a tool of that name.
-    let single = only.and_then(|name| {
-        config.tools.iter().find(|t| {
-            matches!(&t.source, ToolSource::Builtin(b) if b == name)
-                && t.prefix.is_none()
-                && t.functions.values().all(|f| f.name.is_none())
-        })
-    });
-    let chosen: Vec<&ToolConfig> = match single {
-        Some(t) => vec![t],
-        None => config.tools.iter().collect(),
-    };
-    let engine = Arc::new(engine_for(config)?);
-    if config.strict {
-        let specs = chosen
-            .into_iter()
-            .map(component_spec)
-            .collect::<Result<Vec<_>, _>>()?;
-        return Ok(Toolbox::load(engine, &specs)?);
-    }
-    let mut specs = Vec::new();
-    let mut unreadable = Vec::new();
-    for t in chosen {
-        match component_spec(t) {
-            Ok(spec) => specs.push(spec),
-            Err(e) => unreadable.push((source_of(t), e.to_string())),
-        }
-    }
-    let mut toolbox = Toolbox::load_available(engine, &specs)?;
-    for (source, reason) in unreadable {
-        toolbox.mark_unavailable(source, reason);
-    }
-    for u in toolbox.unavailable() {
-        tracing::warn!("{u} (set strict = true or pass --strict to refuse to start instead)");
-    }
-    Ok(toolbox)
-}
-
-/// How messages name the component of `t`.
-fn source_of(t: &ToolConfig) -> String {
-    match &t.source {
-        ToolSource::Builtin(name) => format!("built-in {name}"),
-        ToolSource::Component(path) => path.display().to_string(),
-    }
+/// [`WiringError`] when the engine cannot start, two tools share a name, `sluice.lock`
+/// cannot be read or written, or (under `strict`) a component cannot be fetched, read or
+/// loaded.
+pub async fn load_tools(config: &Config, only: Option<&str>) -> Result<Toolbox, WiringError> {
+    ToolLoader::new(config)?.load(config, only).await
 }
 
 /// The tool engine, caching compiled components in [`cache_dir`], with the default call
@@ -157,12 +124,19 @@ pub fn engine_for(config: &Config) -> Result<ToolEngine, WiringError> {
 /// roots, writable roots, environment, memory in bytes, timeout, pin, destructive).
 ///
 /// # Errors
-/// [`WiringError`] when a built-in does not exist or a component file cannot be read.
+/// [`WiringError`] when a built-in does not exist or a component file cannot be read;
+/// [`WiringError::NotFetched`] for a component from a registry (see [`ToolLoader`]).
 pub fn component_spec(t: &ToolConfig) -> Result<ComponentSpec, WiringError> {
     let source = match &t.source {
         ToolSource::Builtin(name) => Source::Builtin(builtin_name(name)?),
         ToolSource::Component(path) => component_source(path)?,
+        ToolSource::Oci(_) => return Err(WiringError::NotFetched(t.name.clone())),
     };
+    Ok(spec_with(t, source))
+}
+
+/// `t`'s policy over `source`.
+pub(crate) fn spec_with(t: &ToolConfig, source: Source) -> ComponentSpec {
     let mut roots: Vec<RootGrant> = t
         .read
         .iter()
@@ -205,7 +179,7 @@ pub fn component_spec(t: &ToolConfig) -> Result<ComponentSpec, WiringError> {
         }),
         ..ToolPolicy::default()
     };
-    Ok(ComponentSpec { source, policy })
+    ComponentSpec { source, policy }
 }
 
 /// The `'static` name of built-in tool `name`.
@@ -340,15 +314,19 @@ pub fn settings(config: &Config) -> Settings {
 ///
 /// # Errors
 /// [`WiringError`] from [`open_store`], [`load_tools`] or [`backend`].
-pub fn services(config: &Config) -> Result<Services, WiringError> {
-    services_with_tools(config, Arc::new(load_tools(config, None)?))
+pub async fn services(config: &Config) -> Result<Services, WiringError> {
+    services_with_tools(config, Arc::new(load_tools(config, None).await?))
 }
 
-/// [`services`] over tools already loaded (so `sluice serve` can share them with `/mcp`).
+/// [`services`] over tools already loaded (so `sluice serve` can share them with `/mcp`,
+/// and swap them live).
 ///
 /// # Errors
 /// [`WiringError`] from [`open_store`] or [`backend`].
-pub fn services_with_tools(config: &Config, tools: Arc<Toolbox>) -> Result<Services, WiringError> {
+pub fn services_with_tools(
+    config: &Config,
+    tools: Arc<dyn sluice_agent::Tools>,
+) -> Result<Services, WiringError> {
     Ok(Services {
         store: Arc::new(open_store(config)?),
         backend: backend(config)?,
@@ -357,10 +335,11 @@ pub fn services_with_tools(config: &Config, tools: Arc<Toolbox>) -> Result<Servi
     })
 }
 
-/// The MCP server over `toolbox`, as configured: the cap of `[agent]`, `[mcp]`'s
-/// `allow_destructive` and `tools_per_page`.
-pub fn mcp_server(config: &Config, toolbox: Arc<Toolbox>) -> sluice_mcp::McpServer {
-    sluice_mcp::McpServer::new(
+/// The MCP server over `toolbox` (served live: a replacement applies to the next
+/// request), as configured: the cap of `[agent]`, `[mcp]`'s `allow_destructive` and
+/// `tools_per_page`.
+pub fn mcp_server(config: &Config, toolbox: Arc<LiveToolbox>) -> sluice_mcp::McpServer {
+    sluice_mcp::McpServer::live(
         toolbox,
         sluice_mcp::McpOptions {
             cap: config.agent.max_tool_result_bytes,

@@ -120,11 +120,43 @@ pub(crate) enum Command {
 #[derive(Debug, Subcommand)]
 pub(crate) enum ToolsCommand {
     /// Show what a component would provide (tools and their schemas) and what it imports,
-    /// before granting it anything. Does not run it.
+    /// before granting it anything. Does not run it. For `oci://…`: also its digest and
+    /// signature status (verified with --key; without one, how many signatures the
+    /// registry holds, unchecked).
     Inspect {
-        /// The component (`*.wasm`).
-        file: PathBuf,
+        /// The component: a `*.wasm` file, or `oci://REGISTRY/REPOSITORY:TAG` (or
+        /// `@sha256:…`).
+        target: String,
+        #[command(flatten)]
+        registry: RegistryArgs,
     },
+    /// Fetch a component from a registry into the cache, verify it (with --key), and pin
+    /// its digest in sluice.lock (beside sluice.toml). Prints the digest, the pinned
+    /// reference and the pull and verify times.
+    Pull {
+        /// `oci://REGISTRY/REPOSITORY:TAG` or `oci://REGISTRY/REPOSITORY@sha256:…`.
+        reference: String,
+        #[command(flatten)]
+        registry: RegistryArgs,
+    },
+    /// Resolve the tags of every `oci://` component of the configuration again, fetch and
+    /// verify what they name now, and rewrite sluice.lock.
+    Update,
+}
+
+/// How to reach and trust a registry (for the commands that name a reference).
+#[derive(Debug, Args)]
+pub(crate) struct RegistryArgs {
+    /// A public key (PEM, as `cosign generate-key-pair` writes cosign.pub) that must have
+    /// signed the component's digest with cosign; repeat for more (any one may have
+    /// signed). Keyless signatures are not checked.
+    #[arg(long = "key", value_name = "FILE")]
+    pub(crate) keys: Vec<PathBuf>,
+
+    /// Speak plain HTTP to a registry that is not on this machine (loopback registries
+    /// always get plain HTTP).
+    #[arg(long)]
+    pub(crate) insecure: bool,
 }
 
 #[derive(Debug, Args)]
@@ -206,6 +238,12 @@ pub(crate) struct ServeArgs {
     /// MCP client's own approval.
     #[arg(long)]
     pub(crate) allow_destructive: bool,
+
+    /// Do not watch the tools directory and the configuration for changes (by default a
+    /// change reloads the tools, with the same checks as at start, for the calls that
+    /// start afterwards).
+    #[arg(long)]
+    pub(crate) no_reload: bool,
 }
 
 #[derive(Debug, Args)]
@@ -236,6 +274,12 @@ pub(crate) struct McpArgs {
     /// client for gone and exits, in ms (default 30000).
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
     pub(crate) write_timeout_ms: u64,
+
+    /// Do not watch the tools directory and the configuration for changes (by default a
+    /// change reloads the tools, with the same checks as at start, and clients get
+    /// notifications/tools/list_changed).
+    #[arg(long)]
+    pub(crate) no_reload: bool,
 }
 
 #[derive(Debug, Subcommand)]

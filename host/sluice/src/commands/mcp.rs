@@ -1,16 +1,18 @@
 //! `sluice mcp`: the tools over MCP, on stdio or (with `--listen`) Streamable HTTP.
 
-use std::sync::Arc;
-
-use anyhow::Context as _;
 use sluice_config::Config;
 use sluice_mcp::StdioOptions;
+use sluice_server::reload::ReloadOptions;
 use sluice_server::{ServeOptions, token_from, wiring};
 
 use crate::cli::McpArgs;
 
 /// Serves until stdin ends (stdio) or Ctrl-C (HTTP).
-pub(crate) async fn run(config: &Config, args: McpArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(
+    config: &Config,
+    args: McpArgs,
+    reload: ReloadOptions,
+) -> anyhow::Result<()> {
     let options = match args.listen {
         Some(listen) => {
             let options = ServeOptions {
@@ -28,7 +30,7 @@ pub(crate) async fn run(config: &Config, args: McpArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let toolbox = Arc::new(wiring::load_tools(config, None).context("failed to load the tools")?);
+    let (toolbox, _reloader) = super::serve::live_tools(config, reload, !args.no_reload).await?;
     let server = wiring::mcp_server(config, toolbox);
     tracing::info!(tools = ?server.tool_names(), "serving MCP");
     match options {

@@ -4,6 +4,7 @@ mod mcp;
 mod run;
 mod serve;
 mod session;
+mod tools;
 
 pub(crate) use run::RunEnded;
 
@@ -11,10 +12,10 @@ use std::io::Write;
 
 use anyhow::Context as _;
 use sluice_config::{Config, Overrides};
-use sluice_runtime::ToolPolicy;
+use sluice_server::reload::ReloadOptions;
 use sluice_server::wiring;
 
-use crate::cli::{Cli, Command, ToolsCommand};
+use crate::cli::{Cli, Command};
 
 /// Runs the command.
 pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
@@ -61,6 +62,10 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("failed to start the async runtime")?;
+    let reload = ReloadOptions {
+        config_file: cli.global.config.clone(),
+        overrides,
+    };
     let mut out = std::io::stdout().lock();
     match cli.command {
         Command::Run(args) => {
@@ -69,11 +74,11 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Serve(args) => {
             drop(out);
-            return runtime.block_on(serve::run(&config, args));
+            return runtime.block_on(serve::run(&config, args, reload));
         }
         Command::Mcp(args) => {
             drop(out);
-            let result = runtime.block_on(mcp::run(&config, args));
+            let result = runtime.block_on(mcp::run(&config, args, reload));
             // A guest still running when the client left ends at its own timeout; do not
             // keep the process for it.
             runtime.shutdown_background();
@@ -84,7 +89,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
             return session::run(&config, command);
         }
         Command::Call { tool, args } => {
-            let toolbox = wiring::load_tools(&config, Some(&tool))?;
+            let toolbox = runtime.block_on(wiring::load_tools(&config, Some(&tool)))?;
             let args = args.unwrap_or_default();
             let observation =
                 runtime.block_on(toolbox.call(&tool, &args, config.agent.max_tool_result_bytes));
@@ -97,7 +102,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
             }
         }
         Command::Tools { command: None } => {
-            let toolbox = wiring::load_tools(&config, None)?;
+            let toolbox = runtime.block_on(wiring::load_tools(&config, None))?;
             let mut tools: Vec<_> = toolbox
                 .tools()
                 .map(serde_json::to_value)
@@ -110,12 +115,10 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
             writeln!(out)?;
         }
         Command::Tools {
-            command: Some(ToolsCommand::Inspect { file }),
+            command: Some(command),
         } => {
-            let source = wiring::component_source(&file)?;
-            let inspection =
-                sluice_runtime::inspect(&wiring::engine()?, &source, &ToolPolicy::default())?;
-            serde_json::to_writer_pretty(&mut out, &inspection)?;
+            let value = runtime.block_on(tools::run(&config, command))?;
+            serde_json::to_writer_pretty(&mut out, &value)?;
             writeln!(out)?;
         }
     }

@@ -28,7 +28,7 @@ pub(crate) async fn run(config: &Config, args: RunArgs) -> anyhow::Result<()> {
         }
     };
     let backend = backend(config, &args)?;
-    let tools = Arc::new(wiring::load_tools(config, None)?);
+    let tools = Arc::new(wiring::load_tools(config, None).await?);
     let settings = wiring::settings(config);
     let agent = Agent::new(store.clone(), backend, tools, settings);
 

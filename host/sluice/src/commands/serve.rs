@@ -1,16 +1,23 @@
 //! `sluice serve`: the operator API over HTTP, wired from the same configuration as
-//! `sluice run`.
+//! `sluice run`, with the tools reloaded live when their files change.
 
 use std::sync::Arc;
 
 use anyhow::Context as _;
 use sluice_config::Config;
-use sluice_server::{ServeOptions, Server, token_from, wiring};
+use sluice_runtime::LiveToolbox;
+use sluice_server::reload::{self, ReloadOptions, Reloader};
+use sluice_server::wiring::{self, ToolLoader};
+use sluice_server::{ServeOptions, Server, token_from};
 
 use crate::cli::ServeArgs;
 
 /// Serves until Ctrl-C; the address goes to stderr once listening.
-pub(crate) async fn run(config: &Config, args: ServeArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(
+    config: &Config,
+    args: ServeArgs,
+    reload: ReloadOptions,
+) -> anyhow::Result<()> {
     // A token that is not UTF-8 reads with U+FFFD in it, which the token check refuses
     // (rather than reading as unset and serving without one).
     let token = token_from(args.token_file.as_deref(), &|k| {
@@ -24,7 +31,7 @@ pub(crate) async fn run(config: &Config, args: ServeArgs) -> anyhow::Result<()> 
     };
     // Refuse a bad address/token pairing before loading anything.
     options.check()?;
-    let tools = Arc::new(wiring::load_tools(config, None).context("failed to load the tools")?);
+    let (tools, _reloader) = live_tools(config, reload, !args.no_reload).await?;
     let services =
         wiring::services_with_tools(config, tools.clone()).context("failed to set up the agent")?;
     let mcp = wiring::mcp_server(config, tools);
@@ -46,4 +53,32 @@ pub(crate) async fn run(config: &Config, args: ServeArgs) -> anyhow::Result<()> 
         })
         .await?;
     Ok(())
+}
+
+/// Loads the tools and, when `watch`, starts reloading them live (the reloader stops when
+/// dropped).
+pub(crate) async fn live_tools(
+    config: &Config,
+    reload: ReloadOptions,
+    watch: bool,
+) -> anyhow::Result<(Arc<LiveToolbox>, Option<Reloader>)> {
+    let loader = ToolLoader::new(config)?;
+    let loaded = loader
+        .load_checked(config, None)
+        .await
+        .context("failed to load the tools")?;
+    let served = reload::Served::of(&loaded);
+    let live = Arc::new(LiveToolbox::new(loaded.toolbox));
+    let reloader = if watch {
+        Some(reload::watch(
+            config.clone(),
+            reload,
+            loader,
+            live.clone(),
+            served,
+        )?)
+    } else {
+        None
+    };
+    Ok((live, reloader))
 }

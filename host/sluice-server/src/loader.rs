@@ -1,0 +1,328 @@
+//! Loading the configured tools for the life of a process: components from files, built-ins
+//! and `oci://` references (fetched and verified by `sluice-registry` before anything is
+//! compiled), through one engine, so live reload can load every replacement the same way.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use sluice_config::{Config, OciSource, ToolConfig, ToolSource};
+use sluice_registry::{Fetched, Fetcher, Lock, PublicKey, RegistryError, Request, Resolve};
+use sluice_runtime::{ComponentSpec, RuntimeError, Source, ToolEngine, ToolPolicy, Toolbox};
+
+use crate::wiring::{WiringError, cache_dir, component_spec, engine_for, spec_with};
+
+/// What loads tools for the life of a process: one engine (its epoch thread, its pooled
+/// memories, its call pool, its cache of compiled components), and the fetcher of
+/// components from registries with its content-addressed cache ([`oci_cache_dir`]). Live
+/// reload loads every replacement through the same loader, so replacements share the
+/// engine and its bound on calls in flight.
+#[derive(Clone, Debug)]
+pub struct ToolLoader {
+    engine: Arc<ToolEngine>,
+    fetcher: Fetcher,
+}
+
+/// The tools one load produced, and what they were made from.
+pub struct Loaded {
+    /// The tools (with the components that failed to load in
+    /// [`Toolbox::unavailable`], when not `strict`).
+    pub toolbox: Toolbox,
+    /// Every component (its name, its bytes' sha256, its policy), in load order: two loads
+    /// with equal fingerprints offer the same tools.
+    pub fingerprint: Vec<(String, String, ToolPolicy)>,
+    /// The components fetched from registries.
+    pub fetched: Vec<Fetched>,
+    /// The configured components that loaded, each named as [`source_of`] names it (a
+    /// path, `built-in NAME`, or an `oci://` reference as configured).
+    pub available: BTreeSet<String>,
+    /// The configured components that did not load, named the same way, each with the
+    /// message that says why (`… is unavailable, its tools are not offered: …`).
+    pub unavailable: BTreeMap<String, String>,
+}
+
+impl ToolLoader {
+    /// A loader with a new engine as `config` sets it up ([`engine_for`]: the call pool of
+    /// `[runtime]`, read once: a reload keeps the engine) and a fetcher over
+    /// [`oci_cache_dir`].
+    ///
+    /// # Errors
+    /// [`WiringError::Runtime`] when no engine can be built.
+    pub fn new(config: &Config) -> Result<ToolLoader, WiringError> {
+        Ok(ToolLoader::with(
+            Arc::new(engine_for(config)?),
+            Fetcher::new(oci_cache_dir()),
+        ))
+    }
+
+    /// A loader over `engine` and `fetcher`.
+    pub fn with(engine: Arc<ToolEngine>, fetcher: Fetcher) -> ToolLoader {
+        ToolLoader { engine, fetcher }
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Arc<ToolEngine> {
+        &self.engine
+    }
+
+    /// The fetcher.
+    pub fn fetcher(&self) -> &Fetcher {
+        &self.fetcher
+    }
+
+    /// Loads the configured tools (only the built-in `only`, when given and not renamed):
+    /// fetches and verifies every `oci://` component first (honouring and updating
+    /// `sluice.lock`), then compiles and checks every component, as at start. A component
+    /// that fails stops the load under `config.strict`; otherwise it is logged (warning),
+    /// listed in [`Toolbox::unavailable`], and the others load.
+    ///
+    /// # Errors
+    /// [`WiringError`] when `sluice.lock` cannot be read or written, two tools share a
+    /// name, or (under `strict`) a component cannot be fetched, fails verification
+    /// (nothing is compiled then), cannot be read, or cannot be loaded.
+    pub async fn load(&self, config: &Config, only: Option<&str>) -> Result<Toolbox, WiringError> {
+        Ok(self.load_checked(config, only).await?.toolbox)
+    }
+
+    /// [`ToolLoader::load`], with the fingerprint of what was loaded and which components
+    /// loaded.
+    ///
+    /// # Errors
+    /// As [`ToolLoader::load`].
+    pub async fn load_checked(
+        &self,
+        config: &Config,
+        only: Option<&str>,
+    ) -> Result<Loaded, WiringError> {
+        // Only a built-in that keeps its own name: a renamed one, or another component, may
+        // offer a tool of that name.
+        let single = only.and_then(|name| {
+            config.tools.iter().find(|t| {
+                matches!(&t.source, ToolSource::Builtin(b) if b == name)
+                    && t.prefix.is_none()
+                    && t.functions.values().all(|f| f.name.is_none())
+            })
+        });
+        let selected: Vec<&ToolConfig> = match single {
+            Some(t) => vec![t],
+            None => config.tools.iter().collect(),
+        };
+        let mut fetches = self
+            .fetch_each(config, &selected, Resolve::Locked)
+            .await?
+            .into_iter();
+        let mut specs = Vec::new();
+        let mut fetched = Vec::new();
+        let mut failed = Vec::new();
+        // The runtime names an unavailable component by its source; map that back to the
+        // configured component.
+        let mut configured: HashMap<String, String> = HashMap::new();
+        for t in &selected {
+            let spec = match &t.source {
+                ToolSource::Oci(_) => match fetches.next() {
+                    Some(Ok(f)) => {
+                        let spec = spec_with(t, oci_source(&f));
+                        fetched.push(f);
+                        Ok(spec)
+                    }
+                    Some(Err(e)) => Err(WiringError::Registry(e)),
+                    None => Err(WiringError::NotFetched(t.name.clone())),
+                },
+                _ => component_spec(t),
+            };
+            match spec {
+                Ok(spec) => {
+                    configured.insert(spec.source.describe(), source_of(t));
+                    specs.push(spec);
+                }
+                Err(e) if !config.strict => failed.push((source_of(t), e.to_string())),
+                Err(e) => return Err(e),
+            }
+        }
+        let fingerprint = specs
+            .iter()
+            .map(|s| {
+                let digest = s
+                    .source
+                    .bytes()
+                    .map(sluice_runtime::component::sha256_hex)
+                    .unwrap_or_default();
+                (s.source.describe(), digest, s.policy.clone())
+            })
+            .collect();
+        let engine = self.engine.clone();
+        let strict = config.strict;
+        let mut toolbox = tokio::task::spawn_blocking(move || load(engine, &specs, strict))
+            .await
+            .map_err(|e| RuntimeError::Engine(format!("loading the tools stopped: {e}")))??;
+        for (source, reason) in failed {
+            toolbox.mark_unavailable(source, reason);
+        }
+        for u in toolbox.unavailable() {
+            tracing::warn!("{u} (set strict = true or pass --strict to refuse to start instead)");
+        }
+        let unavailable: BTreeMap<String, String> = toolbox
+            .unavailable()
+            .iter()
+            .map(|u| {
+                let component = configured.get(&u.source).unwrap_or(&u.source).clone();
+                (component, u.to_string())
+            })
+            .collect();
+        let available = selected
+            .iter()
+            .map(|t| source_of(t))
+            .filter(|s| !unavailable.contains_key(s))
+            .collect();
+        Ok(Loaded {
+            toolbox,
+            fingerprint,
+            fetched,
+            available,
+            unavailable,
+        })
+    }
+
+    /// Fetches and verifies the `oci://` components among `tools` (in their order), with
+    /// `resolve` for tags, all or none: saves `sluice.lock` only when every one was fetched
+    /// and their digests changed it (`sluice tools update`).
+    ///
+    /// # Errors
+    /// [`WiringError::Registry`] naming the reference, the digest and what failed.
+    pub async fn fetch(
+        &self,
+        config: &Config,
+        tools: &[&ToolConfig],
+        resolve: Resolve,
+    ) -> Result<Vec<Fetched>, WiringError> {
+        let mut lock = Lock::load(&config.lock_file)?;
+        let before = lock.clone();
+        let mut fetched = Vec::new();
+        for source in oci_sources(tools) {
+            fetched.push(self.fetch_one(source, &mut lock, resolve).await?);
+        }
+        if lock != before {
+            lock.save()?;
+        }
+        Ok(fetched)
+    }
+
+    /// Fetches and verifies each `oci://` component among `tools` (in their order), with
+    /// `resolve` for tags: its component or why not. `sluice.lock` gets the digests of those
+    /// fetched (and is saved when that changed it).
+    async fn fetch_each(
+        &self,
+        config: &Config,
+        tools: &[&ToolConfig],
+        resolve: Resolve,
+    ) -> Result<Vec<Result<Fetched, RegistryError>>, WiringError> {
+        let sources = oci_sources(tools);
+        if sources.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut lock = Lock::load(&config.lock_file)?;
+        let before = lock.clone();
+        let mut results = Vec::new();
+        for source in sources {
+            results.push(self.fetch_one(source, &mut lock, resolve).await);
+        }
+        if lock != before {
+            lock.save()?;
+        }
+        Ok(results)
+    }
+
+    async fn fetch_one(
+        &self,
+        source: &OciSource,
+        lock: &mut Lock,
+        resolve: Resolve,
+    ) -> Result<Fetched, RegistryError> {
+        let keys = source
+            .keys
+            .iter()
+            .map(|p| PublicKey::load(p))
+            .collect::<Result<Vec<_>, _>>()?;
+        let request = Request {
+            reference: &source.reference,
+            keys: &keys,
+            insecure: source.insecure,
+        };
+        let f = self.fetcher.fetch(&request, lock, resolve).await?;
+        tracing::info!(
+            reference = %source.reference,
+            digest = %f.digest,
+            from_cache = f.from_cache,
+            pull_ms = f.pull_time.as_millis() as u64,
+            verify_ms = f.verify_time.as_millis() as u64,
+            "fetched a component"
+        );
+        Ok(f)
+    }
+}
+
+/// The `oci://` sources among `tools`, in order.
+fn oci_sources<'a>(tools: &[&'a ToolConfig]) -> Vec<&'a OciSource> {
+    tools
+        .iter()
+        .filter_map(|t| match &t.source {
+            ToolSource::Oci(o) => Some(o),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `specs` loaded: every one or an error under `strict`, else those that load.
+fn load(
+    engine: Arc<ToolEngine>,
+    specs: &[ComponentSpec],
+    strict: bool,
+) -> Result<Toolbox, RuntimeError> {
+    if strict {
+        Toolbox::load(engine, specs)
+    } else {
+        Toolbox::load_available(engine, specs)
+    }
+}
+
+/// How messages name the component of `t`: `built-in NAME`, its path, or its `oci://`
+/// reference as configured.
+pub(crate) fn source_of(t: &ToolConfig) -> String {
+    match &t.source {
+        ToolSource::Builtin(name) => format!("built-in {name}"),
+        ToolSource::Component(path) => path.display().to_string(),
+        ToolSource::Oci(o) => o.reference.to_string(),
+    }
+}
+
+/// The public keys at `paths` (`verify.key`).
+///
+/// # Errors
+/// [`WiringError::Registry`] naming the key file that cannot be used.
+pub fn public_keys(paths: &[PathBuf]) -> Result<Vec<PublicKey>, WiringError> {
+    paths
+        .iter()
+        .map(|p| PublicKey::load(p).map_err(|e| WiringError::Registry(e.into())))
+        .collect()
+}
+
+/// A fetched component as a source, named by its reference and digest
+/// (`oci://REGISTRY/REPOSITORY:TAG@sha256:…`).
+pub fn oci_source(fetched: &Fetched) -> Source {
+    let name = match fetched.reference.digest() {
+        Some(_) => fetched.reference.to_string(),
+        None => format!("{}@{}", fetched.reference, fetched.digest),
+    };
+    Source::Bytes {
+        name,
+        wasm: fetched.wasm.clone(),
+    }
+}
+
+/// Where components pulled from registries are cached: `oci/` in [`cache_dir`] (beside the
+/// compiled components), else `sluice-oci` in the temporary directory.
+pub fn oci_cache_dir() -> PathBuf {
+    cache_dir()
+        .map(|d| d.join("oci"))
+        .unwrap_or_else(|| std::env::temp_dir().join("sluice-oci"))
+}

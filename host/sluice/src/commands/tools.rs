@@ -1,0 +1,144 @@
+//! `sluice tools inspect|pull|update`: components from files and registries, before and
+//! after they are granted anything.
+
+use std::path::Path;
+
+use anyhow::Context as _;
+use serde_json::{Value, json};
+use sluice_config::{Config, ToolSource};
+use sluice_registry::{Fetched, Lock, OciReference, Request, Resolve, SignatureStatus};
+use sluice_runtime::ToolPolicy;
+use sluice_server::wiring::{self, ToolLoader};
+
+use crate::cli::{RegistryArgs, ToolsCommand};
+
+/// Runs one `sluice tools` subcommand and returns what it prints.
+pub(crate) async fn run(config: &Config, command: ToolsCommand) -> anyhow::Result<Value> {
+    match command {
+        ToolsCommand::Inspect { target, registry } => inspect(config, &target, &registry).await,
+        ToolsCommand::Pull {
+            reference,
+            registry,
+        } => pull(config, &reference, &registry).await,
+        ToolsCommand::Update => update(config).await,
+    }
+}
+
+/// A file: its tools and imports. A reference: fetched (and verified with --key) first,
+/// then the same, with its digest and signature status; nothing is pinned.
+async fn inspect(config: &Config, target: &str, registry: &RegistryArgs) -> anyhow::Result<Value> {
+    let loader = ToolLoader::new(config)?;
+    if !target.starts_with(sluice_registry::reference::SCHEME) {
+        let source = wiring::component_source(Path::new(target))?;
+        let inspection = sluice_runtime::inspect(loader.engine(), &source, &ToolPolicy::default())?;
+        return Ok(serde_json::to_value(inspection)?);
+    }
+    let reference = OciReference::parse(target)?;
+    let keys = wiring::public_keys(&registry.keys)?;
+    // A lock of its own: inspecting pins nothing.
+    let mut lock = Lock::empty(Path::new(sluice_registry::LOCK_FILE_NAME));
+    let request = Request {
+        reference: &reference,
+        keys: &keys,
+        insecure: registry.insecure,
+    };
+    let fetched = loader
+        .fetcher()
+        .fetch(&request, &mut lock, Resolve::Update)
+        .await?;
+    let signature = match &fetched.signature {
+        SignatureStatus::NotChecked => {
+            let found = loader
+                .fetcher()
+                .signatures(&reference, &fetched.digest, registry.insecure)
+                .await;
+            match found {
+                Ok(Some((digest, layers))) => {
+                    json!({"status": "notChecked", "signatures": layers.len(), "signature": digest, "note": "give --key FILE to verify them"})
+                }
+                Ok(None) => json!({"status": "notChecked", "signatures": 0}),
+                Err(e) => json!({"status": "notChecked", "error": e.to_string()}),
+            }
+        }
+        verified => serde_json::to_value(verified)?,
+    };
+    let inspection = sluice_runtime::inspect(
+        loader.engine(),
+        &wiring::oci_source(&fetched),
+        &ToolPolicy::default(),
+    )?;
+    let mut value = fetched_json(&fetched);
+    value["signature"] = signature;
+    value["tools"] = serde_json::to_value(&inspection.tools)?;
+    value["imports"] = serde_json::to_value(&inspection.imports)?;
+    Ok(value)
+}
+
+/// Fetches (and verifies) one reference, resolving its tag now, and pins it in the lock.
+async fn pull(config: &Config, reference: &str, registry: &RegistryArgs) -> anyhow::Result<Value> {
+    let reference = OciReference::parse(reference)?;
+    let keys = wiring::public_keys(&registry.keys)?;
+    let loader = ToolLoader::new(config)?;
+    let mut lock = Lock::load(&config.lock_file)?;
+    let request = Request {
+        reference: &reference,
+        keys: &keys,
+        insecure: registry.insecure,
+    };
+    let fetched = loader
+        .fetcher()
+        .fetch(&request, &mut lock, Resolve::Update)
+        .await?;
+    lock.save()?;
+    let mut value = fetched_json(&fetched);
+    value["lock"] = json!(config.lock_file.display().to_string());
+    Ok(value)
+}
+
+/// Resolves every `oci://` component of the configuration again and rewrites the lock
+/// with exactly those.
+async fn update(config: &Config) -> anyhow::Result<Value> {
+    let loader = ToolLoader::new(config)?;
+    let before = Lock::load(&config.lock_file)?;
+    let tools: Vec<&sluice_config::ToolConfig> = config
+        .tools
+        .iter()
+        .filter(|t| matches!(t.source, ToolSource::Oci(_)))
+        .collect();
+    let fetched = loader
+        .fetch(config, &tools, Resolve::Update)
+        .await
+        .context("sluice.lock is unchanged")?;
+    let mut lock = Lock::load(&config.lock_file)?;
+    let keep: Vec<String> = fetched.iter().map(|f| f.reference.to_string()).collect();
+    lock.retain(|r| keep.iter().any(|k| k == r));
+    lock.save()?;
+    let components: Vec<Value> = fetched
+        .iter()
+        .map(|f| {
+            let mut v = fetched_json(f);
+            let previous = before
+                .get(&f.reference.to_string())
+                .map(|e| e.digest.clone());
+            v["changed"] = json!(previous.as_deref() != Some(f.digest.as_str()));
+            v["previous"] = json!(previous);
+            v
+        })
+        .collect();
+    Ok(json!({"lock": config.lock_file.display().to_string(), "components": components}))
+}
+
+/// What the commands print about a fetched component.
+fn fetched_json(f: &Fetched) -> Value {
+    json!({
+        "reference": f.reference.to_string(),
+        "digest": f.digest,
+        "pinned": f.reference.pinned(&f.digest).to_string(),
+        "component": f.component_digest,
+        "bytes": f.wasm.len(),
+        "signature": f.signature,
+        "fromCache": f.from_cache,
+        "pullMs": f.pull_time.as_secs_f64() * 1000.0,
+        "verifyMs": f.verify_time.as_secs_f64() * 1000.0,
+    })
+}
