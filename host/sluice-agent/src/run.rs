@@ -35,12 +35,18 @@ enum Asked {
 #[must_use = "a claimed run holds its session until it is run"]
 pub struct Claim {
     session: String,
+    run: String,
 }
 
 impl Claim {
     /// The session claimed.
     pub fn session(&self) -> &str {
         &self.session
+    }
+
+    /// The run's id, as the store recorded it ([`sluice_store::Store::begin_run`]).
+    pub fn run_id(&self) -> &str {
+        &self.run
     }
 }
 
@@ -56,12 +62,16 @@ impl Agent {
     /// claimed or stored. [`AgentError::Store`] with [`sluice_store::StoreError::Busy`] when
     /// the session has a run in progress (the prompt is not stored), or another store
     /// error (no such session).
-    pub fn claim(&self, session_id: &str, prompt: Option<&str>) -> Result<Claim, AgentError> {
+    pub async fn claim(
+        &self,
+        session_id: &str,
+        prompt: Option<&str>,
+    ) -> Result<Claim, AgentError> {
         if prompt.is_some() && !self.settings.auto_approve {
-            let messages = self.store.messages(session_id)?;
+            let messages = self.store.messages(session_id).await?;
             for call in pending_calls(&messages) {
                 if self.tools.is_destructive(&call.name)
-                    && self.store.decision(session_id, &call.id)?.is_none()
+                    && self.store.decision(session_id, &call.id).await?.is_none()
                 {
                     return Err(AgentError::AwaitingApproval {
                         session: session_id.to_string(),
@@ -71,9 +81,10 @@ impl Agent {
                 }
             }
         }
-        self.store.begin_run(session_id, prompt)?;
+        let run = self.store.begin_run(session_id, prompt).await?;
         Ok(Claim {
             session: session_id.to_string(),
+            run,
         })
     }
 
@@ -89,7 +100,7 @@ impl Agent {
         cancel: &CancellationToken,
         events: &(dyn Fn(RunEvent) + Send + Sync),
     ) -> Result<Outcome, AgentError> {
-        let claim = self.claim(session_id, prompt)?;
+        let claim = self.claim(session_id, prompt).await?;
         self.run_claimed(claim, cancel, events).await
     }
 
@@ -141,8 +152,13 @@ impl Agent {
             )),
             (_, e) => e,
         };
-        self.store
-            .end_run(session_id, status, last_error.as_deref())?;
+        let end = sluice_store::RunEnd {
+            status,
+            last_error: last_error.clone(),
+            answer: answer.clone(),
+            requests: Some(requests),
+        };
+        self.store.end_run(session_id, &end).await?;
         result?;
         Ok(Outcome {
             session_id: session_id.to_string(),
@@ -166,7 +182,7 @@ impl Agent {
         if let Some(stop) = self.run_pending(id, cancel, events).await? {
             return Ok(stop);
         }
-        self.store.append_queued_prompts(id)?;
+        self.store.append_queued_prompts(id).await?;
         let tools = self.tools.specs();
         let mut turns = 0;
         loop {
@@ -177,7 +193,7 @@ impl Agent {
                 return Ok(Stop::Aborted);
             }
             turns += 1;
-            let messages = self.store.messages(id)?;
+            let messages = self.store.messages(id).await?;
             let reply = match self.ask(&messages, &tools, cancel, events, requests).await {
                 Asked::Reply(r) => r,
                 Asked::Cancelled => return Ok(Stop::Aborted),
@@ -196,10 +212,12 @@ impl Agent {
                 tool_calls: reply.tool_calls.len(),
             });
             let done = reply.tool_calls.is_empty();
-            self.store.append(
-                id,
-                &Message::assistant(reply.content.clone(), reply.tool_calls, now()),
-            )?;
+            self.store
+                .append(
+                    id,
+                    &Message::assistant(reply.content.clone(), reply.tool_calls, now()),
+                )
+                .await?;
             if done {
                 return Ok(Stop::Completed(Some(reply.content)));
             }
@@ -276,14 +294,16 @@ impl Agent {
             );
             from_bytes += m.message.content.len();
             to_bytes += shrunk.len();
-            self.store.replace_content(id, m.seq, &shrunk, &reason)?;
+            self.store
+                .replace_content(id, m.seq, &shrunk, &reason)
+                .await?;
         }
         events(RunEvent::Shrunk {
             seqs: targets,
             from_bytes,
             to_bytes,
         });
-        let messages = self.store.messages(id)?;
+        let messages = self.store.messages(id).await?;
         Ok(
             match self.ask(&messages, tools, cancel, events, requests).await {
                 Asked::Reply(r) => Ok(r),
@@ -305,14 +325,14 @@ impl Agent {
         cancel: &CancellationToken,
         events: &(dyn Fn(RunEvent) + Send + Sync),
     ) -> Result<Option<Stop>, AgentError> {
-        let messages = self.store.messages(id)?;
+        let messages = self.store.messages(id).await?;
         for call in pending_calls(&messages) {
             if cancel.is_cancelled() {
                 return Ok(Some(Stop::Aborted));
             }
             let observation =
                 if self.tools.is_destructive(&call.name) && !self.settings.auto_approve {
-                    match self.store.decision(id, &call.id)? {
+                    match self.store.decision(id, &call.id).await? {
                         None => {
                             events(RunEvent::AwaitingApproval {
                                 call_id: call.id,
@@ -326,10 +346,12 @@ impl Agent {
                 } else {
                     self.call(&call, events).await
                 };
-            self.store.append(
-                id,
-                &Message::tool(call.id.clone(), observation.text.clone(), now()),
-            )?;
+            self.store
+                .append(
+                    id,
+                    &Message::tool(call.id.clone(), observation.text.clone(), now()),
+                )
+                .await?;
             events(RunEvent::ToolFinished {
                 call_id: call.id,
                 name: call.name,

@@ -57,12 +57,19 @@ pub const ENV_AUTO_APPROVE: &str = "SLUICE_AGENT_AUTO_APPROVE";
 /// The environment variable that sets `store.path`.
 pub const ENV_STORE: &str = "SLUICE_STORE";
 
+/// The environment variable that sets `store.url`.
+pub const ENV_STORE_URL: &str = "SLUICE_STORE_URL";
+
+/// What `store.url` may be, as messages say it.
+pub const STORE_URL_RULE: &str = "a PostgreSQL URL, postgres://USER:PASSWORD@HOST:PORT/DATABASE (or postgresql://…)";
+
 /// Every environment variable that sets a configuration key, with that key.
 pub const ENV_KEYS: &[(&str, &str)] = &[
     (ENV_MAX_TOOL_RESULT_BYTES, "agent.max_tool_result_bytes"),
     (ENV_MAX_TURNS, "agent.max_turns"),
     (ENV_AUTO_APPROVE, "agent.auto_approve"),
     (ENV_STORE, "store.path"),
+    (ENV_STORE_URL, "store.url"),
     (ENV_ALLOWED_HOSTS, "server.allowed_hosts"),
 ];
 
@@ -179,6 +186,8 @@ pub struct Overrides {
     pub auto_approve: bool,
     /// `--store FILE`.
     pub store: Option<PathBuf>,
+    /// `--store-url URL`.
+    pub store_url: Option<String>,
     /// `--model PROVIDER:NAME`.
     pub model: Option<String>,
     /// `sluice serve --allowed-host NAME`, in order (replaces `server.allowed_hosts`).
@@ -197,6 +206,10 @@ pub struct Config {
     pub tools: Vec<ToolConfig>,
     /// The session database (`store.path`), if set; `None` means the default location.
     pub store: Option<PathBuf>,
+    /// The PostgreSQL session database (`store.url`, `SLUICE_STORE_URL`, `--store-url`),
+    /// if set: then `store` is `None` (setting both is an error). It may hold a password:
+    /// show it only through `sluice_store::redact_url`.
+    pub store_url: Option<String>,
     /// The model (`[model]`, `--model`).
     pub model: ModelConfig,
     /// The `[server]` table (`sluice serve`).
@@ -262,6 +275,7 @@ struct FileAgent {
 #[serde(deny_unknown_fields)]
 struct FileStore {
     path: Option<String>,
+    url: Option<String>,
 }
 
 /// One setting's value from the highest-precedence place that has it, as text, with where it
@@ -407,6 +421,36 @@ impl Config {
             (None, None, None) => None,
         };
 
+        let store_url = match (&overrides.store_url, env(ENV_STORE_URL), &parsed.store.url) {
+            (Some(u), _, _) => Some((u.clone(), "--store-url".to_string())),
+            (None, Some(u), _) if !u.is_empty() => Some((u, ENV_STORE_URL.to_string())),
+            (None, _, Some(u)) => Some((u.clone(), file_label.clone())),
+            _ => None,
+        };
+        if let Some((url, origin)) = &store_url {
+            if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+                return Err(ConfigError::Value {
+                    key: "store.url".into(),
+                    // The URL may hold a password: name its scheme only.
+                    value: format!(
+                        "a URL starting {:?} (not shown: it may hold a password)",
+                        url.split("://").next().unwrap_or("").chars().take(20).collect::<String>()
+                    ),
+                    allowed: STORE_URL_RULE.into(),
+                    origin: origin.clone(),
+                });
+            }
+            if store.is_some() {
+                return Err(ConfigError::Value {
+                    key: "store.url".into(),
+                    value: "a PostgreSQL URL, with store.path set too".into(),
+                    allowed: "either store.url (--store-url, SLUICE_STORE_URL) or store.path (--store, SLUICE_STORE), not both".into(),
+                    origin: origin.clone(),
+                });
+            }
+        }
+        let store_url = store_url.map(|(url, _)| url);
+
         let mut roots = Vec::new();
         if !overrides.roots.is_empty() {
             for r in &overrides.roots {
@@ -475,6 +519,7 @@ impl Config {
         Ok(Config {
             tools,
             store,
+            store_url,
             model,
             server,
             agent: AgentConfig {

@@ -47,6 +47,7 @@ mod openapi;
 mod request;
 mod runs;
 mod state;
+mod wait;
 pub mod wiring;
 
 use std::future::Future;

@@ -14,7 +14,7 @@ use sluice_config::{Config, ModelConfig, ToolConfig, ToolSource};
 use sluice_runtime::{
     ComponentSpec, EngineOptions, RootGrant, RuntimeError, Source, ToolEngine, ToolPolicy, Toolbox,
 };
-use sluice_store::{SqliteStore, StoreError};
+use sluice_store::{PgStore, SqliteStore, Store, StoreError};
 
 use crate::Services;
 
@@ -50,18 +50,22 @@ pub enum WiringError {
     Model(String),
 }
 
-/// The session store: `config.store` (`--store`, `SLUICE_STORE`, `store.path`), else
-/// [`SqliteStore::default_path`].
+/// The session store: PostgreSQL at `config.store_url` (`--store-url`, `SLUICE_STORE_URL`,
+/// `store.url`; its migrations are applied), else SQLite at `config.store` (`--store`,
+/// `SLUICE_STORE`, `store.path`), else at [`SqliteStore::default_path`].
 ///
 /// # Errors
-/// [`WiringError::NoStorePath`] when neither is available, [`WiringError::Store`] when the
-/// database cannot be opened.
-pub fn open_store(config: &Config) -> Result<SqliteStore, WiringError> {
+/// [`WiringError::NoStorePath`] when no place is available, [`WiringError::Store`] when the
+/// database cannot be opened or reached (naming the URL without its password).
+pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, WiringError> {
+    if let Some(url) = &config.store_url {
+        return Ok(Arc::new(PgStore::connect(url).await?));
+    }
     let path = match &config.store {
         Some(p) => p.clone(),
         None => SqliteStore::default_path().ok_or(WiringError::NoStorePath)?,
     };
-    Ok(SqliteStore::open(&path)?)
+    Ok(Arc::new(SqliteStore::open(&path)?))
 }
 
 /// Loads the configured tools. With `only` naming a built-in tool, only that one is loaded,
@@ -267,9 +271,9 @@ pub fn settings(config: &Config) -> Settings {
 ///
 /// # Errors
 /// [`WiringError`] from [`open_store`], [`load_tools`] or [`backend`].
-pub fn services(config: &Config) -> Result<Services, WiringError> {
+pub async fn services(config: &Config) -> Result<Services, WiringError> {
     Ok(Services {
-        store: Arc::new(open_store(config)?),
+        store: open_store(config).await?,
         backend: backend(config)?,
         tools: Arc::new(load_tools(config, None)?),
         settings: settings(config),

@@ -3,6 +3,7 @@
 mod run;
 mod serve;
 mod session;
+mod store;
 
 pub(crate) use run::RunEnded;
 
@@ -39,6 +40,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
         max_turns,
         auto_approve,
         store: cli.global.store.clone(),
+        store_url: cli.global.store_url.clone(),
         model,
         allowed_hosts,
     };
@@ -64,7 +66,11 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Session { command } => {
             drop(out);
-            return session::run(&config, command);
+            return runtime.block_on(session::run(&config, command));
+        }
+        Command::Store { command } => {
+            drop(out);
+            return runtime.block_on(store::run(&config, command));
         }
         Command::Call { tool, args } => {
             let toolbox = wiring::load_tools(&config, Some(&tool))?;

@@ -22,7 +22,9 @@ pub(crate) async fn run(config: &Config, args: ServeArgs) -> anyhow::Result<()> 
     };
     // Refuse a bad address/token pairing before loading anything.
     options.check()?;
-    let services = wiring::services(config).context("failed to set up the agent")?;
+    let services = wiring::services(config)
+        .await
+        .context("failed to set up the agent")?;
     let bound = Server::new(services, options)?.bind().await?;
     #[allow(clippy::print_stderr)]
     {

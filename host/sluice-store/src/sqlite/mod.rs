@@ -1,23 +1,35 @@
 //! [`SqliteStore`]: the embedded session store, one SQLite file in WAL mode.
+//!
+//! The operations themselves are synchronous (`sessions.rs`: transcripts, audit and
+//! decisions; `runs.rs`: runs, events, cancellation, configuration); the [`Store`] impl runs
+//! each on tokio's blocking pool.
+
+mod runs;
+mod sessions;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use rusqlite::{
     Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params,
 };
-use sluice_protocol::{Message, Role, SessionStatus, ToolCall};
+use sluice_protocol::{Message, SessionStatus};
 
-use crate::runner::{process_is_live, process_token};
+use crate::queue::{EventQueue, PendingEvent};
 use crate::schema::{
     MIGRATIONS, check_file, check_not_foreign, create_private_dir_all, create_whole, migrate,
 };
+use crate::signals::Signals;
 use crate::{
-    AuditEntry, Decision, SessionRecord, Store, StoreError, StoredMessage, now_rfc3339,
-    valid_session_name,
+    AuditEntry, Decision, RunEnd, RunRecord, SessionRecord, Store, StoreError, StoredEvent,
+    StoredMessage, Subscription, Topic,
 };
+
+/// How often a subscription looks for changes made by other processes, which cannot
+/// signal this one.
+const POLL: Duration = Duration::from_millis(100);
 
 /// How long an operation waits for another connection's write transaction (in this or
 /// another process) before it fails with "database is locked": 5 s.
@@ -55,16 +67,28 @@ FROM sessions s";
 /// token drawn once per process; [`Store::begin_run`] reads and writes them in one
 /// IMMEDIATE transaction, so two processes (or two handles in one process) cannot both
 /// claim a session, and a row left `running` by a process that has died is taken over.
+///
+/// Async: each call runs on tokio's blocking pool (an append takes tens of microseconds,
+/// but a write may wait up to 5 s for another process's write lock, which must not stall a
+/// runtime worker). Changes made through this store wake its subscriptions at once; those
+/// made by other processes are found within 100 ms by polling.
 pub struct SqliteStore {
+    inner: Arc<Inner>,
+    queue: EventQueue,
+}
+
+/// The connection and what the blocking calls share.
+pub(crate) struct Inner {
     /// The file as given to [`SqliteStore::open`], for messages.
     path: String,
     conn: Mutex<Connection>,
+    signals: Signals,
 }
 
 impl std::fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SqliteStore")
-            .field("path", &self.path)
+            .field("path", &self.inner.path)
             .finish_non_exhaustive()
     }
 }
@@ -123,10 +147,38 @@ impl SqliteStore {
         conn.pragma_update(None, "foreign_keys", true)
             .map_err(|e| fail("cannot enable foreign keys", &e))?;
         migrate(&mut conn, &shown)?;
-        Ok(SqliteStore {
+        let inner = Arc::new(Inner {
             path: shown,
             conn: Mutex::new(conn),
+            signals: Signals::default(),
+        });
+        Ok(SqliteStore {
+            queue: EventQueue::new(inner.clone()),
+            inner,
         })
+    }
+
+    /// Opens (creating or migrating) the store at `path` as [`SqliteStore::open`] does, for
+    /// `sluice store migrate`, and returns the schema version before and after.
+    ///
+    /// # Errors
+    /// As [`SqliteStore::open`].
+    pub fn migrate(path: &Path) -> Result<(i64, i64), StoreError> {
+        let shown = path.display().to_string();
+        check_file(path, &shown)?;
+        let before = if path.exists() {
+            let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .and_then(|c| c.pragma_query_value(None, "user_version", |row| row.get(0)))
+                .map_err(|e| StoreError::Database {
+                    path: shown.clone(),
+                    message: format!("cannot read the schema version: {e}"),
+                })?;
+            conn
+        } else {
+            0
+        };
+        Self::open(path)?;
+        Ok((before, Self::SCHEMA_VERSION))
     }
 
     /// Where the store lives by default: `$SLUICE_DATA_DIR/sessions.db`, else
@@ -152,9 +204,25 @@ impl SqliteStore {
 
     /// The database file, as given to [`SqliteStore::open`].
     pub fn path(&self) -> &str {
-        &self.path
+        &self.inner.path
     }
 
+    /// Runs `f` on the blocking pool.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Inner) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || f(&inner))
+            .await
+            .map_err(|e| StoreError::Database {
+                path: self.inner.path.clone(),
+                message: format!("a store call stopped: {e}"),
+            })?
+    }
+}
+
+impl Inner {
     fn conn(&self) -> MutexGuard<'_, Connection> {
         // A panic while the lock was held dropped its transaction, which rolled back: the
         // connection is usable.
@@ -240,21 +308,9 @@ impl From<StoreError> for Fail {
     }
 }
 
-/// A fresh session id: `s-` and 12 characters of lowercase Crockford base32 (digits and
-/// letters without i, l, o, u), 60 random bits from the OS.
-fn new_session_id() -> Result<String, Fail> {
-    const ALPHABET: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
-    let mut bytes = [0u8; 8];
-    getrandom::fill(&mut bytes)
-        .map_err(|e| Fail::Other(format!("cannot read random bytes for a session id: {e}")))?;
-    let mut bits = u64::from_le_bytes(bytes);
-    let mut id = String::with_capacity(14);
-    id.push_str("s-");
-    for _ in 0..12 {
-        id.push(char::from(ALPHABET[(bits & 31) as usize]));
-        bits >>= 5;
-    }
-    Ok(id)
+/// A fresh id with `prefix` (`s` for sessions, `r` for runs).
+fn new_id(prefix: char) -> Result<String, Fail> {
+    crate::ids::new_id(prefix).map_err(Fail::Other)
 }
 
 /// Fails with [`StoreError::NoSession`] unless session `id` exists.
@@ -307,335 +363,144 @@ fn session_record(
     })
 }
 
+/// Owned copies of the arguments, for the blocking pool.
+fn own(s: &str) -> String {
+    s.to_owned()
+}
+
+#[async_trait::async_trait]
 impl Store for SqliteStore {
-    fn create_session(&self) -> Result<SessionRecord, StoreError> {
-        self.write("create session", "", |tx| {
-            let now = now_rfc3339();
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO sessions (id, created_at, updated_at, status) VALUES (?1, ?2, ?2, ?3)
-                 ON CONFLICT (id) DO NOTHING",
-            )?;
-            // 60 random bits: a clash is all but impossible, but costs nothing to survive.
-            for _ in 0..8 {
-                let id = new_session_id()?;
-                if insert.execute(params![id, now, SessionStatus::Idle.as_str()])? == 1 {
-                    return Ok(SessionRecord {
-                        id,
-                        created_at: now.clone(),
-                        updated_at: now,
-                        status: SessionStatus::Idle,
-                        last_error: None,
-                        message_count: 0,
-                    });
-                }
-            }
-            Err(Fail::Other("eight fresh session ids were all taken".into()))
-        })
+    fn location(&self) -> String {
+        self.inner.path.clone()
     }
 
-    fn create_named_session(&self, name: &str) -> Result<SessionRecord, StoreError> {
-        if !valid_session_name(name) {
-            return Err(StoreError::BadSessionName {
-                name: name.to_owned(),
-            });
-        }
-        self.write("create session", name, |tx| {
-            let now = now_rfc3339();
-            let inserted = tx
-                .prepare_cached(
-                    "INSERT INTO sessions (id, created_at, updated_at, status) VALUES (?1, ?2, ?2, ?3)
-                     ON CONFLICT (id) DO NOTHING",
-                )?
-                .execute(params![name, now, SessionStatus::Idle.as_str()])?;
-            if inserted == 0 {
-                return Err(StoreError::SessionExists(name.to_owned()).into());
-            }
-            Ok(SessionRecord {
-                id: name.to_owned(),
-                created_at: now.clone(),
-                updated_at: now,
-                status: SessionStatus::Idle,
-                last_error: None,
-                message_count: 0,
-            })
-        })
+    async fn create_session(&self) -> Result<SessionRecord, StoreError> {
+        self.blocking(Inner::create_session).await
     }
 
-    fn session(&self, id: &str) -> Result<SessionRecord, StoreError> {
-        self.read("read session", id, |tx| {
-            let row = tx
-                .prepare_cached(&format!("{SESSION_SQL} WHERE s.id = ?1"))?
-                .query_row([id], session_row)
-                .optional()?
-                .ok_or_else(|| StoreError::NoSession(id.to_owned()))?;
-            session_record(row)
-        })
+    async fn create_named_session(&self, name: &str) -> Result<SessionRecord, StoreError> {
+        let name = own(name);
+        self.blocking(move |s| s.create_named_session(&name)).await
     }
 
-    fn list_sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
-        self.read("list sessions", "", |tx| {
-            // rowid breaks ties between sessions created in the same millisecond.
-            let mut stmt = tx.prepare_cached(&format!(
-                "{SESSION_SQL} ORDER BY s.created_at DESC, s.rowid DESC"
-            ))?;
-            let rows = stmt
-                .query_map([], session_row)?
-                .collect::<Result<Vec<_>, _>>()?;
-            rows.into_iter().map(session_record).collect()
-        })
+    async fn session(&self, id: &str) -> Result<SessionRecord, StoreError> {
+        let id = own(id);
+        self.blocking(move |s| s.session(&id)).await
     }
 
-    fn messages(&self, id: &str) -> Result<Vec<StoredMessage>, StoreError> {
-        self.read("read the transcript of session", id, |tx| {
-            require_session(tx, id)?;
-            let mut stmt = tx.prepare_cached(
-                "SELECT seq, role, content, tool_calls, tool_call_id, created_at
-                 FROM messages WHERE session_id = ?1 ORDER BY seq",
-            )?;
-            let rows = stmt.query_map([id], |row| {
-                Ok((
-                    row.get::<_, i64>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, String>(2)?,
-                    row.get::<_, Option<String>>(3)?,
-                    row.get::<_, Option<String>>(4)?,
-                    row.get::<_, String>(5)?,
-                ))
-            })?;
-            let mut messages = Vec::new();
-            for row in rows {
-                let (seq, role, content, tool_calls, tool_call_id, created_at) = row?;
-                let role = Role::parse(&role).ok_or_else(|| {
-                    Fail::Other(format!("message {seq} has unknown role {role:?}"))
-                })?;
-                let tool_calls: Vec<ToolCall> = match tool_calls {
-                    None => Vec::new(),
-                    Some(json) => serde_json::from_str(&json).map_err(|e| {
-                        Fail::Other(format!("message {seq} has unreadable tool calls: {e}"))
-                    })?,
-                };
-                messages.push(StoredMessage {
-                    seq: seq.max(0) as u64,
-                    message: Message {
-                        role,
-                        content,
-                        tool_calls,
-                        tool_call_id,
-                        created_at,
-                    },
-                });
-            }
-            Ok(messages)
-        })
+    async fn list_sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
+        self.blocking(Inner::list_sessions).await
     }
 
-    fn append(&self, id: &str, message: &Message) -> Result<u64, StoreError> {
-        let tool_calls = if message.tool_calls.is_empty() {
-            None
-        } else {
-            Some(
-                serde_json::to_string(&message.tool_calls).map_err(|e| StoreError::Database {
-                    path: self.path.clone(),
-                    message: format!("append to session {id:?}: cannot encode the tool calls: {e}"),
-                })?,
-            )
-        };
-        self.write("append to session", id, |tx| {
-            touch_session(tx, id, &now_rfc3339())?;
-            let seq: i64 = tx.prepare_cached(APPEND_SQL)?.query_row(
-                params![
-                    id,
-                    message.role.as_str(),
-                    message.content,
-                    tool_calls,
-                    message.tool_call_id,
-                    message.created_at,
-                ],
-                |row| row.get(0),
-            )?;
-            Ok(seq.max(0) as u64)
-        })
+    async fn messages(&self, id: &str) -> Result<Vec<StoredMessage>, StoreError> {
+        let id = own(id);
+        self.blocking(move |s| s.messages(&id)).await
     }
 
-    fn replace_content(
+    async fn append(&self, id: &str, message: &Message) -> Result<u64, StoreError> {
+        let (id, message) = (own(id), message.clone());
+        self.blocking(move |s| s.append(&id, &message)).await
+    }
+
+    async fn replace_content(
         &self,
         id: &str,
         seq: u64,
         content: &str,
         reason: &str,
     ) -> Result<(), StoreError> {
-        self.write("change a message of session", id, |tx| {
-            let now = now_rfc3339();
-            touch_session(tx, id, &now)?;
-            let no_message = || {
-                Fail::Store(StoreError::NoMessage {
-                    session: id.to_owned(),
-                    seq,
-                })
-            };
-            let seq = i64::try_from(seq).map_err(|_| no_message())?;
-            let original: String = tx
-                .prepare_cached("SELECT content FROM messages WHERE session_id = ?1 AND seq = ?2")?
-                .query_row(params![id, seq], |row| row.get(0))
-                .optional()?
-                .ok_or_else(no_message)?;
-            tx.prepare_cached(
-                "INSERT INTO audit (session_id, seq, changed_at, reason, original, replacement)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )?
-            .execute(params![id, seq, now, reason, original, content])?;
-            tx.prepare_cached(
-                "UPDATE messages SET content = ?3 WHERE session_id = ?1 AND seq = ?2",
-            )?
-            .execute(params![id, seq, content])?;
-            Ok(())
-        })
+        let (id, content, reason) = (own(id), own(content), own(reason));
+        self.blocking(move |s| s.replace_content(&id, seq, &content, &reason))
+            .await
     }
 
-    fn audit(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError> {
-        self.read("read the audit of session", id, |tx| {
-            require_session(tx, id)?;
-            let mut stmt = tx.prepare_cached(
-                "SELECT session_id, seq, changed_at, reason, original, replacement
-                 FROM audit WHERE session_id = ?1 ORDER BY id",
-            )?;
-            let entries = stmt
-                .query_map([id], |row| {
-                    Ok(AuditEntry {
-                        session_id: row.get(0)?,
-                        seq: row.get::<_, i64>(1)?.max(0) as u64,
-                        changed_at: row.get(2)?,
-                        reason: row.get(3)?,
-                        original: row.get(4)?,
-                        replacement: row.get(5)?,
-                    })
-                })?
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(entries)
-        })
+    async fn audit(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError> {
+        let id = own(id);
+        self.blocking(move |s| s.audit(&id)).await
     }
 
-    fn begin_run(&self, id: &str, prompt: Option<&str>) -> Result<(), StoreError> {
-        let ours = std::process::id();
-        let token = process_token();
-        self.write("begin a run of session", id, |tx| {
-            let (status, pid, runner): (String, Option<i64>, Option<String>) = tx
-                .prepare_cached(
-                    "SELECT status, runner_pid, runner_token FROM sessions WHERE id = ?1",
-                )?
-                .query_row([id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
-                .optional()?
-                .ok_or_else(|| StoreError::NoSession(id.to_owned()))?;
-            if status == SessionStatus::Running.as_str() {
-                let pid = pid.and_then(|p| u32::try_from(p).ok());
-                // Our pid with another token is a stale row of an earlier process.
-                let ours_now = pid == Some(ours) && runner.as_deref() == Some(token);
-                let other_live = pid.is_some_and(|p| p != ours && process_is_live(p));
-                if ours_now || other_live {
-                    return Err(StoreError::Busy(id.to_owned()).into());
-                }
-            }
-            let now = now_rfc3339();
-            tx.prepare_cached(
-                "UPDATE sessions SET status = ?2, runner_pid = ?3, runner_token = ?4, updated_at = ?5
-                 WHERE id = ?1",
-            )?
-            .execute(params![id, SessionStatus::Running.as_str(), ours, token, now])?;
-            if let Some(prompt) = prompt {
-                tx.prepare_cached(
-                    "INSERT INTO queued_prompts (session_id, content, created_at) VALUES (?1, ?2, ?3)",
-                )?
-                .execute(params![id, prompt, now])?;
-            }
-            Ok(())
-        })
+    async fn begin_run(&self, id: &str, prompt: Option<&str>) -> Result<String, StoreError> {
+        let (id, prompt) = (own(id), prompt.map(own));
+        self.blocking(move |s| s.begin_run(&id, prompt.as_deref()))
+            .await
     }
 
-    fn append_queued_prompts(&self, id: &str) -> Result<Vec<u64>, StoreError> {
-        self.write("append the queued prompts of session", id, |tx| {
-            require_session(tx, id)?;
-            let queued: Vec<(i64, String, String)> = tx
-                .prepare_cached(
-                    "SELECT id, content, created_at FROM queued_prompts WHERE session_id = ?1 ORDER BY id",
-                )?
-                .query_map([id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
-                .collect::<Result<_, _>>()?;
-            let Some((last, _, _)) = queued.last() else {
-                return Ok(Vec::new());
-            };
-            touch_session(tx, id, &now_rfc3339())?;
-            let mut seqs = Vec::with_capacity(queued.len());
-            let mut append = tx.prepare_cached(APPEND_SQL)?;
-            for (_, content, created_at) in &queued {
-                let seq: i64 = append.query_row(
-                    params![id, Role::User.as_str(), content, None::<String>, None::<String>, created_at],
-                    |row| row.get(0),
-                )?;
-                seqs.push(seq.max(0) as u64);
-            }
-            tx.prepare_cached("DELETE FROM queued_prompts WHERE session_id = ?1 AND id <= ?2")?
-                .execute(params![id, last])?;
-            Ok(seqs)
-        })
+    async fn append_queued_prompts(&self, id: &str) -> Result<Vec<u64>, StoreError> {
+        let id = own(id);
+        self.blocking(move |s| s.append_queued_prompts(&id)).await
     }
 
-    fn end_run(
+    async fn end_run(&self, id: &str, end: &RunEnd) -> Result<(), StoreError> {
+        self.queue.flush().await;
+        let (id, end) = (own(id), end.clone());
+        self.blocking(move |s| s.end_run(&id, &end)).await
+    }
+
+    fn push_event(&self, run_id: &str, kind: &str, data: serde_json::Map<String, serde_json::Value>) {
+        self.queue.push(PendingEvent {
+            run_id: own(run_id),
+            kind: own(kind),
+            data,
+        });
+    }
+
+    async fn flush_events(&self) {
+        self.queue.flush().await;
+    }
+
+    async fn run(&self, run_id: &str) -> Result<RunRecord, StoreError> {
+        let run_id = own(run_id);
+        self.blocking(move |s| s.run(&run_id)).await
+    }
+
+    async fn latest_run(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
+        let id = own(id);
+        self.blocking(move |s| s.latest_run(&id)).await
+    }
+
+    async fn events(&self, run_id: &str, after: u64) -> Result<Vec<StoredEvent>, StoreError> {
+        let run_id = own(run_id);
+        self.blocking(move |s| s.events(&run_id, after)).await
+    }
+
+    async fn request_cancel(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
+        let id = own(id);
+        self.blocking(move |s| s.request_cancel(&id)).await
+    }
+
+    fn subscribe(&self, topic: Topic) -> Subscription {
+        self.inner.signals.subscribe(topic, POLL)
+    }
+
+    async fn config(&self) -> Result<Vec<(String, serde_json::Value)>, StoreError> {
+        self.blocking(Inner::config).await
+    }
+
+    async fn set_config(&self, values: &[(String, serde_json::Value)]) -> Result<(), StoreError> {
+        let values = values.to_vec();
+        self.blocking(move |s| s.set_config(&values)).await
+    }
+
+    async fn decide(
         &self,
         id: &str,
-        status: SessionStatus,
-        last_error: Option<&str>,
+        call_id: &str,
+        decision: Decision,
     ) -> Result<(), StoreError> {
-        self.write("end the run of session", id, |tx| {
-            let changed = tx
-                .prepare_cached(
-                    "UPDATE sessions SET status = ?2, last_error = ?3, runner_pid = NULL, runner_token = NULL,
-                     updated_at = ?4 WHERE id = ?1",
-                )?
-                .execute(params![id, status.as_str(), last_error, now_rfc3339()])?;
-            if changed == 0 {
-                return Err(StoreError::NoSession(id.to_owned()).into());
-            }
-            Ok(())
-        })
+        let (id, call_id) = (own(id), own(call_id));
+        self.blocking(move |s| s.decide(&id, &call_id, decision)).await
     }
 
-    fn decide(&self, id: &str, call_id: &str, decision: Decision) -> Result<(), StoreError> {
-        self.write("record a decision in session", id, |tx| {
-            let now = now_rfc3339();
-            touch_session(tx, id, &now)?;
-            tx.prepare_cached(
-                "INSERT INTO approvals (session_id, call_id, decision, decided_at) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (session_id, call_id) DO UPDATE
-                 SET decision = excluded.decision, decided_at = excluded.decided_at",
-            )?
-            .execute(params![id, call_id, decision.as_str(), now])?;
-            Ok(())
-        })
-    }
-
-    fn decision(&self, id: &str, call_id: &str) -> Result<Option<Decision>, StoreError> {
-        self.read("read a decision in session", id, |tx| {
-            require_session(tx, id)?;
-            let stored: Option<String> = tx
-                .prepare_cached(
-                    "SELECT decision FROM approvals WHERE session_id = ?1 AND call_id = ?2",
-                )?
-                .query_row([id, call_id], |row| row.get(0))
-                .optional()?;
-            stored
-                .map(|s| {
-                    Decision::parse(&s).ok_or_else(|| {
-                        Fail::Other(format!("call {call_id:?} has unknown decision {s:?}"))
-                    })
-                })
-                .transpose()
-        })
+    async fn decision(&self, id: &str, call_id: &str) -> Result<Option<Decision>, StoreError> {
+        let (id, call_id) = (own(id), own(call_id));
+        self.blocking(move |s| s.decision(&id, &call_id)).await
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rusqlite::params;
 
     fn open() -> (tempfile::TempDir, SqliteStore) {
         let dir = tempfile::tempdir().unwrap();
@@ -644,7 +509,7 @@ mod tests {
     }
 
     fn plan(store: &SqliteStore, sql: &str) -> String {
-        let conn = store.conn();
+        let conn = store.inner.conn();
         let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
         let details = stmt
             .query_map(
@@ -669,26 +534,6 @@ mod tests {
             "{plan}"
         );
         assert!(!plan.contains("SCAN"), "{plan}");
-    }
-
-    #[test]
-    fn session_ids_are_short_url_safe_and_distinct() {
-        let mut seen = std::collections::BTreeSet::new();
-        for _ in 0..10_000 {
-            let id = match new_session_id() {
-                Ok(id) => id,
-                Err(_) => panic!("no randomness"),
-            };
-            assert_eq!(id.len(), 14);
-            assert!(id.starts_with("s-"));
-            assert!(
-                id[2..]
-                    .bytes()
-                    .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase()),
-                "{id}"
-            );
-            assert!(seen.insert(id));
-        }
     }
 
     #[test]
@@ -729,7 +574,7 @@ mod tests {
     #[test]
     fn pragmas_are_set() {
         let (_dir, store) = open();
-        let conn = store.conn();
+        let conn = store.inner.conn();
         let get = |name: &str| -> String {
             conn.pragma_query_value(None, name, |row| row.get::<_, rusqlite::types::Value>(0))
                 .map(|v| format!("{v:?}"))
