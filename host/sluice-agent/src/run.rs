@@ -62,11 +62,7 @@ impl Agent {
     /// claimed or stored. [`AgentError::Store`] with [`sluice_store::StoreError::Busy`] when
     /// the session has a run in progress (the prompt is not stored), or another store
     /// error (no such session).
-    pub async fn claim(
-        &self,
-        session_id: &str,
-        prompt: Option<&str>,
-    ) -> Result<Claim, AgentError> {
+    pub async fn claim(&self, session_id: &str, prompt: Option<&str>) -> Result<Claim, AgentError> {
         if prompt.is_some() && !self.settings.auto_approve {
             let messages = self.store.messages(session_id).await?;
             for call in pending_calls(&messages) {

@@ -61,7 +61,8 @@ pub const ENV_STORE: &str = "SLUICE_STORE";
 pub const ENV_STORE_URL: &str = "SLUICE_STORE_URL";
 
 /// What `store.url` may be, as messages say it.
-pub const STORE_URL_RULE: &str = "a PostgreSQL URL, postgres://USER:PASSWORD@HOST:PORT/DATABASE (or postgresql://…)";
+pub const STORE_URL_RULE: &str =
+    "a PostgreSQL URL, postgres://USER:PASSWORD@HOST:PORT/DATABASE (or postgresql://…)";
 
 /// Every environment variable that sets a configuration key, with that key.
 pub const ENV_KEYS: &[(&str, &str)] = &[
@@ -434,7 +435,12 @@ impl Config {
                     // The URL may hold a password: name its scheme only.
                     value: format!(
                         "a URL starting {:?} (not shown: it may hold a password)",
-                        url.split("://").next().unwrap_or("").chars().take(20).collect::<String>()
+                        url.split("://")
+                            .next()
+                            .unwrap_or("")
+                            .chars()
+                            .take(20)
+                            .collect::<String>()
                     ),
                     allowed: STORE_URL_RULE.into(),
                     origin: origin.clone(),

@@ -216,7 +216,10 @@ mod tests {
         runs.begin("s-2", "r-2");
         assert_eq!(runs.current("s-1").unwrap().id, "r-1");
         a.finish(RunEnd::failed("x".into()));
-        assert_eq!(a.end.borrow().as_ref().unwrap().status, SessionStatus::Error);
+        assert_eq!(
+            a.end.borrow().as_ref().unwrap().status,
+            SessionStatus::Error
+        );
         runs.ended(&a);
         assert!(runs.current("s-1").is_none());
         assert_eq!(runs.all().len(), 1);

@@ -209,7 +209,8 @@ impl AppState {
             Err(e) => {
                 let message = format!("the run stopped unexpectedly: {e}");
                 tracing::error!(session = %run.session, run = %run.id, "{message}");
-                let end = StoreRunEnd::status(sluice_protocol::SessionStatus::Error, Some(&message));
+                let end =
+                    StoreRunEnd::status(sluice_protocol::SessionStatus::Error, Some(&message));
                 if let Err(e) = self.store().end_run(&run.session, &end).await {
                     tracing::error!(session = %run.session, "cannot record the run's end: {e}");
                 }

@@ -189,7 +189,6 @@ pub enum StoreError {
     },
 }
 
-
 /// A run of a session, as the store keeps it: its frame (`started` … `finished` events) and
 /// whether it is still going on.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -417,8 +416,7 @@ pub trait Store: Send + Sync {
 
     /// Records the operator's decision on call `call_id` of session `id`, replacing an
     /// earlier decision on the same call.
-    async fn decide(&self, id: &str, call_id: &str, decision: Decision)
-    -> Result<(), StoreError>;
+    async fn decide(&self, id: &str, call_id: &str, decision: Decision) -> Result<(), StoreError>;
 
     /// The decision on call `call_id` of session `id`, if one was made.
     async fn decision(&self, id: &str, call_id: &str) -> Result<Option<Decision>, StoreError>;

@@ -60,7 +60,10 @@ mod tests {
             ),
             ("postgresql://u@h/db", "postgresql://u@h/db"),
             ("postgres://h/db?password=x", "postgres://h/db?password=***"),
-            ("postgres://h/db?PASSWORD=x&a=b", "postgres://h/db?PASSWORD=***&a=b"),
+            (
+                "postgres://h/db?PASSWORD=x&a=b",
+                "postgres://h/db?PASSWORD=***&a=b",
+            ),
         ] {
             assert_eq!(redact_url(url), shown);
         }

@@ -168,7 +168,7 @@ impl PgStore {
         drop(pool.get().await.map_err(|e| {
             fail(format!(
                 "cannot connect to the database: {}",
-                without(&e, url)
+                without(&pool_message(&e), url)
             ))
         })?);
         let signals = Arc::new(Signals::default());
@@ -220,12 +220,18 @@ impl PgStore {
     pub async fn drop_scratch_database(url: &str) -> Result<(), StoreError> {
         let parsed = ::url::Url::parse(url).map_err(|e| scratch_error(url, &e))?;
         let name = parsed.path().trim_start_matches('/').to_owned();
-        if !name.starts_with("sluice_scratch_") || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        if !name.starts_with("sluice_scratch_")
+            || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        {
             return Err(scratch_error(url, &"not a scratch database"));
         }
         let mut other = parsed.clone();
         other.set_path("/postgres");
-        admin(other.as_str(), &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await
+        admin(
+            other.as_str(),
+            &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+        )
+        .await
     }
 }
 
@@ -274,7 +280,10 @@ fn make_pool(config: tokio_postgres::Config, size: usize, shown: &str) -> Result
 /// The text of `e` with `url`'s password removed, in case a message ever quotes it.
 fn without(e: &dyn std::fmt::Display, url: &str) -> String {
     let text = e.to_string();
-    match ::url::Url::parse(url).ok().and_then(|u| u.password().map(str::to_owned)) {
+    match ::url::Url::parse(url)
+        .ok()
+        .and_then(|u| u.password().map(str::to_owned))
+    {
         Some(p) if !p.is_empty() => text.replace(&p, "***"),
         _ => text,
     }
@@ -371,7 +380,7 @@ impl PgInner {
         let message = match fail {
             Fail::Store(e) => return e,
             Fail::Pg(e) => pg_message(&e),
-            Fail::Pool(e) => format!("no database connection: {e}"),
+            Fail::Pool(e) => format!("no database connection: {}", pool_message(&e)),
             Fail::Other(m) => m,
         };
         let message = if id.is_empty() {
@@ -404,6 +413,14 @@ impl PgInner {
     /// from the NOTIFY sent with the change).
     fn notify(&self, topic: &Topic) {
         self.signals.notify(topic);
+    }
+}
+
+/// What went wrong getting a pooled connection: the database's or the network's words.
+fn pool_message(e: &deadpool_postgres::PoolError) -> String {
+    match e {
+        deadpool_postgres::PoolError::Backend(pg) => pg_message(pg),
+        other => other.to_string(),
     }
 }
 
@@ -548,12 +565,7 @@ impl Store for PgStore {
         self.inner.set_config(values).await
     }
 
-    async fn decide(
-        &self,
-        id: &str,
-        call_id: &str,
-        decision: Decision,
-    ) -> Result<(), StoreError> {
+    async fn decide(&self, id: &str, call_id: &str, decision: Decision) -> Result<(), StoreError> {
         self.inner.decide(id, call_id, decision).await
     }
 

@@ -136,11 +136,16 @@ impl PgInner {
             self.held().remove(id);
         }
         let key = lock_key(id);
-        let mut conn = self
-            .runs
-            .get()
-            .await
-            .map_err(|e| self.error(what, id, Fail::Other(format!("no connection for a run (at most {} runs at once per process): {e}", super::MAX_RUNS))))?;
+        let mut conn = self.runs.get().await.map_err(|e| {
+            self.error(
+                what,
+                id,
+                Fail::Other(format!(
+                    "no connection for a run (at most {} runs at once per process): {e}",
+                    super::MAX_RUNS
+                )),
+            )
+        })?;
         let locked: bool = conn
             .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
             .await
@@ -169,10 +174,18 @@ impl PgInner {
     }
 
     /// The rows of a claim, on the connection holding the session's lock.
-    async fn claim(&self, conn: &mut Object, id: &str, prompt: Option<&str>) -> Result<String, Fail> {
+    async fn claim(
+        &self,
+        conn: &mut Object,
+        id: &str,
+        prompt: Option<&str>,
+    ) -> Result<String, Fail> {
         let tx = conn.transaction().await?;
         let previous: Option<String> = tx
-            .query_opt("SELECT run_id FROM sessions WHERE id = $1 FOR UPDATE", &[&id])
+            .query_opt(
+                "SELECT run_id FROM sessions WHERE id = $1 FOR UPDATE",
+                &[&id],
+            )
             .await?
             .ok_or_else(|| Fail::Store(StoreError::NoSession(id.to_owned())))?
             .get(0);
@@ -278,7 +291,9 @@ impl PgInner {
                 // there; it returns to the pool when they are done.
                 Err(conn) => {
                     let conn = conn.lock_owned().await;
-                    let _ = conn.execute("SELECT pg_advisory_unlock($1)", &[&h.key]).await;
+                    let _ = conn
+                        .execute("SELECT pg_advisory_unlock($1)", &[&h.key])
+                        .await;
                 }
             }
         }
@@ -300,7 +315,13 @@ impl PgInner {
             .query_opt(
                 "UPDATE sessions SET status = $2, last_error = $3, runner = NULL, updated_at = $4
                  WHERE id = $1 AND ($5::TEXT IS NULL OR runner = $5) RETURNING run_id",
-                &[&id, &end.status.as_str(), &end.last_error.as_ref().map(|e| e.as_bytes()), &now, &fence],
+                &[
+                    &id,
+                    &end.status.as_str(),
+                    &end.last_error.as_ref().map(|e| e.as_bytes()),
+                    &now,
+                    &fence,
+                ],
             )
             .await?;
         let Some(row) = row else {
@@ -320,7 +341,9 @@ impl PgInner {
         let result: Result<RunRecord, Fail> = async {
             let row = {
                 let conn = self.conn().await?;
-                let stmt = conn.prepare_cached(&format!("{RUN_SQL} WHERE r.id = $1")).await?;
+                let stmt = conn
+                    .prepare_cached(&format!("{RUN_SQL} WHERE r.id = $1"))
+                    .await?;
                 conn.query_opt(&stmt, &[&run_id])
                     .await?
                     .ok_or_else(|| Fail::Store(StoreError::NoRun(run_id.to_owned())))?
@@ -405,7 +428,9 @@ impl PgInner {
                     .map(|row| row.get(0));
                 let Some(open) = open else { return Ok(None) };
                 notify(&tx, &Topic::Cancel(open.clone())).await?;
-                let row = tx.query_one(&format!("{RUN_SQL} WHERE r.id = $1"), &[&open]).await?;
+                let row = tx
+                    .query_one(&format!("{RUN_SQL} WHERE r.id = $1"), &[&open])
+                    .await?;
                 tx.commit().await?;
                 self.notify(&Topic::Cancel(open));
                 row

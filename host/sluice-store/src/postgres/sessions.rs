@@ -5,8 +5,7 @@ use tokio_postgres::Row;
 
 use super::{Fail, PgInner};
 use crate::{
-    AuditEntry, Decision, SessionRecord, StoreError, StoredMessage, now_rfc3339,
-    valid_session_name,
+    AuditEntry, Decision, SessionRecord, StoreError, StoredMessage, now_rfc3339, valid_session_name,
 };
 
 /// The one statement that appends a message: it counts the message on the session row
@@ -146,7 +145,11 @@ impl PgInner {
             let stmt = conn
                 .prepare_cached(&format!("{SESSION_SQL} ORDER BY created_at DESC, ord DESC"))
                 .await?;
-            conn.query(&stmt, &[]).await?.iter().map(session_record).collect()
+            conn.query(&stmt, &[])
+                .await?
+                .iter()
+                .map(session_record)
+                .collect()
         }
         .await;
         result.map_err(|e| self.error("list sessions", "", e))
@@ -156,7 +159,12 @@ impl PgInner {
         let result: Result<Vec<StoredMessage>, Fail> = async {
             let mut conn = self.conn().await?;
             // One snapshot: the session's existence and its messages.
-            let tx = conn.build_transaction().read_only(true).isolation_level(tokio_postgres::IsolationLevel::RepeatableRead).start().await?;
+            let tx = conn
+                .build_transaction()
+                .read_only(true)
+                .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+                .start()
+                .await?;
             require_session(&tx, id).await?;
             let stmt = tx
                 .prepare_cached(
@@ -204,9 +212,10 @@ impl PgInner {
             let tool_calls = if message.tool_calls.is_empty() {
                 None
             } else {
-                Some(serde_json::to_string(&message.tool_calls).map_err(|e| {
-                    Fail::Other(format!("cannot encode the tool calls: {e}"))
-                })?)
+                Some(
+                    serde_json::to_string(&message.tool_calls)
+                        .map_err(|e| Fail::Other(format!("cannot encode the tool calls: {e}")))?,
+                )
             };
             let conn = self.writer(id).await?;
             let stmt = conn.prepare_cached(APPEND_SQL).await?;
@@ -261,7 +270,14 @@ impl PgInner {
             tx.execute(
                 "INSERT INTO audit (session_id, seq, changed_at, reason, original, replacement)
                  VALUES ($1, $2, $3, $4, $5, $6)",
-                &[&id, &seq, &now, &reason.as_bytes(), &original, &content.as_bytes()],
+                &[
+                    &id,
+                    &seq,
+                    &now,
+                    &reason.as_bytes(),
+                    &original,
+                    &content.as_bytes(),
+                ],
             )
             .await?;
             tx.execute(

@@ -436,7 +436,12 @@ impl Store for SqliteStore {
         self.blocking(move |s| s.end_run(&id, &end)).await
     }
 
-    fn push_event(&self, run_id: &str, kind: &str, data: serde_json::Map<String, serde_json::Value>) {
+    fn push_event(
+        &self,
+        run_id: &str,
+        kind: &str,
+        data: serde_json::Map<String, serde_json::Value>,
+    ) {
         self.queue.push(PendingEvent {
             run_id: own(run_id),
             kind: own(kind),
@@ -481,14 +486,10 @@ impl Store for SqliteStore {
         self.blocking(move |s| s.set_config(&values)).await
     }
 
-    async fn decide(
-        &self,
-        id: &str,
-        call_id: &str,
-        decision: Decision,
-    ) -> Result<(), StoreError> {
+    async fn decide(&self, id: &str, call_id: &str, decision: Decision) -> Result<(), StoreError> {
         let (id, call_id) = (own(id), own(call_id));
-        self.blocking(move |s| s.decide(&id, &call_id, decision)).await
+        self.blocking(move |s| s.decide(&id, &call_id, decision))
+            .await
     }
 
     async fn decision(&self, id: &str, call_id: &str) -> Result<Option<Decision>, StoreError> {

@@ -7,7 +7,9 @@ use super::{
     APPEND_SQL, Fail, Inner, SESSION_SQL, new_id, require_session, session_record, session_row,
     touch_session,
 };
-use crate::{AuditEntry, Decision, SessionRecord, StoreError, StoredMessage, now_rfc3339, valid_session_name};
+use crate::{
+    AuditEntry, Decision, SessionRecord, StoreError, StoredMessage, now_rfc3339, valid_session_name,
+};
 
 impl Inner {
     pub(super) fn create_session(&self) -> Result<SessionRecord, StoreError> {
@@ -217,7 +219,12 @@ impl Inner {
         })
     }
 
-    pub(super) fn decide(&self, id: &str, call_id: &str, decision: Decision) -> Result<(), StoreError> {
+    pub(super) fn decide(
+        &self,
+        id: &str,
+        call_id: &str,
+        decision: Decision,
+    ) -> Result<(), StoreError> {
         self.write("record a decision in session", id, |tx| {
             let now = now_rfc3339();
             touch_session(tx, id, &now)?;
@@ -250,4 +257,3 @@ impl Inner {
         })
     }
 }
-

@@ -38,7 +38,12 @@ async fn append_at_once(stores: Vec<Arc<dyn Store>>, id: &str, per_writer: usize
             tokio::spawn(async move {
                 let mut seqs = Vec::new();
                 for i in 0..per_writer {
-                    seqs.push(store.append(&id, &user(&format!("w{writer}-{i}"))).await.unwrap());
+                    seqs.push(
+                        store
+                            .append(&id, &user(&format!("w{writer}-{i}")))
+                            .await
+                            .unwrap(),
+                    );
                 }
                 seqs
             })

@@ -32,14 +32,23 @@ async fn a_run_is_framed_by_started_and_finished(kind: Kind) {
     let other = t.reopen().await;
     let record = other.run(&run).await.unwrap();
     assert_eq!(
-        (record.session_id.as_str(), record.live, record.ended_at.as_deref(), record.status, record.cancel_requested),
+        (
+            record.session_id.as_str(),
+            record.live,
+            record.ended_at.as_deref(),
+            record.status,
+            record.cancel_requested
+        ),
         (id.as_str(), true, None, None, false)
     );
     assert_eq!(other.latest_run(&id).await.unwrap(), Some(record));
 
     for i in 0..300 {
-        t.store
-            .push_event(&run, "tool_finished", fields(json!({"callId": format!("c{i}"), "bytes": i})));
+        t.store.push_event(
+            &run,
+            "tool_finished",
+            fields(json!({"callId": format!("c{i}"), "bytes": i})),
+        );
     }
     t.store
         .end_run(
@@ -59,36 +68,74 @@ async fn a_run_is_framed_by_started_and_finished(kind: Kind) {
         assert_eq!(e.seq, i as u64 + 1, "gapless, from 1");
     }
     assert_eq!(
-        (events[0].kind.as_str(), Value::Object(events[0].data.clone())),
+        (
+            events[0].kind.as_str(),
+            Value::Object(events[0].data.clone())
+        ),
         ("started", json!({"session": id, "prompt": "hello"}))
     );
     for (i, e) in events[1..301].iter().enumerate() {
         assert_eq!(e.kind, "tool_finished");
-        assert_eq!(Value::Object(e.data.clone()), json!({"callId": format!("c{i}"), "bytes": i}), "in the order pushed");
+        assert_eq!(
+            Value::Object(e.data.clone()),
+            json!({"callId": format!("c{i}"), "bytes": i}),
+            "in the order pushed"
+        );
     }
     assert_eq!(
-        (events[301].kind.as_str(), Value::Object(events[301].data.clone())),
-        ("finished", json!({"session": id, "status": "completed", "lastError": null, "answer": "42 ✓", "requests": 3}))
+        (
+            events[301].kind.as_str(),
+            Value::Object(events[301].data.clone())
+        ),
+        (
+            "finished",
+            json!({"session": id, "status": "completed", "lastError": null, "answer": "42 ✓", "requests": 3})
+        )
     );
-    assert_eq!(kinds(&other.events(&run, 300).await.unwrap()), ["tool_finished", "finished"]);
+    assert_eq!(
+        kinds(&other.events(&run, 300).await.unwrap()),
+        ["tool_finished", "finished"]
+    );
     assert!(other.events(&run, 302).await.unwrap().is_empty());
     let ended = other.run(&run).await.unwrap();
-    assert_eq!((ended.live, ended.status), (false, Some(SessionStatus::Completed)));
+    assert_eq!(
+        (ended.live, ended.status),
+        (false, Some(SessionStatus::Completed))
+    );
     assert!(ended.ended_at.is_some());
-    assert!(matches!(other.events("r-nosuchrun000", 0).await, Err(StoreError::NoRun(r)) if r == "r-nosuchrun000"));
-    assert!(matches!(other.run("r-nosuchrun000").await, Err(StoreError::NoRun(_))));
+    assert!(
+        matches!(other.events("r-nosuchrun000", 0).await, Err(StoreError::NoRun(r)) if r == "r-nosuchrun000")
+    );
+    assert!(matches!(
+        other.run("r-nosuchrun000").await,
+        Err(StoreError::NoRun(_))
+    ));
 
     // A second run of the session is a new run, with its own events.
     let second = t.store.begin_run(&id, None).await.unwrap();
     assert_ne!(second, run);
     assert_eq!(other.latest_run(&id).await.unwrap().unwrap().id, second);
-    assert_eq!(Value::Object(other.events(&second, 0).await.unwrap()[0].data.clone()), json!({"session": id, "prompt": null}));
-    t.store.end_run(&id, &RunEnd::status(SessionStatus::Aborted, Some("the run was cancelled"))).await.unwrap();
-    assert_eq!(other.events(&run, 0).await.unwrap().len(), 302, "the first run's events are kept");
+    assert_eq!(
+        Value::Object(other.events(&second, 0).await.unwrap()[0].data.clone()),
+        json!({"session": id, "prompt": null})
+    );
+    t.store
+        .end_run(
+            &id,
+            &RunEnd::status(SessionStatus::Aborted, Some("the run was cancelled")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        other.events(&run, 0).await.unwrap().len(),
+        302,
+        "the first run's events are kept"
+    );
 }
 
 async fn another_handle_is_woken_by_events_and_cancellation(kind: Kind) {
-    let Some(t) = Harness::new(kind, "another_handle_is_woken_by_events_and_cancellation").await else {
+    let Some(t) = Harness::new(kind, "another_handle_is_woken_by_events_and_cancellation").await
+    else {
         return;
     };
     let id = t.store.create_session().await.unwrap().id;
@@ -100,7 +147,8 @@ async fn another_handle_is_woken_by_events_and_cancellation(kind: Kind) {
     assert_eq!(other.latest_run(&id).await.unwrap().unwrap().id, run);
 
     let mut events = other.subscribe(Topic::Events(run.clone()));
-    t.store.push_event(&run, "model_request", fields(json!({"bytes": 10})));
+    t.store
+        .push_event(&run, "model_request", fields(json!({"bytes": 10})));
     t.store.flush_events().await;
     loop {
         if other.events(&run, 1).await.unwrap().len() == 1 {
@@ -112,14 +160,24 @@ async fn another_handle_is_woken_by_events_and_cancellation(kind: Kind) {
     // A cancellation requested on the other handle reaches this one's subscription.
     let mut cancel = t.store.subscribe(Topic::Cancel(run.clone()));
     let requested = other.request_cancel(&id).await.unwrap().unwrap();
-    assert_eq!((requested.id.as_str(), requested.cancel_requested, requested.live), (run.as_str(), true, true));
+    assert_eq!(
+        (
+            requested.id.as_str(),
+            requested.cancel_requested,
+            requested.live
+        ),
+        (run.as_str(), true, true)
+    );
     loop {
         if t.store.run(&run).await.unwrap().cancel_requested {
             break;
         }
         cancel.changed().await;
     }
-    t.store.end_run(&id, &RunEnd::status(SessionStatus::Aborted, None)).await.unwrap();
+    t.store
+        .end_run(&id, &RunEnd::status(SessionStatus::Aborted, None))
+        .await
+        .unwrap();
     // Nothing left to cancel.
     assert_eq!(other.request_cancel(&id).await.unwrap(), None);
     // With nothing signalled, a subscription returns at its poll interval.
@@ -133,13 +191,21 @@ async fn a_dead_runners_run_is_closed_by_the_next(kind: Kind) {
     };
     let id = t.store.create_session().await.unwrap().id;
     let run = t.store.begin_run(&id, Some("first")).await.unwrap();
-    t.store.push_event(&run, "model_request", fields(json!({"bytes": 1})));
+    t.store
+        .push_event(&run, "model_request", fields(json!({"bytes": 1})));
     t.store.flush_events().await;
     let other = t.reopen().await;
-    assert!(matches!(other.begin_run(&id, None).await, Err(StoreError::Busy(_))));
+    assert!(matches!(
+        other.begin_run(&id, None).await,
+        Err(StoreError::Busy(_))
+    ));
     t.kill_runners().await;
     let dead = other.run(&run).await.unwrap();
-    assert_eq!((dead.live, dead.ended_at), (false, None), "not live, not ended");
+    assert_eq!(
+        (dead.live, dead.ended_at),
+        (false, None),
+        "not live, not ended"
+    );
 
     let next = other.begin_run(&id, Some("second")).await.unwrap();
     let events = other.events(&run, 0).await.unwrap();
@@ -148,11 +214,17 @@ async fn a_dead_runners_run_is_closed_by_the_next(kind: Kind) {
         Value::Object(events[2].data.clone()),
         json!({"session": id, "status": "error", "lastError": ORPHANED_RUN, "answer": null, "requests": null})
     );
-    assert_eq!(other.run(&run).await.unwrap().status, Some(SessionStatus::Error));
+    assert_eq!(
+        other.run(&run).await.unwrap().status,
+        Some(SessionStatus::Error)
+    );
     assert!(other.run(&next).await.unwrap().live);
     // Both prompts were kept for the run that goes on.
     assert_eq!(other.append_queued_prompts(&id).await.unwrap(), [1, 2]);
-    other.end_run(&id, &RunEnd::status(SessionStatus::Completed, None)).await.unwrap();
+    other
+        .end_run(&id, &RunEnd::status(SessionStatus::Completed, None))
+        .await
+        .unwrap();
 }
 
 async fn the_run_time_configuration_is_shared(kind: Kind) {
@@ -161,14 +233,23 @@ async fn the_run_time_configuration_is_shared(kind: Kind) {
     };
     assert_eq!(t.store.config().await.unwrap(), Vec::new());
     t.store
-        .set_config(&[("max_turns".into(), json!(7)), ("auto_approve".into(), json!(true))])
+        .set_config(&[
+            ("max_turns".into(), json!(7)),
+            ("auto_approve".into(), json!(true)),
+        ])
         .await
         .unwrap();
-    t.store.set_config(&[("max_turns".into(), json!(9))]).await.unwrap();
+    t.store
+        .set_config(&[("max_turns".into(), json!(9))])
+        .await
+        .unwrap();
     let other = t.reopen().await;
     assert_eq!(
         other.config().await.unwrap(),
-        [("auto_approve".to_string(), json!(true)), ("max_turns".to_string(), json!(9))]
+        [
+            ("auto_approve".to_string(), json!(true)),
+            ("max_turns".to_string(), json!(9))
+        ]
     );
 }
 

@@ -20,7 +20,12 @@ fn user_version(path: &std::path::Path) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reopening_migrates_nothing_and_keeps_everything() {
-    let t = Harness::new(Kind::Sqlite, "reopening_migrates_nothing_and_keeps_everything").await.unwrap();
+    let t = Harness::new(
+        Kind::Sqlite,
+        "reopening_migrates_nothing_and_keeps_everything",
+    )
+    .await
+    .unwrap();
     let id = t.store.create_session().await.unwrap().id;
     t.store.append(&id, &user("kept")).await.unwrap();
     let schema_before: Vec<String> = raw(&t.path)
@@ -36,15 +41,18 @@ async fn reopening_migrates_nothing_and_keeps_everything() {
     drop(t.store);
     for _ in 0..3 {
         let store = SqliteStore::open(&t.path).unwrap();
-        assert_eq!(store.messages(&id).await.unwrap()[0].message.content, "kept");
+        assert_eq!(
+            store.messages(&id).await.unwrap()[0].message.content,
+            "kept"
+        );
     }
     assert_eq!(
         tables(&t.path),
         [
             "approvals",
             "audit",
-            "messages",
             "config",
+            "messages",
             "queued_prompts",
             "run_events",
             "runs",
@@ -71,7 +79,9 @@ async fn reopening_migrates_nothing_and_keeps_everything() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_schema_from_a_newer_sluice_is_refused() {
-    let t = Harness::new(Kind::Sqlite, "a_schema_from_a_newer_sluice_is_refused").await.unwrap();
+    let t = Harness::new(Kind::Sqlite, "a_schema_from_a_newer_sluice_is_refused")
+        .await
+        .unwrap();
     drop(t.store);
     let newer = SqliteStore::SCHEMA_VERSION + 1;
     raw(&t.path)
@@ -202,7 +212,9 @@ async fn a_file_that_is_not_a_store_is_refused_and_left_alone() {
 /// and their events were stored) is migrated in place, keeping its sessions and messages.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_version_1_store_is_migrated() {
-    let t = Harness::new(Kind::Sqlite, "a_version_1_store_is_migrated").await.unwrap();
+    let t = Harness::new(Kind::Sqlite, "a_version_1_store_is_migrated")
+        .await
+        .unwrap();
     let id = t.store.create_session().await.unwrap().id;
     t.store.append(&id, &user("kept")).await.unwrap();
     drop(t.store);
@@ -214,8 +226,14 @@ async fn a_version_1_store_is_migrated() {
         .unwrap();
     let store = SqliteStore::open(&t.path).unwrap();
     assert_eq!(user_version(&t.path), SqliteStore::SCHEMA_VERSION);
-    assert_eq!(store.messages(&id).await.unwrap()[0].message.content, "kept");
-    store.begin_run(&id, Some("after the upgrade")).await.unwrap();
+    assert_eq!(
+        store.messages(&id).await.unwrap()[0].message.content,
+        "kept"
+    );
+    store
+        .begin_run(&id, Some("after the upgrade"))
+        .await
+        .unwrap();
     assert_eq!(store.append_queued_prompts(&id).await.unwrap(), [2]);
 }
 

@@ -39,7 +39,6 @@ pub(crate) fn postgres_url(test: &str) -> Option<String> {
 /// A store of either kind in a fresh place: a temporary SQLite file, or a scratch
 /// PostgreSQL database (dropped with the harness).
 pub(crate) struct Harness {
-    pub(crate) kind: Kind,
     pub(crate) store: Arc<dyn Store>,
     /// The SQLite file (also set for PostgreSQL, unused).
     pub(crate) path: PathBuf,
@@ -66,7 +65,6 @@ impl Harness {
             }
         };
         Some(Harness {
-            kind,
             store,
             path,
             _db: url.clone().map(ScratchDb),

@@ -89,7 +89,8 @@ pub(crate) async fn run(config: &Config, args: RunArgs) -> anyhow::Result<()> {
 async fn session_named(store: &dyn Store, name: &str, has_prompt: bool) -> anyhow::Result<String> {
     match store.session(name).await {
         Ok(s) => Ok(s.id),
-        Err(StoreError::NoSession(_)) if has_prompt => match store.create_named_session(name).await {
+        Err(StoreError::NoSession(_)) if has_prompt => match store.create_named_session(name).await
+        {
             Ok(s) => {
                 #[allow(clippy::print_stderr)]
                 {
