@@ -287,15 +287,16 @@ fn one_run_per_session_across_processes_and_no_prompt_is_lost() {
     //    and holds it; a second server and the CLI are refused meanwhile.
     let (status, body) = server.prompt("shared", "fourth: accepted", false);
     assert_eq!(status, 202, "{body}");
-    assert_eq!(
-        server.prompts("shared"),
-        ["first: what failed?", "fourth: accepted"],
-        "an accepted prompt is in the transcript at once"
-    );
     let request = shared.model.next_request();
     assert_eq!(
         request["messages"].as_array().unwrap().last().unwrap()["content"],
         "fourth: accepted"
+    );
+    // The run appends its accepted prompt when it starts, before asking the model.
+    assert_eq!(
+        server.prompts("shared"),
+        ["first: what failed?", "fourth: accepted"],
+        "an accepted prompt is in the transcript"
     );
     let other = shared.serve();
     let (status, body) = other.prompt("shared", "fifth: refused", true);
