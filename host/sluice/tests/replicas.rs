@@ -32,7 +32,10 @@ fn postgres_url(test: &str) -> Option<String> {
                 std::env::var("CI").as_deref() != Ok("true"),
                 "{test}: SLUICE_TEST_POSTGRES_URL is not set, and CI=true"
             );
-            eprintln!("skipped: {test}: SLUICE_TEST_POSTGRES_URL is not set");
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("skipped: {test}: SLUICE_TEST_POSTGRES_URL is not set");
+            }
             None
         }
     }
@@ -328,7 +331,7 @@ impl Events {
     }
 
     /// Reads until `finished` (included) and returns the events' types.
-    async fn to_finish(&mut self, seen: &mut Vec<Value>) {
+    async fn read_to_finish(&mut self, seen: &mut Vec<Value>) {
         while let Some(e) = self.next().await {
             let done = e["type"] == "finished";
             seen.push(e);
@@ -394,7 +397,7 @@ async fn fifty_sessions_over_two_replicas_complete_intact() {
         replicas[i % 2]
             .stream(&format!("/sessions/{id}/events?runId={run}"))
             .await
-            .to_finish(&mut events)
+            .read_to_finish(&mut events)
             .await;
         assert_eq!(events[0]["type"], "started");
         assert_eq!(events.last().unwrap()["status"], "completed");
@@ -463,7 +466,7 @@ async fn a_run_on_a_is_refused_streamed_and_cancelled_from_b() {
     assert_eq!(status, 200, "{ended}");
     assert_eq!(ended["status"], "aborted");
     assert_eq!(ended["runId"], run.as_str());
-    stream.to_finish(&mut events).await;
+    stream.read_to_finish(&mut events).await;
     assert_eq!(kinds(&events), ["started", "model_request", "finished"]);
     assert_eq!(events[2]["status"], "aborted");
     let (_, session) = a.get(&format!("/sessions/{id}")).await;
@@ -520,7 +523,7 @@ async fn a_killed_mid_run_b_resumes_with_nothing_lost_or_duplicated() {
     a.kill();
     // The stream on B ends: A's run will not finish.
     let mut events = Vec::new();
-    stream.to_finish(&mut events).await;
+    stream.read_to_finish(&mut events).await;
     assert_eq!(events.last().unwrap()["status"], "error");
     // The lock died with A's connection: B resumes at once and completes the session.
     cluster.model().release_one(); // A's held request (A is gone).
@@ -540,7 +543,7 @@ async fn a_killed_mid_run_b_resumes_with_nothing_lost_or_duplicated() {
     let mut replay = Vec::new();
     b.stream(&format!("/sessions/{id}/events?runId={run}"))
         .await
-        .to_finish(&mut replay)
+        .read_to_finish(&mut replay)
         .await;
     assert_eq!(kinds(&replay), ["started", "model_request", "finished"]);
     assert_eq!(replay[2]["status"], "error");

@@ -159,7 +159,7 @@ impl PgStore {
         }
         let pool = make_pool(config.clone(), POOL_SIZE, &shown)?;
         let mut run_config = config.clone();
-        run_config.application_name(&format!(
+        run_config.application_name(format!(
             "{} run",
             config.get_application_name().unwrap_or("sluice")
         ));
@@ -405,7 +405,7 @@ impl PgInner {
         let held = self.held().get(id).map(|h| h.conn.clone());
         Ok(match held {
             Some(conn) => Writer::Held(conn.lock_owned().await),
-            None => Writer::Pooled(self.conn().await?),
+            None => Writer::Pooled(Box::new(self.conn().await?)),
         })
     }
 
@@ -446,7 +446,7 @@ fn pg_message(e: &tokio_postgres::Error) -> String {
 /// A connection to write with.
 enum Writer {
     Held(tokio::sync::OwnedMutexGuard<Object>),
-    Pooled(Object),
+    Pooled(Box<Object>),
 }
 
 impl std::ops::Deref for Writer {

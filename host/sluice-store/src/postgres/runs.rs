@@ -274,14 +274,14 @@ impl PgInner {
                     // unless another runner has taken the session over meanwhile.
                     Err(Fail::Pg(e)) if e.is_closed() => match self.conn().await {
                         Ok(mut other) => self.finish(&mut other, id, end, Some(&self.token)).await,
-                        Err(p) => Err(p.into()),
+                        Err(p) => Err(p),
                     },
                     other => other,
                 }
             }
             None => match self.conn().await {
                 Ok(mut conn) => self.finish(&mut conn, id, end, None).await,
-                Err(p) => Err(p.into()),
+                Err(p) => Err(p),
             },
         };
         if let Some(h) = held {

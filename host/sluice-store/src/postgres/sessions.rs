@@ -48,7 +48,7 @@ fn session_record(row: &Row) -> Result<SessionRecord, Fail> {
 
 /// Fails with [`StoreError::NoSession`] unless session `id` exists.
 pub(super) async fn require_session(
-    client: &(impl deadpool_postgres::GenericClient + Sync),
+    client: &impl deadpool_postgres::GenericClient,
     id: &str,
 ) -> Result<(), Fail> {
     let found = client
@@ -61,7 +61,7 @@ pub(super) async fn require_session(
 
 /// Sets `updated_at` of session `id`; fails with [`StoreError::NoSession`] unless it exists.
 pub(super) async fn touch_session(
-    client: &(impl deadpool_postgres::GenericClient + Sync),
+    client: &impl deadpool_postgres::GenericClient,
     id: &str,
     now: &str,
 ) -> Result<(), Fail> {

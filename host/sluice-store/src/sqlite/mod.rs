@@ -167,13 +167,12 @@ impl SqliteStore {
         let shown = path.display().to_string();
         check_file(path, &shown)?;
         let before = if path.exists() {
-            let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+            Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
                 .and_then(|c| c.pragma_query_value(None, "user_version", |row| row.get(0)))
                 .map_err(|e| StoreError::Database {
                     path: shown.clone(),
                     message: format!("cannot read the schema version: {e}"),
-                })?;
-            conn
+                })?
         } else {
             0
         };
