@@ -451,30 +451,77 @@ pub(crate) fn list_dir(bench: &Bench) -> anyhow::Result<Vec<Row>> {
 }
 
 /// Row 7: appending message 10,000 of a session against message 1 (medians of the first and
-/// last 200 appends of 10,000 messages of 1 KiB).
+/// last 200 appends of 10,000 messages of 1 KiB), on SQLite and, when
+/// `SLUICE_TEST_POSTGRES_URL` names a server, on PostgreSQL (a scratch database), with
+/// PostgreSQL's per-append latency against SQLite's.
 pub(crate) fn store(bench: &Bench) -> anyhow::Result<Vec<Row>> {
+    use std::sync::Arc;
+
     use sluice_store::Store;
-    let store = sluice_store::SqliteStore::open(&bench.work.join("bench.db"))?;
-    let session = store.create_session()?.id;
-    let n = 10_000;
-    let content = "x".repeat(1024);
-    let mut samples = Vec::with_capacity(n);
-    for _ in 0..n {
-        let m =
-            sluice_protocol::Message::tool("call_1", content.clone(), sluice_store::now_rfc3339());
-        let t = Instant::now();
-        store.append(&session, &m)?;
-        samples.push(t.elapsed());
-    }
-    let first = crate::median(samples[..200].to_vec());
-    let last = crate::median(samples[n - 200..].to_vec());
-    Ok(vec![Row {
-        what: "7. session store: append message 10,000 vs message 1".into(),
+    let appends = |store: Arc<dyn Store>| -> anyhow::Result<(Duration, Duration)> {
+        bench.runtime.block_on(async {
+            let session = store.create_session().await?.id;
+            let n = 10_000;
+            let content = "x".repeat(1024);
+            let mut samples = Vec::with_capacity(n);
+            for _ in 0..n {
+                let m = sluice_protocol::Message::tool(
+                    "call_1",
+                    content.clone(),
+                    sluice_store::now_rfc3339(),
+                );
+                let t = Instant::now();
+                store.append(&session, &m).await?;
+                samples.push(t.elapsed());
+            }
+            let first = crate::median(samples[..200].to_vec());
+            let last = crate::median(samples[n - 200..].to_vec());
+            Ok((first, last))
+        })
+    };
+    let sqlite: Arc<dyn Store> = Arc::new(sluice_store::SqliteStore::open(
+        &bench.work.join("bench.db"),
+    )?);
+    let (first, last) = appends(sqlite)?;
+    let mut rows = vec![Row {
+        what: "7. session store: append message 10,000 vs message 1 (SQLite)".into(),
         sluice: micros(last),
         baseline: format!("{} message 1", micros(first)),
         ratio: ratio(last, first),
         target: "≤ 1.5".into(),
-    }])
+    }];
+    if let Some(server) = std::env::var("SLUICE_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+    {
+        let url = bench
+            .runtime
+            .block_on(sluice_store::PgStore::create_scratch_database(&server))?;
+        let pg: Arc<dyn Store> = Arc::new(
+            bench
+                .runtime
+                .block_on(sluice_store::PgStore::connect(&url))?,
+        );
+        let (pg_first, pg_last) = appends(pg)?;
+        rows.push(Row {
+            what: "7b. session store: append message 10,000 vs message 1 (PostgreSQL)".into(),
+            sluice: micros(pg_last),
+            baseline: format!("{} message 1", micros(pg_first)),
+            ratio: ratio(pg_last, pg_first),
+            target: "≤ 1.2".into(),
+        });
+        rows.push(Row {
+            what: "7c. session store: PostgreSQL append vs SQLite append (message 10,000)".into(),
+            sluice: micros(pg_last),
+            baseline: format!("{} SQLite", micros(last)),
+            ratio: ratio(pg_last, last),
+            target: "(reported)".into(),
+        });
+        let _ = bench
+            .runtime
+            .block_on(sluice_store::PgStore::drop_scratch_database(&url));
+    }
+    Ok(rows)
 }
 
 /// Row 8: `sluice call list_dir` end to end, the first run (compiling the component) against
