@@ -326,7 +326,7 @@ async fn append_cost_does_not_grow_with_the_transcript(kind: Kind) {
     let first = median(&micros[..500]);
     let last = median(&micros[9_500..]);
     assert!(
-        last <= 3 * first + 500,
+        last <= 3 * first + 200,
         "median append: first 500 {first} µs, last 500 {last} µs"
     );
     assert_eq!(t.store.session(&id).await.unwrap().message_count, 10_000);
@@ -339,5 +339,11 @@ both!(
     replace_content_of_a_missing_message_changes_nothing,
     unknown_sessions_are_no_session_errors,
     sessions_are_listed_newest_first,
-    append_cost_does_not_grow_with_the_transcript,
 );
+
+/// SQLite only (as before issue 17): PostgreSQL's append cost is measured by the bench (row
+/// 7b), where a loaded machine cannot make a test flaky.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn append_cost_does_not_grow_with_the_transcript_sqlite() {
+    append_cost_does_not_grow_with_the_transcript(Kind::Sqlite).await;
+}
