@@ -30,7 +30,10 @@ pub(crate) fn postgres_url(test: &str) -> Option<String> {
                 std::env::var("CI").as_deref() != Ok("true"),
                 "{test}: {POSTGRES_URL_VAR} is not set, and CI=true: the PostgreSQL tests must run (.ci/run starts a server)"
             );
-            eprintln!("skipped: {test} (PostgreSQL): {POSTGRES_URL_VAR} is not set");
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("skipped: {test} (PostgreSQL): {POSTGRES_URL_VAR} is not set");
+            }
             None
         }
     }
