@@ -12,10 +12,12 @@
 //! temporary directory; the grep row searches the cargo registry's unpacked crates
 //! (`~/.cargo/registry/src`, at least 200 MB) against `rg -j1` when ripgrep is installed.
 //! `--quick` uses smaller inputs (for a smoke run; its numbers are not the published ones).
-//! `--only 1,5` measures only the rows given (numbers as in the table).
+//! `--only 1,5` measures only the rows given (numbers as in the table). Rows 10 and 11 drive
+//! `sluice mcp` (stdio, and Streamable HTTP with 16 concurrent clients).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)] // A benchmark prints its table.
 
+mod mcp;
 mod rows;
 
 use std::path::{Path, PathBuf};
@@ -98,9 +100,9 @@ fn main() -> anyhow::Result<()> {
                     n.trim()
                         .parse::<usize>()
                         .ok()
-                        .filter(|n| (1..=9).contains(n))
+                        .filter(|n| (1..=11).contains(n))
                         .ok_or_else(|| {
-                            anyhow::anyhow!("--only takes row numbers 1 to 9; got {n:?}")
+                            anyhow::anyhow!("--only takes row numbers 1 to 11; got {n:?}")
                         })
                 })
                 .collect::<anyhow::Result<_>>()?,
@@ -120,7 +122,7 @@ fn main() -> anyhow::Result<()> {
     };
     let mut table = Vec::new();
     type RowFn = fn(&Bench) -> anyhow::Result<Vec<Row>>;
-    let all: [(&str, RowFn); 9] = [
+    let all: [(&str, RowFn); 11] = [
         ("per-call overhead", rows::per_call),
         ("sequential paging", rows::paging),
         ("resume cost", rows::resume),
@@ -130,6 +132,8 @@ fn main() -> anyhow::Result<()> {
         ("session store", rows::store),
         ("start", rows::start),
         ("guest examples", rows::guest_examples),
+        ("MCP stdio round trip", mcp::stdio_round_trip),
+        ("MCP Streamable HTTP", mcp::http_concurrent),
     ];
     for (row, (name, f)) in (1..).zip(all) {
         if only.as_ref().is_some_and(|o| !o.contains(&row)) {

@@ -71,6 +71,7 @@ pub(crate) fn per_call(bench: &Bench) -> anyhow::Result<Vec<Row>> {
         let engine = Arc::new(ToolEngine::new(EngineOptions {
             cache_dir: Some(bench.work.join("cache")),
             on_demand_allocation: on_demand,
+            ..EngineOptions::default()
         })?);
         let mut policy =
             sluice_runtime::ToolPolicy::read_only([("root".to_string(), root.clone())]);

@@ -16,7 +16,7 @@ use sluice_agent::{Agent, AgentError, Outcome, RunEvent, Settings, Tools};
 use sluice_backends::{Backend, BackendError, ModelReply, ModelRequest, ReplayModel};
 use sluice_protocol::{Message, Role, SessionStatus, ToolCall, ToolSpec};
 use sluice_runtime::observation::{DEFAULT_HINT, Observation, paging_hint};
-use sluice_runtime::{RootGrant, Toolbox};
+use sluice_runtime::{CallOptions, RootGrant, Toolbox};
 use sluice_store::{Decision, SqliteStore, Store, StoreError, StoredMessage, now_rfc3339};
 use sluice_tests::{HOSTILE_WASM, PATIENCE, Sandbox};
 use tokio_util::sync::CancellationToken;
@@ -201,8 +201,8 @@ impl Tools for FakeTools {
         false
     }
 
-    async fn call(&self, name: &str, args: &str, cap: u32) -> Observation {
-        let cap = cap as usize;
+    async fn call(&self, name: &str, args: &str, options: &CallOptions) -> Observation {
+        let cap = options.cap as usize;
         let args: Value = serde_json::from_str(args).unwrap_or(Value::Null);
         let count = args["count"].as_u64().unwrap_or(0) as usize;
         let repeated = args["char"].as_str().unwrap_or("x").repeat(count);

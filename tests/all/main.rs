@@ -8,11 +8,15 @@
 mod agent_cases; // The reference scenario (1 MB log, 300 KB / 45 KB windows) and cases C5–C6.
 mod agent_loop; // Rows P1–P11: the agent loop with a replay model, caps, recovery, cancel, approvals.
 mod bad_input; // Wrong types, bounds, unknown and missing arguments, bad JSON, unknown tools.
+mod cancel; // Cancelling a run stops the tool call in progress; the transcript stays valid.
 mod cap; // Every observation within the cap: pages of tricky text tile files under several caps.
 mod cases; // Cases C1–C4 and C7–C13 from real bug reports, at CAP 8192.
 mod equivalence; // The component's JSON equals sluice_pager's native serde, byte for byte.
+mod fifo_race; // A file swapped for a FIFO while the built-in tools read it: no call hangs.
 mod grep_files; // Rows G1–G4, grep paging, the walk's skip rules.
+mod host_limits; // Issue 12: waits in host calls, FIFOs, descriptor/pollable floods, bad pointers.
 mod hostile; // Hostile components: loops, memory, floods, panics, escapes, missing imports.
+mod hostile_serve; // `sluice serve` stays responsive while hostile calls run; cancel reaches them.
 mod issue12_keys; // Issue 12 items 7–11: keys in UTF-16, encrypted, split; paging edges; deep trees.
 mod keys; // Rows K1–K3 and the key-material look-back rules.
 mod list_dir; // Row L1, entry kinds, list paging and name cutting.

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 use sluice_runtime::{
-    ComponentSpec, EngineOptions, Observation, RuntimeError, Source, ToolEngine, ToolPolicy,
-    Toolbox,
+    ComponentSpec, EngineOptions, Observation, PoolOptions, RuntimeError, Source, ToolEngine,
+    ToolPolicy, Toolbox,
 };
 
 include!(concat!(env!("OUT_DIR"), "/components.rs"));
@@ -50,8 +50,14 @@ pub fn load_component(
     Toolbox::load(engine(cache_dir), &[component_spec(path, policy)])
 }
 
+/// Call slots of the shared test engine: the tests of one process run in parallel and
+/// share it, and some hold a slot for seconds on purpose (guests that sleep or spin to
+/// their timeout), which must not delay the calls of others.
+pub const TEST_MAX_CONCURRENT_CALLS: usize = 32;
+
 /// One engine per test process (its epoch ticker is a thread), with the compiled
-/// components cached under `cache_dir` so later processes skip compilation.
+/// components cached under `cache_dir` so later processes skip compilation, and
+/// [`TEST_MAX_CONCURRENT_CALLS`] call slots.
 pub fn engine(cache_dir: &Path) -> Arc<ToolEngine> {
     static ENGINE: OnceLock<Arc<ToolEngine>> = OnceLock::new();
     ENGINE
@@ -59,6 +65,10 @@ pub fn engine(cache_dir: &Path) -> Arc<ToolEngine> {
             Arc::new(
                 ToolEngine::new(EngineOptions {
                     cache_dir: Some(cache_dir.to_path_buf()),
+                    pool: PoolOptions {
+                        max_concurrent_calls: TEST_MAX_CONCURRENT_CALLS,
+                        ..PoolOptions::default()
+                    },
                     ..EngineOptions::default()
                 })
                 .expect("the engine starts"),

@@ -3,6 +3,7 @@
 use sluice_backends::{BackendError, ModelReply, ModelRequest};
 use sluice_protocol::{Message, SessionStatus, ToolCall};
 use sluice_runtime::observation::{Observation, paging_hint, shrink_text};
+use sluice_runtime::{CallOptions, CallStatus};
 use sluice_store::{Decision, StoredMessage};
 use tokio_util::sync::CancellationToken;
 
@@ -315,6 +316,12 @@ impl Agent {
     /// Runs the calls of the last assistant message that have no observation yet, in order.
     /// A destructive call without a decision stops the run (`awaiting_approval`); a prompt
     /// accepted with the run stays queued until a later run gets past it.
+    ///
+    /// Cancellation reaches the call in progress (it stops within milliseconds and its
+    /// observation is a `cancelled` tool error). A cancelled run leaves no call of the turn
+    /// without an observation: the calls it did not start get a `cancelled` one too, so the
+    /// transcript stays one a provider accepts (every tool call id of an assistant turn has
+    /// its result) and the next prompt follows them directly.
     async fn run_pending(
         &self,
         id: &str,
@@ -322,8 +329,10 @@ impl Agent {
         events: &(dyn Fn(RunEvent) + Send + Sync),
     ) -> Result<Option<Stop>, AgentError> {
         let messages = self.store.messages(id).await?;
-        for call in pending_calls(&messages) {
+        let pending = pending_calls(&messages);
+        for (i, call) in pending.iter().enumerate() {
             if cancel.is_cancelled() {
+                self.not_started(id, &pending[i..], events).await?;
                 return Ok(Some(Stop::Aborted));
             }
             let observation =
@@ -331,52 +340,90 @@ impl Agent {
                     match self.store.decision(id, &call.id).await? {
                         None => {
                             events(RunEvent::AwaitingApproval {
-                                call_id: call.id,
-                                name: call.name,
+                                call_id: call.id.clone(),
+                                name: call.name.clone(),
                             });
                             return Ok(Some(Stop::AwaitingApproval));
                         }
-                        Some(Decision::Deny) => self.denied(&call),
-                        Some(Decision::Approve) => self.call(&call, events).await,
+                        Some(Decision::Deny) => self.denied(call),
+                        Some(Decision::Approve) => self.call(call, cancel, events).await,
                     }
                 } else {
-                    self.call(&call, events).await
+                    self.call(call, cancel, events).await
                 };
-            self.store
-                .append(
-                    id,
-                    &Message::tool(call.id.clone(), observation.text.clone(), now()),
-                )
+            let cancelled = observation.status == CallStatus::Cancelled;
+            self.store_observation(id, call, &observation, events)
                 .await?;
-            events(RunEvent::ToolFinished {
-                call_id: call.id,
-                name: call.name,
-                bytes: observation.text.len(),
-                full_bytes: observation.full_bytes,
-                truncated: observation.truncated,
-                paged: observation.paged,
-                error: observation.status != sluice_runtime::CallStatus::Ok,
-            });
+            if cancelled {
+                self.not_started(id, &pending[i + 1..], events).await?;
+                return Ok(Some(Stop::Aborted));
+            }
         }
         Ok(None)
+    }
+
+    /// Appends `observation` as the result of `call` and reports it.
+    async fn store_observation(
+        &self,
+        id: &str,
+        call: &ToolCall,
+        observation: &Observation,
+        events: &(dyn Fn(RunEvent) + Send + Sync),
+    ) -> Result<(), AgentError> {
+        self.store
+            .append(
+                id,
+                &Message::tool(call.id.clone(), observation.text.clone(), now()),
+            )
+            .await?;
+        events(RunEvent::ToolFinished {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            bytes: observation.text.len(),
+            full_bytes: observation.full_bytes,
+            truncated: observation.truncated,
+            paged: observation.paged,
+            error: observation.status != CallStatus::Ok,
+        });
+        Ok(())
+    }
+
+    /// Stores a `cancelled` observation for each of `calls`, which the cancelled run did not
+    /// start.
+    async fn not_started(
+        &self,
+        id: &str,
+        calls: &[ToolCall],
+        events: &(dyn Fn(RunEvent) + Send + Sync),
+    ) -> Result<(), AgentError> {
+        for call in calls {
+            let observation = Observation::cancelled(
+                "the run was cancelled before this call started; the tool did not run",
+            )
+            .finish(
+                &call.name,
+                self.settings.max_tool_result_bytes as usize,
+                paging_hint(&call.name),
+            );
+            self.store_observation(id, call, &observation, events)
+                .await?;
+        }
+        Ok(())
     }
 
     async fn call(
         &self,
         call: &ToolCall,
+        cancel: &CancellationToken,
         events: &(dyn Fn(RunEvent) + Send + Sync),
     ) -> Observation {
         events(RunEvent::ToolStarted {
             call_id: call.id.clone(),
             name: call.name.clone(),
         });
-        self.tools
-            .call(
-                &call.name,
-                &call.arguments,
-                self.settings.max_tool_result_bytes,
-            )
-            .await
+        let options =
+            CallOptions::new(self.settings.max_tool_result_bytes).with_cancel(cancel.clone());
+        self.tools.call(&call.name, &call.arguments, &options).await
     }
 
     fn denied(&self, call: &ToolCall) -> Observation {

@@ -1,7 +1,7 @@
 //! The tools an agent can call.
 
 use sluice_protocol::ToolSpec;
-use sluice_runtime::{Observation, Toolbox};
+use sluice_runtime::{CallOptions, Observation, Toolbox};
 
 /// Tools as the loop sees them. [`Toolbox`] is the real implementation; tests may provide
 /// others, but an observation must always come out of
@@ -15,8 +15,10 @@ pub trait Tools: Send + Sync {
     fn is_destructive(&self, name: &str) -> bool;
 
     /// Calls tool `name` with the JSON text `args` and returns the observation, capped at
-    /// `cap` bytes (an unknown name gives the unknown-tool observation).
-    async fn call(&self, name: &str, args: &str, cap: u32) -> Observation;
+    /// `options.cap` bytes (an unknown name gives the unknown-tool observation). When
+    /// `options.cancel` fires the call stops and its observation has status
+    /// [`sluice_runtime::CallStatus::Cancelled`].
+    async fn call(&self, name: &str, args: &str, options: &CallOptions) -> Observation;
 }
 
 #[async_trait::async_trait]
@@ -35,7 +37,7 @@ impl Tools for Toolbox {
         self.tools().any(|t| t.name == name && t.destructive)
     }
 
-    async fn call(&self, name: &str, args: &str, cap: u32) -> Observation {
-        Toolbox::call(self, name, args, cap).await
+    async fn call(&self, name: &str, args: &str, options: &CallOptions) -> Observation {
+        Toolbox::call_with(self, name, args, options).await
     }
 }

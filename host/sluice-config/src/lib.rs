@@ -20,7 +20,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod calls;
 mod file;
+mod mcp;
 mod model;
 mod runtime;
 mod server;
@@ -33,6 +35,11 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::file::{Raw, Source};
+pub use calls::{
+    DEFAULT_QUEUE_TIMEOUT_MS, ENV_MAX_CONCURRENT_CALLS, ENV_QUEUE_TIMEOUT_MS,
+    MAX_MAX_CONCURRENT_CALLS, MAX_QUEUE_TIMEOUT_MS, RuntimeConfig, default_max_concurrent_calls,
+};
+pub use mcp::{DEFAULT_TOOLS_PER_PAGE, ENV_MCP_ALLOW_DESTRUCTIVE, MAX_TOOLS_PER_PAGE, McpConfig};
 pub use model::{ModelConfig, PROVIDERS};
 pub use runtime::{
     Allowed, BOOT_ONLY_KEYS, RUNTIME_KEYS, RUNTIME_ORIGIN, RuntimeKey, RuntimeSetting, runtime_key,
@@ -72,6 +79,9 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     (ENV_STORE, "store.path"),
     (ENV_STORE_URL, "store.url"),
     (ENV_ALLOWED_HOSTS, "server.allowed_hosts"),
+    (ENV_MCP_ALLOW_DESTRUCTIVE, "mcp.allow_destructive"),
+    (ENV_MAX_CONCURRENT_CALLS, "runtime.max_concurrent_calls"),
+    (ENV_QUEUE_TIMEOUT_MS, "runtime.queue_timeout_ms"),
 ];
 
 /// Refuses a variable of [`ENV_KEYS`] that is set but is not UTF-8 text, which
@@ -191,8 +201,12 @@ pub struct Overrides {
     pub store_url: Option<String>,
     /// `--model PROVIDER:NAME`.
     pub model: Option<String>,
+    /// `--max-concurrent-calls`, as typed.
+    pub max_concurrent_calls: Option<String>,
     /// `sluice serve --allowed-host NAME`, in order (replaces `server.allowed_hosts`).
     pub allowed_hosts: Vec<String>,
+    /// `--allow-destructive` (`sluice mcp`, `sluice serve`): serve destructive tools over MCP.
+    pub allow_destructive: bool,
 }
 
 /// The resolved configuration.
@@ -213,8 +227,12 @@ pub struct Config {
     pub store_url: Option<String>,
     /// The model (`[model]`, `--model`).
     pub model: ModelConfig,
+    /// How tool calls run (`[runtime]`).
+    pub runtime: RuntimeConfig,
     /// The `[server]` table (`sluice serve`).
     pub server: ServerConfig,
+    /// The MCP server (`[mcp]`).
+    pub mcp: McpConfig,
 }
 
 /// Settings of the agent loop.
@@ -260,7 +278,11 @@ struct File {
     #[serde(default)]
     model: model::FileModel,
     #[serde(default)]
+    runtime: calls::FileRuntime,
+    #[serde(default)]
     server: server::FileServer,
+    #[serde(default)]
+    mcp: mcp::FileMcp,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -517,17 +539,23 @@ impl Config {
             file.and_then(Path::parent).unwrap_or(Path::new(".")),
             &file_label,
         )?;
+        let runtime = parsed.runtime.resolve(overrides, env, &file_label)?;
         let server = parsed.server.resolve(
             &overrides.allowed_hosts,
             env(ENV_ALLOWED_HOSTS),
             &file_label,
         )?;
+        let mcp = parsed
+            .mcp
+            .resolve(overrides.allow_destructive, env, &file_label)?;
         Ok(Config {
             tools,
             store,
             store_url,
             model,
+            runtime,
             server,
+            mcp,
             agent: AgentConfig {
                 max_tool_result_bytes,
                 max_turns,

@@ -89,7 +89,7 @@ pub const RUNTIME_KEYS: [RuntimeKey; 3] = [
 
 /// Keys (and tables) of `sluice.toml` that are read once at boot: the operator API refuses
 /// them with [`ConfigError::BootOnly`]. `agent.` may precede `system_prompt`.
-pub const BOOT_ONLY_KEYS: [&str; 7] = [
+pub const BOOT_ONLY_KEYS: [&str; 8] = [
     "system_prompt",
     "roots",
     "builtins",
@@ -97,6 +97,7 @@ pub const BOOT_ONLY_KEYS: [&str; 7] = [
     "tools",
     "store",
     "model",
+    "mcp",
 ];
 
 /// A checked run-time value.

@@ -13,6 +13,7 @@ use wasmtime::component::Component;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use crate::error::RuntimeError;
+use crate::pool::{CallPool, PoolOptions};
 
 /// How often the ticker thread advances the engine's epoch, in ms. A call's deadline is
 /// counted in these ticks, so a timeout overshoots by at most one tick.
@@ -22,8 +23,9 @@ pub const EPOCH_TICK_MS: u64 = 10;
 /// Each tool's own limit (its policy) is enforced per call below this.
 pub const MAX_TOOL_MEMORY_BYTES: u64 = 4 << 30;
 
-/// Component instances the pooling allocator keeps slots for: the most tool calls that can
-/// run at once.
+/// Component instances the pooling allocator keeps slots for, at least: more than the calls
+/// that can run at once by default. With a larger `max_concurrent_calls` it keeps that many
+/// plus its `max_stuck_threads` (calls left blocked in a system call hold their instance).
 pub const POOLED_INSTANCES: u32 = 128;
 
 /// Options for [`ToolEngine::new`].
@@ -33,6 +35,9 @@ pub struct EngineOptions {
     pub cache_dir: Option<PathBuf>,
     /// Never use the pooling allocator (it reserves a lot of virtual address space).
     pub on_demand_allocation: bool,
+    /// The call pool: calls at once (`runtime.max_concurrent_calls`) and the wait for a
+    /// slot (`runtime.queue_timeout_ms`).
+    pub pool: PoolOptions,
 }
 
 /// A wasmtime [`Engine`] set up for tools, and the thread that ticks its epoch.
@@ -45,6 +50,8 @@ pub struct ToolEngine {
     /// Components loaded from the cache / compiled, since the engine started.
     cache_hits: std::sync::atomic::AtomicUsize,
     compiled: std::sync::atomic::AtomicUsize,
+    /// The threads calls run on.
+    pool: CallPool,
     /// Kept for its `Drop`, which stops the thread.
     _ticker: Ticker,
 }
@@ -54,6 +61,7 @@ impl std::fmt::Debug for ToolEngine {
         f.debug_struct("ToolEngine")
             .field("cache_dir", &self.cache_dir)
             .field("pooling", &self.pooling)
+            .field("pool", &self.pool)
             .finish_non_exhaustive()
     }
 }
@@ -69,7 +77,7 @@ impl ToolEngine {
         let pooled = if options.on_demand_allocation {
             None
         } else {
-            match Engine::new(&config(true)) {
+            match Engine::new(&config(Some(&options.pool))) {
                 Ok(engine) => Some(engine),
                 Err(e) => {
                     tracing::warn!(error = %e, "pooling allocator unavailable; using on-demand allocation");
@@ -80,7 +88,7 @@ impl ToolEngine {
         let pooling = pooled.is_some();
         let engine = match pooled {
             Some(engine) => engine,
-            None => Engine::new(&config(false)).map_err(|e| RuntimeError::Engine(e.to_string()))?,
+            None => Engine::new(&config(None)).map_err(|e| RuntimeError::Engine(e.to_string()))?,
         };
         let ticker = Ticker::start(engine.clone()).map_err(|e| {
             RuntimeError::Engine(format!("could not start the epoch ticker thread: {e}"))
@@ -91,6 +99,7 @@ impl ToolEngine {
             pooling,
             cache_hits: Default::default(),
             compiled: Default::default(),
+            pool: CallPool::new(options.pool),
             _ticker: ticker,
         })
     }
@@ -98,6 +107,11 @@ impl ToolEngine {
     /// The wasmtime engine.
     pub fn engine(&self) -> &Engine {
         &self.engine
+    }
+
+    /// The threads tool calls run on.
+    pub fn pool(&self) -> &CallPool {
+        &self.pool
     }
 
     /// True when instances come from the pooling allocator.
@@ -202,19 +216,25 @@ fn store_atomically(path: &Path, component: &Component) -> std::io::Result<()> {
 /// Bytes of each pooled linear memory kept resident between calls (see [`config`]).
 const KEEP_RESIDENT_BYTES: usize = 2 << 20;
 
-/// The wasmtime configuration: components, epochs, and (if `pooling`) pooled instances.
-fn config(pooling: bool) -> Config {
+/// The wasmtime configuration: components, epochs, and (given the call pool's sizes) pooled
+/// instances.
+fn config(pooling: Option<&PoolOptions>) -> Config {
     let mut config = Config::new();
     config.wasm_component_model(true);
     config.epoch_interruption(true);
-    if pooling {
+    if let Some(calls) = pooling {
+        let instances = POOLED_INSTANCES.max(
+            (calls.max_concurrent_calls + calls.max_stuck_threads)
+                .try_into()
+                .unwrap_or(u32::MAX),
+        );
         let mut pool = PoolingAllocationConfig::default();
-        pool.total_component_instances(POOLED_INSTANCES)
-            .total_core_instances(POOLED_INSTANCES * 16)
+        pool.total_component_instances(instances)
+            .total_core_instances(instances * 16)
             .max_core_instances_per_component(64)
-            .total_memories(POOLED_INSTANCES * 2)
+            .total_memories(instances * 2)
             .max_memories_per_component(8)
-            .total_tables(POOLED_INSTANCES * 8)
+            .total_tables(instances * 8)
             .max_tables_per_component(16)
             .max_memory_size(MAX_TOOL_MEMORY_BYTES as usize)
             .max_component_instance_size(4 << 20)

@@ -4,7 +4,9 @@
 //!   on-demand fallback, on-disk cache of compiled components).
 //! - [`toolbox::Toolbox`]: components loaded under a [`policy::ToolPolicy`], each exported
 //!   function a tool with a JSON schema derived from its WIT types ([`schema`], [`docs`]),
-//!   called with a fresh store per call ([`value`] lowers arguments and lifts results).
+//!   called with a fresh store per call ([`value`] lowers arguments and lifts results) on
+//!   the engine's [`pool::CallPool`], within the host's [`limits`], cancellable through
+//!   [`toolbox::CallOptions`].
 //! - [`observation`]: the observation shapes, the key-material scan and the cap, applied to
 //!   every result in one place ([`observation::Draft::finish`]).
 //!
@@ -26,14 +28,20 @@ pub mod component;
 pub mod docs;
 pub mod engine;
 pub mod error;
+mod failure;
 pub mod host;
+mod invoke;
+pub mod limits;
 pub mod observation;
+mod open_at;
 pub mod policy;
+pub mod pool;
 pub mod schema;
 pub mod toolbox;
 pub mod value;
 
 pub use engine::{EngineOptions, ToolEngine};
+pub use pool::{CallPool, PoolError, PoolOptions};
 
 /// The built-in tools: (name, component bytes), in the order they are offered.
 pub fn builtins() -> &'static [(&'static str, &'static [u8])] {
@@ -43,4 +51,4 @@ pub use component::{ImportInfo, Inspection, ToolInfo, inspect};
 pub use error::RuntimeError;
 pub use observation::{CallStatus, Observation};
 pub use policy::{RootGrant, ToolPolicy};
-pub use toolbox::{ComponentSpec, Source, Toolbox};
+pub use toolbox::{CallOptions, ComponentSpec, Source, Toolbox};

@@ -23,6 +23,8 @@ pub enum CallStatus {
     UnknownTool,
     /// The result held PEM private-key armor and was replaced by a refusal.
     KeyMaterial,
+    /// The call was cancelled before the tool finished: a tool error of kind `cancelled`.
+    Cancelled,
 }
 
 /// One tool call's observation.
@@ -66,6 +68,12 @@ impl Observation {
             status: CallStatus::ToolError,
             paged: false,
         }
+    }
+
+    /// `{"ok":false,"error":<message>,"kind":"cancelled"}`, with status
+    /// [`CallStatus::Cancelled`]: the call was cancelled before the tool finished.
+    pub fn cancelled(message: &str) -> Draft {
+        Observation::error(message, Some("cancelled")).with_status(CallStatus::Cancelled)
     }
 
     /// `{"ok":false,"error":"unknown_tool","name":<name as asked>}`.

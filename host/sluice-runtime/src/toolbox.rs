@@ -1,36 +1,69 @@
 //! The tools of a session: components turned into named tools with JSON schemas, and the
 //! call path from a model's JSON arguments to a capped observation.
 //!
-//! One [`InstancePre`] per component (imports resolved once), a fresh [`Store`] per call
-//! (a trapped instance is poisoned, and calls must not share state), with the policy's
-//! preopens, memory limit, epoch deadline and a bound on the bytes lifted out of the guest.
+//! One [`InstancePre`] per component (imports resolved once), a fresh store per call (a
+//! trapped instance is poisoned, and calls must not share state), with the policy's
+//! preopens, memory limit, deadline, the host's resource limits ([`crate::limits`]) and a
+//! bound on the bytes lifted out of the guest. Calls run on the engine's
+//! [`CallPool`](crate::pool::CallPool), never on the caller's async runtime.
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 use wasmtime::component::types::Type;
 use wasmtime::component::{ComponentExportIndex, InstancePre, Linker, Val};
-use wasmtime::{Store, Trap};
-use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
-use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use crate::component::{Shape, ToolInfo};
 use crate::docs::FuncDocs;
-use crate::engine::{EPOCH_TICK_MS, ToolEngine};
+use crate::engine::ToolEngine;
 use crate::error::RuntimeError;
-use crate::host::{CallBudget, CallState, MemoryLimiter};
+use crate::host::CallState;
+use crate::invoke::Call;
 use crate::observation::{DEFAULT_HINT, Draft, Observation};
 use crate::policy::ToolPolicy;
-use crate::value::{object_to_fields, to_json};
+use crate::pool::PoolError;
+use crate::value::object_to_fields;
 
-/// Bytes of a guest's stderr kept for error messages.
-const STDERR_BYTES: usize = 64 * 1024;
+/// How one call runs: the cap and, optionally, a cancellation token.
+///
+/// Built with [`CallOptions::new`] and its `with_…` methods; the struct is
+/// `#[non_exhaustive]`, so more options (such as a progress sink an MCP server forwards as
+/// progress notifications) can be added without breaking callers.
+///
+/// ```
+/// use sluice_runtime::CallOptions;
+/// use tokio_util::sync::CancellationToken;
+///
+/// let run = CancellationToken::new();
+/// let options = CallOptions::new(65_536).with_cancel(run.clone());
+/// assert_eq!(options.cap, 65_536);
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct CallOptions {
+    /// `agent.max_tool_result_bytes`: the cap on the observation, in bytes.
+    pub cap: u32,
+    /// Fires to cancel the call: one waiting for a slot gives up, one running is stopped
+    /// within milliseconds (its store dropped), and the observation is a `cancelled` tool
+    /// error. `None`: never cancelled.
+    pub cancel: Option<CancellationToken>,
+}
 
-/// Bytes the host lifts out of a guest in one call at most, before capping (16 MiB, or
-/// 16 × the cap when that is more). A larger result is a tool error, not an allocation.
-const MIN_LIFT_BYTES: usize = 16 << 20;
+impl CallOptions {
+    /// Options with cap `cap` (bytes) and no cancellation.
+    pub fn new(cap: u32) -> Self {
+        CallOptions { cap, cancel: None }
+    }
+
+    /// The same options, cancelled when `token` fires.
+    #[must_use]
+    pub fn with_cancel(mut self, token: CancellationToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+}
 
 /// Where a tool's component comes from.
 #[derive(Clone, Debug)]
@@ -158,17 +191,32 @@ impl Toolbox {
     }
 
     /// Calls tool `name` with the JSON text `args` under the cap `cap` (bytes) and returns
-    /// the observation to store: the key scan and the cap are already applied.
+    /// the observation to store: the key scan and the cap are already applied. Never
+    /// cancelled; see [`Toolbox::call_with`].
     pub async fn call(&self, name: &str, args: &str, cap: u32) -> Observation {
-        let Some(&i) = self.by_name.get(name) else {
-            return Observation::unknown_tool(name).finish(name, cap as usize, DEFAULT_HINT);
-        };
-        let tool = &self.tools[i];
-        let draft = self.invoke(tool, args, cap).await;
-        draft.finish(&tool.info.name, cap as usize, tool.hint)
+        self.call_with(name, args, &CallOptions::new(cap)).await
     }
 
-    async fn invoke(&self, tool: &Tool, args: &str, cap: u32) -> Draft {
+    /// Calls tool `name` with the JSON text `args` as `options` say and returns the
+    /// observation to store (key scan and cap applied). The call runs on the engine's call
+    /// pool; it ends within its timeout plus
+    /// [`WATCHDOG_GRACE`](crate::pool::WATCHDOG_GRACE) whatever the guest does, and within
+    /// milliseconds of a cancellation. A call that finds no free slot within
+    /// `runtime.queue_timeout_ms` is a `busy` tool error.
+    pub async fn call_with(&self, name: &str, args: &str, options: &CallOptions) -> Observation {
+        let Some(&i) = self.by_name.get(name) else {
+            return Observation::unknown_tool(name).finish(
+                name,
+                options.cap as usize,
+                DEFAULT_HINT,
+            );
+        };
+        let tool = &self.tools[i];
+        let draft = self.invoke(tool, args, options).await;
+        draft.finish(&tool.info.name, options.cap as usize, tool.hint)
+    }
+
+    async fn invoke(&self, tool: &Tool, args: &str, options: &CallOptions) -> Draft {
         let args: Value =
             match serde_json::from_str(if args.trim().is_empty() { "{}" } else { args }) {
                 Ok(v) => v,
@@ -183,75 +231,36 @@ impl Toolbox {
             Ok(p) => p,
             Err(message) => return Observation::error(&message, Some("invalid-argument")),
         };
-        let policy = &tool.loaded.policy;
-        let mut store = match self.store(tool, cap) {
-            Ok(s) => s,
-            Err(message) => return Observation::error(&message, Some("io")),
+        let policy = tool.loaded.policy.clone();
+        let call = Call {
+            pre: tool.loaded.pre.clone(),
+            policy: policy.clone(),
+            key_names: tool.loaded.key_names.clone(),
+            export: tool.export,
+            result: tool.result.clone(),
+            params,
+            cap: options.cap,
         };
-        let mut results = vec![Val::Bool(false); usize::from(tool.result.is_some())];
-        let outcome = async {
-            let instance = tool.loaded.pre.instantiate_async(&mut store).await?;
-            let func = instance
-                .get_func(&mut store, tool.export)
-                .ok_or_else(|| wasmtime::Error::msg("the export is not a function"))?;
-            func.call_async(&mut store, &params, &mut results).await
-        }
-        .await;
-        match outcome {
-            Ok(()) => lift_result(results.first(), tool.result.as_ref()),
-            Err(e) => {
-                let (message, kind) = explain_failure(&e, &store, policy);
-                Observation::error(&message, Some(kind))
-            }
+        let cancel = options.cancel.clone().unwrap_or_default();
+        let ran = self
+            .engine
+            .pool()
+            .run(&cancel, policy.timeout, move |token| call.run(token))
+            .await;
+        match ran {
+            Ok(draft) => draft,
+            Err(e @ PoolError::Busy { .. }) => Observation::error(&e.to_string(), Some("busy")),
+            Err(e @ PoolError::Cancelled { .. }) => Observation::cancelled(&e.to_string()),
+            Err(e @ PoolError::Stuck { .. }) => Observation::error(
+                &format!(
+                    "the tool ran past its timeout of {} ms: {e}",
+                    policy.timeout.as_millis()
+                ),
+                Some("timeout"),
+            ),
+            Err(e) => Observation::error(&e.to_string(), Some("host-error")),
         }
     }
-
-    /// A fresh store for one call of `tool`: preopens, limits, deadline, lift bound.
-    fn store(&self, tool: &Tool, cap: u32) -> Result<Store<CallState>, String> {
-        let policy = &tool.loaded.policy;
-        let mut wasi = WasiCtxBuilder::new();
-        // File operations run on the calling thread instead of a blocking-pool hop: measured
-        // 4x faster for file tools.
-        wasi.allow_blocking_current_thread(true);
-        for root in &policy.roots {
-            let perms = if root.write {
-                FsPerms::ReadWrite
-            } else {
-                FsPerms::ReadOnly
-            };
-            wasi.preopened_dir(&root.dir, format!("/{}", root.name), perms)
-                .map_err(|e| {
-                    format!(
-                        "root {} ({}) is not available: {e}",
-                        root.name,
-                        root.dir.display()
-                    )
-                })?;
-        }
-        for (k, v) in &policy.env {
-            wasi.env(k, v);
-        }
-        let stderr = MemoryOutputPipe::new(STDERR_BYTES);
-        wasi.stderr(stderr.clone());
-        let state = CallState {
-            wasi: wasi.build(),
-            table: wasmtime::component::ResourceTable::new(),
-            limiter: MemoryLimiter::new(policy.memory_bytes),
-            budget: CallBudget::new(cap, policy.timeout, tool.loaded.key_names.clone()),
-            stderr,
-        };
-        let mut store = Store::new(self.engine.engine(), state);
-        store.limiter(|s| &mut s.limiter);
-        store.set_epoch_deadline(deadline_ticks(policy.timeout));
-        store.epoch_deadline_trap();
-        store.set_hostcall_fuel(MIN_LIFT_BYTES.max(cap as usize * 16));
-        Ok(store)
-    }
-}
-
-/// The epoch ticks of `timeout`, rounded up, plus one for the tick in progress.
-fn deadline_ticks(timeout: Duration) -> u64 {
-    (timeout.as_millis() as u64).div_ceil(EPOCH_TICK_MS) + 1
 }
 
 fn lower_args(tool: &Tool, args: &Value) -> Result<Vec<Val>, String> {
@@ -266,130 +275,6 @@ fn lower_args(tool: &Tool, args: &Value) -> Result<Vec<Val>, String> {
         Shape::Record(_) => vec![Val::Record(fields)],
         Shape::Params(_) => fields.into_iter().map(|(_, v)| v).collect(),
     })
-}
-
-/// Turns what the guest returned into an observation draft: `result<T, E>` becomes ok or
-/// error, anything else is the result.
-fn lift_result(val: Option<&Val>, ty: Option<&Type>) -> Draft {
-    match (val, ty) {
-        (Some(Val::Result(Ok(v))), Some(Type::Result(r))) => {
-            let json = match (v, r.ok()) {
-                (Some(v), Some(t)) => to_json(v, &t),
-                _ => Value::Null,
-            };
-            Observation::success(&json)
-        }
-        (Some(Val::Result(Err(e))), Some(Type::Result(r))) => {
-            let (message, kind) = match (e, r.err()) {
-                (Some(e), Some(t)) => error_message(e, &t),
-                _ => (
-                    "the tool reported an error without a message".to_string(),
-                    None,
-                ),
-            };
-            Observation::error(&message, kind.as_deref())
-        }
-        (Some(v), Some(t)) => Observation::success(&to_json(v, t)),
-        _ => Observation::success(&Value::Null),
-    }
-}
-
-/// The message and kind of a tool's error value: a string is the message; a variant case
-/// carrying a string is that string with the case as kind; an enum case is both; a record
-/// with a `message` string field is that message (and its `kind` string field, if any);
-/// anything else is its compact JSON.
-fn error_message(val: &Val, ty: &Type) -> (String, Option<String>) {
-    match val {
-        Val::String(s) => (s.clone(), None),
-        Val::Variant(case, Some(payload)) => match payload.as_ref() {
-            Val::String(s) => (s.clone(), Some(case.clone())),
-            other => {
-                let payload_ty = match ty {
-                    Type::Variant(v) => v.cases().find(|c| c.name == case).and_then(|c| c.ty),
-                    _ => None,
-                };
-                let text =
-                    payload_ty.map_or_else(|| case.clone(), |t| to_json(other, &t).to_string());
-                (text, Some(case.clone()))
-            }
-        },
-        Val::Variant(case, None) | Val::Enum(case) => (case.clone(), Some(case.clone())),
-        Val::Record(fields) => {
-            let text = |name: &str| {
-                fields.iter().find_map(|(n, v)| match v {
-                    Val::String(s) if n == name => Some(s.clone()),
-                    _ => None,
-                })
-            };
-            match text("message") {
-                Some(m) => (m, text("kind")),
-                None => (to_json(val, ty).to_string(), None),
-            }
-        }
-        other => (to_json(other, ty).to_string(), None),
-    }
-}
-
-/// Names the limit a failed call hit, for the model: `(message, kind)`.
-fn explain_failure(
-    e: &wasmtime::Error,
-    store: &Store<CallState>,
-    policy: &ToolPolicy,
-) -> (String, &'static str) {
-    let state = store.data();
-    if let Some(asked) = state.limiter.refused {
-        return (
-            format!(
-                "the tool hit its memory limit of {} MiB (it asked for {} MiB) and was stopped",
-                state.limiter.limit_bytes >> 20,
-                asked.div_ceil(1 << 20)
-            ),
-            "memory-limit",
-        );
-    }
-    if e.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
-        return (
-            format!(
-                "the tool ran past its timeout of {} ms and was stopped",
-                policy.timeout.as_millis()
-            ),
-            "timeout",
-        );
-    }
-    let text = format!("{e:#}");
-    if text.contains("fuel allocated for hostcalls has been exhausted") {
-        return (
-            "the tool returned more data than the host accepts from one call; ask for less"
-                .to_string(),
-            "result-too-large",
-        );
-    }
-    let stderr = String::from_utf8_lossy(&state.stderr.contents())
-        .trim()
-        .to_string();
-    // The trap says what happened; the error's outer context is only a backtrace header.
-    let trap = e.downcast_ref::<Trap>();
-    let what = match trap {
-        Some(trap) => trap.to_string(),
-        None => text.lines().next().unwrap_or("failed").to_string(),
-    };
-    let message = if stderr.is_empty() {
-        format!("the tool crashed: {what}")
-    } else {
-        format!(
-            "the tool crashed: {what}; its stderr ends: {}",
-            tail_chars(&stderr, 500)
-        )
-    };
-    (message, if trap.is_some() { "trap" } else { "host-error" })
-}
-
-fn tail_chars(s: &str, n: usize) -> &str {
-    let count = s.chars().count();
-    match s.char_indices().nth(count.saturating_sub(n)) {
-        Some((i, _)) => &s[i..],
-        None => s,
-    }
 }
 
 /// Loads one component: checks its pin, compiles it, resolves its imports, and makes a tool

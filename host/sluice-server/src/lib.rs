@@ -43,6 +43,7 @@ mod api;
 mod error;
 mod events;
 pub mod guard;
+pub mod mcp;
 mod openapi;
 mod request;
 mod runs;
@@ -236,6 +237,7 @@ pub struct Server {
     state: AppState,
     options: ServeOptions,
     guard: Guard,
+    mcp: Option<sluice_mcp::McpServer>,
 }
 
 impl Server {
@@ -254,13 +256,29 @@ impl Server {
             state,
             options,
             guard,
+            mcp: None,
         })
+    }
+
+    /// Also serves `mcp` at `POST /mcp` (MCP over Streamable HTTP), behind the same guard
+    /// as the API (see [`mcp`]).
+    pub fn with_mcp(mut self, mcp: sluice_mcp::McpServer) -> Server {
+        self.mcp = Some(mcp);
+        self
     }
 
     /// The routes behind the guard, for serving some other way (or testing without a
     /// socket).
     pub fn router(&self) -> axum::Router {
-        self.guard.wrap(api::router(self.state.clone()))
+        let api = api::router(self.state.clone());
+        let api = match &self.mcp {
+            Some(server) => api.merge(sluice_mcp::http::router(
+                server.clone(),
+                &mcp::http_options(&self.options, self.state.shutdown_token().clone()),
+            )),
+            None => api,
+        };
+        self.guard.wrap(api)
     }
 
     /// The guard the API is behind: wrap any router served beside it in the same one

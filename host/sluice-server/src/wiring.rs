@@ -12,7 +12,8 @@ use sluice_backends::Backend;
 use sluice_backends::provider::{Provider, ProviderConfig, Secret};
 use sluice_config::{Config, ModelConfig, ToolConfig, ToolSource};
 use sluice_runtime::{
-    ComponentSpec, EngineOptions, RootGrant, RuntimeError, Source, ToolEngine, ToolPolicy, Toolbox,
+    ComponentSpec, EngineOptions, PoolOptions, RootGrant, RuntimeError, Source, ToolEngine,
+    ToolPolicy, Toolbox,
 };
 use sluice_store::{PgStore, SqliteStore, Store, StoreError};
 
@@ -88,16 +89,34 @@ pub fn load_tools(config: &Config, only: Option<&str>) -> Result<Toolbox, Wiring
             .map(component_spec)
             .collect::<Result<_, _>>()?,
     };
-    Ok(Toolbox::load(Arc::new(engine()?), &specs)?)
+    Ok(Toolbox::load(Arc::new(engine_for(config)?), &specs)?)
 }
 
-/// The tool engine, caching compiled components in [`cache_dir`].
+/// The tool engine, caching compiled components in [`cache_dir`], with the default call
+/// pool (for commands that run no calls, such as `sluice tools inspect`).
 ///
 /// # Errors
 /// [`WiringError::Runtime`] when no engine can be built.
 pub fn engine() -> Result<ToolEngine, WiringError> {
     Ok(ToolEngine::new(EngineOptions {
         cache_dir: cache_dir(),
+        ..EngineOptions::default()
+    })?)
+}
+
+/// The tool engine as `config` sets it up: the component cache and the call pool of
+/// `[runtime]` (`max_concurrent_calls`, `queue_timeout_ms`).
+///
+/// # Errors
+/// [`WiringError::Runtime`] when no engine can be built.
+pub fn engine_for(config: &Config) -> Result<ToolEngine, WiringError> {
+    Ok(ToolEngine::new(EngineOptions {
+        cache_dir: cache_dir(),
+        pool: PoolOptions {
+            max_concurrent_calls: config.runtime.max_concurrent_calls,
+            queue_timeout: Duration::from_millis(config.runtime.queue_timeout_ms),
+            ..PoolOptions::default()
+        },
         ..EngineOptions::default()
     })?)
 }
@@ -272,10 +291,34 @@ pub fn settings(config: &Config) -> Settings {
 /// # Errors
 /// [`WiringError`] from [`open_store`], [`load_tools`] or [`backend`].
 pub async fn services(config: &Config) -> Result<Services, WiringError> {
+    services_with_tools(config, Arc::new(load_tools(config, None)?)).await
+}
+
+/// [`services`] over tools already loaded (so `sluice serve` can share them with `/mcp`).
+///
+/// # Errors
+/// [`WiringError`] from [`open_store`] or [`backend`].
+pub async fn services_with_tools(
+    config: &Config,
+    tools: Arc<Toolbox>,
+) -> Result<Services, WiringError> {
     Ok(Services {
         store: open_store(config).await?,
         backend: backend(config)?,
-        tools: Arc::new(load_tools(config, None)?),
+        tools,
         settings: settings(config),
     })
+}
+
+/// The MCP server over `toolbox`, as configured: the cap of `[agent]`, `[mcp]`'s
+/// `allow_destructive` and `tools_per_page`.
+pub fn mcp_server(config: &Config, toolbox: Arc<Toolbox>) -> sluice_mcp::McpServer {
+    sluice_mcp::McpServer::new(
+        toolbox,
+        sluice_mcp::McpOptions {
+            cap: config.agent.max_tool_result_bytes,
+            allow_destructive: config.mcp.allow_destructive,
+            tools_per_page: config.mcp.tools_per_page as usize,
+        },
+    )
 }

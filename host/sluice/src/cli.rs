@@ -40,6 +40,12 @@ pub(crate) struct Global {
     #[arg(long = "tools", global = true, value_name = "DIR")]
     pub(crate) tools_dir: Option<PathBuf>,
 
+    /// Tool calls that may run at once, on threads of their own (1 to 1024; default twice
+    /// the cores; env SLUICE_RUNTIME_MAX_CONCURRENT_CALLS). A call that finds every slot taken
+    /// waits up to `runtime.queue_timeout_ms`, then fails with a `busy` tool error.
+    #[arg(long, global = true, value_name = "N")]
+    pub(crate) max_concurrent_calls: Option<String>,
+
     /// The session database (SQLite). Default: `$SLUICE_STORE`, else
     /// `$XDG_DATA_HOME/sluice/sessions.db` (`~/.local/share/sluice/sessions.db`).
     #[arg(long, global = true, value_name = "FILE")]
@@ -81,6 +87,15 @@ pub(crate) enum Command {
     /// address one is required (SLUICE_SERVER_TOKEN or --token-file), or Sluice refuses to
     /// start. Ctrl-C stops it: runs in progress end `aborted`.
     Serve(ServeArgs),
+    /// Serve the tools over the Model Context Protocol, for MCP clients (Claude Code, Codex,
+    /// goose, VS Code, …): stdio by default (stdout carries only the protocol; logs go to
+    /// stderr), or Streamable HTTP at `POST /mcp` with --listen.
+    ///
+    /// The same configuration, roots, policies, limits, cap and key scan as `sluice call`:
+    /// a `tools/call` answers with the observation `sluice call` prints, byte for byte.
+    /// Destructive tools are served only with --allow-destructive (or `[mcp]
+    /// allow_destructive = true`), and then run without Sluice's approval pause.
+    Mcp(McpArgs),
     /// Sessions: list them, show a transcript, show the audit, resolve approvals.
     Session {
         #[command(subcommand)]
@@ -190,6 +205,42 @@ pub(crate) struct ServeArgs {
     /// while serving.
     #[arg(long)]
     pub(crate) auto_approve: bool,
+
+    /// Serve destructive tools at POST /mcp too (env SLUICE_MCP_ALLOW_DESTRUCTIVE,
+    /// `mcp.allow_destructive`); they then run without Sluice's approval pause, under the
+    /// MCP client's own approval.
+    #[arg(long)]
+    pub(crate) allow_destructive: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct McpArgs {
+    /// Serve Streamable HTTP at `http://IP:PORT/mcp` instead of stdio (port 0 picks a free
+    /// one). Beyond loopback a bearer token is required (SLUICE_SERVER_TOKEN or
+    /// --token-file).
+    #[arg(long, value_name = "IP:PORT")]
+    pub(crate) listen: Option<std::net::SocketAddr>,
+
+    /// With --listen: a file whose first line is the bearer token every request must carry.
+    /// Default: the environment variable SLUICE_SERVER_TOKEN.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) token_file: Option<PathBuf>,
+
+    /// The largest request, in bytes: an HTTP body (413 beyond) or a stdio line (a
+    /// JSON-RPC error beyond). Default 1048576.
+    #[arg(long, value_name = "BYTES", default_value_t = sluice_server::DEFAULT_MAX_BODY_BYTES)]
+    pub(crate) max_body_bytes: usize,
+
+    /// Serve destructive tools (a `write` grant or `destructive = true`; env
+    /// SLUICE_MCP_ALLOW_DESTRUCTIVE, `mcp.allow_destructive`). They then run without
+    /// Sluice's approval pause: the MCP client's own approval applies (`destructiveHint`).
+    #[arg(long)]
+    pub(crate) allow_destructive: bool,
+
+    /// On stdio: how long a write to stdout may make no progress before Sluice takes the
+    /// client for gone and exits, in ms (default 30000).
+    #[arg(long, value_name = "MS", default_value_t = 30_000)]
+    pub(crate) write_timeout_ms: u64,
 }
 
 #[derive(Debug, Subcommand)]

@@ -292,11 +292,12 @@ fn one_run_per_session_across_processes_and_no_prompt_is_lost() {
         request["messages"].as_array().unwrap().last().unwrap()["content"],
         "fourth: accepted"
     );
-    // The run appends its accepted prompt when it starts, before asking the model.
+    // The prompt was stored with the claim (queued) and joins the transcript when the run
+    // starts, before its first model request.
     assert_eq!(
         server.prompts("shared"),
         ["first: what failed?", "fourth: accepted"],
-        "an accepted prompt is in the transcript"
+        "an accepted prompt is in the transcript once its run has started"
     );
     let other = shared.serve();
     let (status, body) = other.prompt("shared", "fifth: refused", true);

@@ -18,11 +18,13 @@ pub(crate) struct TextFile {
 impl TextFile {
     /// Opens `target` for a tool that reads text: refuses directories (pointing at
     /// list_dir), other files that are not regular (FIFOs, devices, sockets) and binary
-    /// files (naming the size).
+    /// files (naming the size). The kind is that of what was opened (a `stat` of the
+    /// descriptor), so a file swapped for a FIFO after any earlier look is still refused,
+    /// and the open itself never blocks.
     pub(crate) fn open(target: &Target) -> Result<TextFile> {
         let shown = crate::error::quote(&target.shown);
-        let meta =
-            crate::sys::stat(&target.fs_path, true).map_err(|e| ToolError::io(&shown, &e))?;
+        let file = OpenFile::open(&target.fs_path).map_err(|e| ToolError::io(&shown, &e))?;
+        let meta = file.stat().map_err(|e| ToolError::io(&shown, &e))?;
         if meta.is_dir() {
             return Err(ToolError::new(
                 ErrorKind::WrongKind,
@@ -38,7 +40,6 @@ impl TextFile {
                 ),
             ));
         }
-        let file = OpenFile::open(&target.fs_path).map_err(|e| ToolError::io(&shown, &e))?;
         // The size the kind check read: no second stat.
         let mut text = TextFile {
             size: meta.size,

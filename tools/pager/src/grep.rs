@@ -375,8 +375,10 @@ impl Search<'_> {
         let Ok(mut file) = crate::sys::OpenFile::open(path) else {
             return false;
         };
-        let Ok(size) = file.size() else {
-            return false;
+        // By descriptor: what was opened is what is read (a FIFO swapped in is skipped).
+        let size = match file.stat() {
+            Ok(stat) if stat.is_file() => stat.size,
+            _ => return false,
         };
         if size > MAX_FILE_BYTES {
             return false;

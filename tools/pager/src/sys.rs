@@ -9,8 +9,14 @@
 //!   fatal, and wasi-libc's extra `stat` per entry (for `d_ino`) is skipped;
 //! - every `wasi:filesystem` call crosses the component boundary. Through `std::fs` a file
 //!   costs eight of them (open, stat and metadata-hash for `fstat`, a stream, a read per
-//!   buffer and one more to see the end, two drops); here it costs four (open, stat, one
-//!   read, drop; `read_file` takes the size from the kind check it makes before opening).
+//!   buffer and one more to see the end, two drops); here it costs four (open, a `stat` of
+//!   the open descriptor, one read, drop).
+//!
+//! Files are checked **by descriptor, after opening** ([`OpenFile::stat`]), never by name
+//! before: a regular file swapped for a FIFO between a check by name and the open would
+//! otherwise be opened and read as if it were the file. Opens never block: the host opens
+//! every file of a component non-blocking (so a FIFO opens at once and is then refused by
+//! its type), and natively this module asks for the same (`O_NONBLOCK`).
 //!   `grep_files` reads tens of thousands of files per page, and every `read_file` page is
 //!   a few reads.
 
@@ -88,8 +94,9 @@ pub(crate) struct OpenFile {
 }
 
 impl OpenFile {
-    /// Opens the file at `path` for reading (following symlinks, as `std::fs::File::open`
-    /// does; the host keeps every open beneath its preopen).
+    /// Opens what `path` names for reading (following symlinks, as `std::fs::File::open`
+    /// does; the host keeps every open beneath its preopen), without blocking: a FIFO or a
+    /// device opens at once. Check what was opened with [`OpenFile::stat`] before reading.
     ///
     /// # Errors
     /// When it cannot be opened.
@@ -97,13 +104,13 @@ impl OpenFile {
         platform::open(path).map(|inner| OpenFile { inner })
     }
 
-    /// Its size now, in bytes. (A caller that has just read it with [`stat`] has it
-    /// already.)
+    /// The kind and size of what was opened, now (a `stat` of the descriptor: whatever the
+    /// path names by now, this is what will be read).
     ///
     /// # Errors
-    /// When it cannot be read.
-    pub(crate) fn size(&self) -> io::Result<u64> {
-        platform::size(&self.inner)
+    /// When it cannot be examined.
+    pub(crate) fn stat(&self) -> io::Result<Stat> {
+        platform::fstat(&self.inner)
     }
 
     /// Appends the bytes `offset..offset + len` to `buf`, fewer when the file ends first.
@@ -151,8 +158,14 @@ mod platform {
         } else {
             std::fs::symlink_metadata(path)?
         };
-        let t = meta.file_type();
-        let kind = if t.is_symlink() {
+        Ok(Stat {
+            kind: kind_of(meta.file_type()),
+            size: meta.len(),
+        })
+    }
+
+    fn kind_of(t: std::fs::FileType) -> Kind {
+        if t.is_symlink() {
             Kind::Symlink
         } else if t.is_dir() {
             Kind::Dir
@@ -160,19 +173,23 @@ mod platform {
             Kind::File
         } else {
             Kind::Other
-        };
-        Ok(Stat {
-            kind,
-            size: meta.len(),
-        })
+        }
     }
 
     pub(super) fn open(path: &Path) -> io::Result<File> {
-        File::open(path)
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+        options.open(path)
     }
 
-    pub(super) fn size(file: &File) -> io::Result<u64> {
-        Ok(file.metadata()?.len())
+    pub(super) fn fstat(file: &File) -> io::Result<Stat> {
+        let meta = file.metadata()?;
+        Ok(Stat {
+            kind: kind_of(meta.file_type()),
+            size: meta.len(),
+        })
     }
 
     pub(super) fn read_into(
@@ -312,8 +329,12 @@ mod platform {
         })
     }
 
-    pub(super) fn size(file: &File) -> io::Result<u64> {
-        Ok(file.stat().map_err(to_io)?.size)
+    pub(super) fn fstat(file: &File) -> io::Result<Stat> {
+        let stat = file.stat().map_err(to_io)?;
+        Ok(Stat {
+            kind: kind(stat.type_),
+            size: stat.size,
+        })
     }
 
     pub(super) fn read_into(

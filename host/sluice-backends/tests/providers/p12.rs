@@ -10,6 +10,7 @@ use serde_json::json;
 use sluice_agent::{Agent, Settings, Tools};
 use sluice_backends::provider::Provider;
 use sluice_protocol::{Role, SessionStatus, ToolSpec};
+use sluice_runtime::CallOptions;
 use sluice_runtime::observation::{DEFAULT_HINT, Observation};
 use sluice_store::{SqliteStore, Store};
 use tokio_util::sync::CancellationToken;
@@ -37,10 +38,10 @@ impl Tools for BigTool {
         false
     }
 
-    async fn call(&self, name: &str, _args: &str, cap: u32) -> Observation {
+    async fn call(&self, name: &str, _args: &str, options: &CallOptions) -> Observation {
         Observation::success(&json!({"text": "x".repeat(30_000)})).finish(
             name,
-            cap as usize,
+            options.cap as usize,
             DEFAULT_HINT,
         )
     }

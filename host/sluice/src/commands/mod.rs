@@ -1,5 +1,6 @@
 //! What each command does, given the parsed command line.
 
+mod mcp;
 mod run;
 mod serve;
 mod session;
@@ -33,6 +34,11 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
         ),
         _ => (None, false, None, Vec::new()),
     };
+    let allow_destructive = match &cli.command {
+        Command::Serve(s) => s.allow_destructive,
+        Command::Mcp(m) => m.allow_destructive,
+        _ => false,
+    };
     let overrides = Overrides {
         roots: cli.global.roots.clone(),
         max_tool_result_bytes: cli.global.max_tool_result_bytes.clone(),
@@ -42,7 +48,9 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
         store: cli.global.store.clone(),
         store_url: cli.global.store_url.clone(),
         model,
+        max_concurrent_calls: cli.global.max_concurrent_calls.clone(),
         allowed_hosts,
+        allow_destructive,
     };
     sluice_config::check_environment(&|k| std::env::var_os(k))?;
     let config = Config::resolve(
@@ -63,6 +71,14 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve(args) => {
             drop(out);
             return runtime.block_on(serve::run(&config, args));
+        }
+        Command::Mcp(args) => {
+            drop(out);
+            let result = runtime.block_on(mcp::run(&config, args));
+            // A guest still running when the client left ends at its own timeout; do not
+            // keep the process for it.
+            runtime.shutdown_background();
+            return result;
         }
         Command::Session { command } => {
             drop(out);

@@ -1,6 +1,8 @@
 //! `sluice serve`: the operator API over HTTP, wired from the same configuration as
 //! `sluice run`.
 
+use std::sync::Arc;
+
 use anyhow::Context as _;
 use sluice_config::Config;
 use sluice_server::{ServeOptions, Server, token_from, wiring};
@@ -22,14 +24,16 @@ pub(crate) async fn run(config: &Config, args: ServeArgs) -> anyhow::Result<()> 
     };
     // Refuse a bad address/token pairing before loading anything.
     options.check()?;
-    let services = wiring::services(config)
+    let tools = Arc::new(wiring::load_tools(config, None).context("failed to load the tools")?);
+    let services = wiring::services_with_tools(config, tools.clone())
         .await
         .context("failed to set up the agent")?;
-    let bound = Server::new(services, options)?.bind().await?;
+    let mcp = wiring::mcp_server(config, tools);
+    let bound = Server::new(services, options)?.with_mcp(mcp).bind().await?;
     #[allow(clippy::print_stderr)]
     {
         eprintln!(
-            "sluice: serving the operator API on http://{} (model {}; GET /openapi.json describes it)",
+            "sluice: serving the operator API on http://{} (model {}; GET /openapi.json describes it; MCP at POST /mcp)",
             bound.local_addr(),
             config.model.provider
         );

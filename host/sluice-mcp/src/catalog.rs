@@ -1,0 +1,201 @@
+//! `tools/list`: every tool the configuration grants, as MCP tools with annotations derived
+//! from their policies, in a deterministic order, a page at a time.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::{CacheScope, ListToolsResult, Tool, ToolAnnotations};
+use sluice_runtime::ToolInfo;
+
+/// How long a client may keep a `tools/list` page (`ttlMs`), in ms: the tools are fixed
+/// for the life of the process, and a restart with another configuration changes them.
+pub const TOOLS_TTL_MS: u64 = 60_000;
+
+/// The tools served over MCP, in load order (the built-ins, then `[tools.*]`, then the tools
+/// directory: the order of `sluice tools`).
+pub(crate) struct Catalog {
+    tools: Vec<Tool>,
+    by_name: HashMap<String, usize>,
+    per_page: usize,
+}
+
+/// The annotations of a tool, from its policy:
+/// - `readOnlyHint`: the tool can change nothing: no `write` grant, and the operator did
+///   not mark it `destructive` (MCP ignores `destructiveHint` on a read-only tool, so a tool
+///   the operator calls destructive is not called read-only either);
+/// - `destructiveHint`: a `write` grant or `destructive = true`;
+/// - `idempotentHint`: true for the built-in file tools (reading twice reads the same);
+///   left out for other components, whose code Sluice does not know;
+/// - `openWorldHint`: false: no tool has a network.
+pub(crate) fn annotations(info: &ToolInfo) -> ToolAnnotations {
+    let builtin = info.source == format!("built-in {}", info.name);
+    let mut a = ToolAnnotations::new()
+        .read_only(!info.destructive)
+        .destructive(info.destructive)
+        .open_world(false);
+    if builtin {
+        a = a.idempotent(true);
+    }
+    a
+}
+
+impl Catalog {
+    /// The tools of `infos`; destructive ones only when `allow_destructive`. `per_page` is
+    /// at least 1.
+    pub(crate) fn new<'a>(
+        infos: impl IntoIterator<Item = &'a ToolInfo>,
+        allow_destructive: bool,
+        per_page: usize,
+    ) -> Self {
+        let tools: Vec<Tool> = infos
+            .into_iter()
+            .filter(|info| allow_destructive || !info.destructive)
+            .map(|info| {
+                let schema = match &info.input_schema {
+                    serde_json::Value::Object(o) => o.clone(),
+                    _ => serde_json::Map::new(),
+                };
+                Tool::new(
+                    info.name.clone(),
+                    info.description.clone(),
+                    Arc::new(schema),
+                )
+                .with_annotations(annotations(info))
+            })
+            .collect();
+        let by_name = tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.name.to_string(), i))
+            .collect();
+        Catalog {
+            tools,
+            by_name,
+            per_page: per_page.max(1),
+        }
+    }
+
+    /// True when tool `name` is served.
+    pub(crate) fn serves(&self, name: &str) -> bool {
+        self.by_name.contains_key(name)
+    }
+
+    /// Every served tool.
+    pub(crate) fn all(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    /// The page starting at `cursor` (`None`: the first). A cursor is the index of the next
+    /// tool, in decimal, as the previous page's `nextCursor` gave it.
+    ///
+    /// # Errors
+    /// Invalid params (-32602) for a cursor this server did not give.
+    pub(crate) fn page(&self, cursor: Option<&str>) -> Result<ListToolsResult, McpError> {
+        let start = match cursor {
+            None => 0,
+            Some(c) => c
+                .parse::<usize>()
+                .ok()
+                .filter(|&i| i > 0 && i < self.tools.len())
+                .ok_or_else(|| {
+                    McpError::invalid_params(
+                        format!(
+                            "cursor {c:?} is not one this server gave: pass the nextCursor of the previous tools/list page, or no cursor for the first page"
+                        ),
+                        None,
+                    )
+                })?,
+        };
+        let end = (start + self.per_page).min(self.tools.len());
+        let mut result = ListToolsResult::with_all_items(self.tools[start..end].to_vec())
+            .with_ttl_ms(TOOLS_TTL_MS);
+        result.cache_scope = Some(CacheScope::Private);
+        if end < self.tools.len() {
+            result.next_cursor = Some(end.to_string());
+        }
+        Ok(result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn info(name: &str, source: &str, destructive: bool) -> ToolInfo {
+        ToolInfo {
+            name: name.into(),
+            description: format!("{name} does things"),
+            input_schema: json!({"type": "object", "properties": {}}),
+            source: source.into(),
+            destructive,
+        }
+    }
+
+    fn infos() -> Vec<ToolInfo> {
+        vec![
+            info("read_file", "built-in read_file", false),
+            info("tail_file", "built-in tail_file", false),
+            info("write_note", "notes.wasm", true),
+            info("wc", "wc.wasm", false),
+        ]
+    }
+
+    #[test]
+    fn annotations_follow_the_policy() {
+        let a = serde_json::to_value(annotations(&info("read_file", "built-in read_file", false)))
+            .unwrap();
+        assert_eq!(
+            a,
+            json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false})
+        );
+        let a = serde_json::to_value(annotations(&info("write_note", "notes.wasm", true))).unwrap();
+        assert_eq!(
+            a,
+            json!({"readOnlyHint": false, "destructiveHint": true, "openWorldHint": false})
+        );
+        // A component that names itself like a built-in is not one.
+        let a =
+            serde_json::to_value(annotations(&info("read_file", "read_file.wasm", false))).unwrap();
+        assert_eq!(a.get("idempotentHint"), None);
+    }
+
+    #[test]
+    fn destructive_tools_are_listed_only_when_allowed() {
+        let names = |c: &Catalog| {
+            c.all()
+                .iter()
+                .map(|t| t.name.to_string())
+                .collect::<Vec<_>>()
+        };
+        let hidden = Catalog::new(&infos(), false, 100);
+        assert_eq!(names(&hidden), ["read_file", "tail_file", "wc"]);
+        assert!(!hidden.serves("write_note"));
+        let shown = Catalog::new(&infos(), true, 100);
+        assert_eq!(
+            names(&shown),
+            ["read_file", "tail_file", "write_note", "wc"]
+        );
+        assert!(shown.serves("write_note"));
+    }
+
+    #[test]
+    fn pages_follow_the_cursor_to_the_end() {
+        let catalog = Catalog::new(&infos(), true, 3);
+        let first = catalog.page(None).unwrap();
+        assert_eq!(first.tools.len(), 3);
+        assert_eq!(first.next_cursor.as_deref(), Some("3"));
+        assert_eq!(first.ttl_ms, Some(TOOLS_TTL_MS));
+        assert_eq!(first.cache_scope, Some(CacheScope::Private));
+        let second = catalog.page(Some("3")).unwrap();
+        assert_eq!(second.tools.len(), 1);
+        assert_eq!(second.tools[0].name, "wc");
+        assert_eq!(second.next_cursor, None);
+        for bad in ["0", "4", "x", "-1", ""] {
+            let e = catalog.page(Some(bad)).unwrap_err();
+            assert_eq!(e.code, rmcp::model::ErrorCode::INVALID_PARAMS, "{bad}");
+            assert!(e.message.contains("is not one this server gave"), "{bad}");
+        }
+    }
+}

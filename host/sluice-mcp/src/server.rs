@@ -1,0 +1,226 @@
+//! The MCP server: rmcp's [`ServerHandler`] over Sluice's tools. The tools are known only
+//! at run time (from the configuration), so `tools/list` and `tools/call` are implemented
+//! here rather than with rmcp's `#[tool]` macros.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, ErrorCode, Implementation, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use sluice_runtime::observation::DEFAULT_HINT;
+use sluice_runtime::{CallStatus, Observation, Toolbox};
+use tokio_util::sync::CancellationToken;
+
+use crate::call::Calls;
+use crate::catalog::Catalog;
+use crate::progress::Ticker;
+
+/// The protocol revisions served: 2026-07-28 (stateless, `server/discover`) and the two
+/// before it, whose clients open with `initialize`.
+pub const PROTOCOL_VERSIONS: &[ProtocolVersion] = &[
+    ProtocolVersion::V_2025_06_18,
+    ProtocolVersion::V_2025_11_25,
+    ProtocolVersion::V_2026_07_28,
+];
+
+/// How the server is set up.
+#[derive(Clone, Debug)]
+pub struct McpOptions {
+    /// The cap on every observation, in bytes (`agent.max_tool_result_bytes`).
+    pub cap: u32,
+    /// Serve destructive tools (`mcp.allow_destructive`); default false.
+    pub allow_destructive: bool,
+    /// Tools in one `tools/list` page (`mcp.tools_per_page`); default 100.
+    pub tools_per_page: usize,
+}
+
+impl Default for McpOptions {
+    fn default() -> Self {
+        McpOptions {
+            cap: 65_536,
+            allow_destructive: false,
+            tools_per_page: 100,
+        }
+    }
+}
+
+/// Sluice's tools as an MCP server. Cheap to clone: every clone serves the same tools.
+#[derive(Clone)]
+pub struct McpServer(Arc<Inner>);
+
+struct Inner {
+    catalog: Catalog,
+    calls: Calls,
+    cap: u32,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("tools", &self.tool_names())
+            .field("cap", &self.0.cap)
+            .finish()
+    }
+}
+
+impl McpServer {
+    /// A server for the tools of `toolbox` under `options`.
+    pub fn new(toolbox: Arc<Toolbox>, options: McpOptions) -> McpServer {
+        let catalog = Catalog::new(
+            toolbox.tools(),
+            options.allow_destructive,
+            options.tools_per_page,
+        );
+        let hidden: Vec<&str> = toolbox
+            .tools()
+            .filter(|t| !catalog.serves(&t.name))
+            .map(|t| t.name.as_str())
+            .collect();
+        if !hidden.is_empty() {
+            tracing::info!(
+                "not serving the destructive tools {} over MCP (set [mcp] allow_destructive = true or --allow-destructive to serve them)",
+                hidden.join(", ")
+            );
+        }
+        McpServer(Arc::new(Inner {
+            catalog,
+            calls: Calls::new(toolbox),
+            cap: options.cap,
+        }))
+    }
+
+    /// The names of the tools served, in `tools/list` order.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.0
+            .catalog
+            .all()
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect()
+    }
+
+    /// Calls tool `name` with the JSON text `args` as `tools/call` does: the observation
+    /// `sluice call` prints, or `None` when `cancel` fired first. A tool that is not served
+    /// (unknown, or destructive without `allow_destructive`) gets the unknown-tool
+    /// observation.
+    pub async fn observe(
+        &self,
+        name: &str,
+        args: String,
+        cancel: &CancellationToken,
+    ) -> Option<Observation> {
+        let cap = self.0.cap;
+        if !self.0.catalog.serves(name) {
+            if self.0.calls.toolbox().tools().any(|t| t.name == name) {
+                tracing::warn!(
+                    tool = name,
+                    "an MCP client called a destructive tool that is not served; set [mcp] allow_destructive = true to serve it"
+                );
+            }
+            return Some(Observation::unknown_tool(name).finish(name, cap as usize, DEFAULT_HINT));
+        }
+        self.0.calls.call(name, args, cap, cancel).await
+    }
+}
+
+/// The `tools/call` result of an observation: one text block holding the observation byte
+/// for byte; `isError` unless the tool returned a result; `structuredContent` (the
+/// observation as JSON) only when the observation is whole, never when the cap cut it. No
+/// tool declares an `outputSchema`, since a cut observation conforms to none.
+pub fn call_result(observation: Observation) -> CallToolResult {
+    let structured = if observation.truncated {
+        None
+    } else {
+        serde_json::from_str::<serde_json::Value>(&observation.text)
+            .ok()
+            .filter(serde_json::Value::is_object)
+    };
+    let content = vec![ContentBlock::text(observation.text)];
+    let mut result = if observation.status == CallStatus::Ok {
+        CallToolResult::success(content)
+    } else {
+        CallToolResult::error(content)
+    };
+    result.structured_content = structured;
+    result
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(
+                Implementation::new("sluice", env!("CARGO_PKG_VERSION")).with_title("Sluice"),
+            )
+            .with_instructions(format!(
+                "Sandboxed tools: every result is at most {} bytes. The file tools (read_file, tail_file, grep_files, list_dir) return pages: follow nextOffset/nextLine (read_file), nextCursor (grep_files) or nextOffset (list_dir) to read on. Paths are relative to the roots; private keys are refused.",
+                self.0.cap
+            ))
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(PROTOCOL_VERSIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+        self.0.catalog.page(cursor)
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        // Arguments are checked by the call path itself (its errors are observations the
+        // model reads), not by rmcp against the schema.
+        let _ = name;
+        None
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        Err(McpError::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!(
+                "unknown method {:?}: this server offers tools only (server/discover, initialize, ping, tools/list, tools/call)",
+                request.method
+            ),
+            None,
+        ))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let name = request.name.to_string();
+        let args = request
+            .arguments
+            .map(|a| serde_json::Value::Object(a).to_string())
+            .unwrap_or_default();
+        let ticker = match context.meta.get_progress_token() {
+            Some(token) if self.0.catalog.serves(&name) => {
+                Some(Ticker::start(context.peer.clone(), token, &name).await)
+            }
+            _ => None,
+        };
+        let observation = self.observe(&name, args, &context.ct).await;
+        if let Some(ticker) = ticker {
+            ticker.stop().await;
+        }
+        match observation {
+            Some(o) => Ok(call_result(o).into()),
+            // Cancelled: rmcp sends nothing for a cancelled request.
+            None => Err(McpError::internal_error("the request was cancelled", None)),
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! One call of a tool, as it runs on a pool thread: a fresh [`Store`] (preopens, limits,
+//! deadline), the instance, the export, and the draft observation of what came back.
+//!
+//! A call ends at its deadline or when it is cancelled, whatever the guest waits on: while
+//! guest code runs, the epoch callback (every [`EPOCH_TICK_MS`](crate::engine::EPOCH_TICK_MS) ms) checks both and stops it;
+//! while the guest waits inside the host (a sleep, a `poll`, a `block`), the call's future
+//! is dropped, which drops the store.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use wasmtime::component::types::Type;
+use wasmtime::component::{ComponentExportIndex, InstancePre, ResourceTable, Val};
+use wasmtime::{Store, UpdateDeadline};
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
+
+use crate::failure::{Failure, Interrupt, explain};
+use crate::host::{ALLOW_BLOCKING_CURRENT_THREAD, CallBudget, CallState, MemoryLimiter};
+use crate::limits::{MAX_LIFT_BYTES, MAX_RANDOM_BYTES, MAX_RESOURCES};
+use crate::observation::{Draft, Observation};
+use crate::policy::ToolPolicy;
+use crate::value::to_json;
+
+/// Bytes of a guest's stderr kept for error messages.
+const STDERR_BYTES: usize = 64 * 1024;
+
+/// What one call needs, moved to its pool thread.
+pub(crate) struct Call {
+    pub(crate) pre: InstancePre<CallState>,
+    pub(crate) policy: Arc<ToolPolicy>,
+    pub(crate) key_names: Arc<sluice_pager::KeyNames>,
+    pub(crate) export: ComponentExportIndex,
+    pub(crate) result: Option<Type>,
+    pub(crate) params: Vec<Val>,
+    /// The cap, in bytes.
+    pub(crate) cap: u32,
+}
+
+impl Call {
+    /// Runs the call until it returns, its timeout passes or `cancel` fires.
+    pub(crate) async fn run(self, cancel: CancellationToken) -> Draft {
+        if cancel.is_cancelled() {
+            return failed(Failure::cancelled());
+        }
+        let deadline = Instant::now() + self.policy.timeout;
+        let mut store = match self.store(deadline, &cancel) {
+            Ok(s) => s,
+            Err(message) => return Observation::error(&message, Some("io")),
+        };
+        let mut results = vec![Val::Bool(false); usize::from(self.result.is_some())];
+        let (pre, export, params) = (&self.pre, self.export, &self.params);
+        let outcome = {
+            let store = &mut store;
+            let results = &mut results;
+            let call = async move {
+                let instance = pre.instantiate_async(&mut *store).await?;
+                let func = instance
+                    .get_func(&mut *store, export)
+                    .ok_or_else(|| wasmtime::Error::msg("the export is not a function"))?;
+                func.call_async(&mut *store, params, results).await
+            };
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => Err(Interrupt::Cancelled),
+                () = tokio::time::sleep_until(deadline.into()) => Err(Interrupt::Timeout),
+                r = call => Ok(r),
+            }
+        };
+        match outcome {
+            Ok(Ok(())) => lift_result(results.first(), self.result.as_ref()),
+            Ok(Err(e)) => failed(explain(&e, store.data_mut(), &self.policy)),
+            Err(Interrupt::Timeout) => failed(Failure::timeout(&self.policy)),
+            Err(Interrupt::Cancelled) => failed(Failure::cancelled()),
+        }
+    }
+
+    /// A fresh store for the call: preopens, limits, deadline, lift bound.
+    fn store(
+        &self,
+        deadline: Instant,
+        cancel: &CancellationToken,
+    ) -> Result<Store<CallState>, String> {
+        let policy = &self.policy;
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.allow_blocking_current_thread(ALLOW_BLOCKING_CURRENT_THREAD);
+        wasi.max_random_size(MAX_RANDOM_BYTES);
+        for root in &policy.roots {
+            let perms = if root.write {
+                FsPerms::ReadWrite
+            } else {
+                FsPerms::ReadOnly
+            };
+            wasi.preopened_dir(&root.dir, format!("/{}", root.name), perms)
+                .map_err(|e| {
+                    format!(
+                        "root {} ({}) is not available: {e}",
+                        root.name,
+                        root.dir.display()
+                    )
+                })?;
+        }
+        for (k, v) in &policy.env {
+            wasi.env(k, v);
+        }
+        let stderr = MemoryOutputPipe::new(STDERR_BYTES);
+        wasi.stderr(stderr.clone());
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(MAX_RESOURCES);
+        let state = CallState {
+            wasi: wasi.build(),
+            table,
+            limiter: MemoryLimiter::new(policy.memory_bytes),
+            budget: CallBudget::new(self.cap, policy.timeout, self.key_names.clone()),
+            stderr,
+            descriptors: Vec::new(),
+        };
+        let mut store = Store::new(self.pre.engine(), state);
+        store.limiter(|s| &mut s.limiter);
+        // Checked at every epoch tick while guest code runs.
+        let cancel = cancel.clone();
+        store.epoch_deadline_callback(move |_| {
+            if cancel.is_cancelled() {
+                Err(Interrupt::Cancelled.into())
+            } else if Instant::now() >= deadline {
+                Err(Interrupt::Timeout.into())
+            } else {
+                Ok(UpdateDeadline::Continue(1))
+            }
+        });
+        store.set_epoch_deadline(1);
+        store.set_hostcall_fuel(MAX_LIFT_BYTES);
+        Ok(store)
+    }
+}
+
+/// The draft of a failed call.
+fn failed(failure: Failure) -> Draft {
+    if failure.kind == "cancelled" {
+        Observation::cancelled(&failure.message)
+    } else {
+        Observation::error(&failure.message, Some(failure.kind))
+    }
+}
+
+/// Turns what the guest returned into an observation draft: `result<T, E>` becomes ok or
+/// error, anything else is the result.
+fn lift_result(val: Option<&Val>, ty: Option<&Type>) -> Draft {
+    match (val, ty) {
+        (Some(Val::Result(Ok(v))), Some(Type::Result(r))) => {
+            let json = match (v, r.ok()) {
+                (Some(v), Some(t)) => to_json(v, &t),
+                _ => Value::Null,
+            };
+            Observation::success(&json)
+        }
+        (Some(Val::Result(Err(e))), Some(Type::Result(r))) => {
+            let (message, kind) = match (e, r.err()) {
+                (Some(e), Some(t)) => error_message(e, &t),
+                _ => (
+                    "the tool reported an error without a message".to_string(),
+                    None,
+                ),
+            };
+            Observation::error(&message, kind.as_deref())
+        }
+        (Some(v), Some(t)) => Observation::success(&to_json(v, t)),
+        _ => Observation::success(&Value::Null),
+    }
+}
+
+/// The message and kind of a tool's error value: a string is the message; a variant case
+/// carrying a string is that string with the case as kind; an enum case is both; a record
+/// with a `message` string field is that message (and its `kind` string field, if any);
+/// anything else is its compact JSON.
+fn error_message(val: &Val, ty: &Type) -> (String, Option<String>) {
+    match val {
+        Val::String(s) => (s.clone(), None),
+        Val::Variant(case, Some(payload)) => match payload.as_ref() {
+            Val::String(s) => (s.clone(), Some(case.clone())),
+            other => {
+                let payload_ty = match ty {
+                    Type::Variant(v) => v.cases().find(|c| c.name == case).and_then(|c| c.ty),
+                    _ => None,
+                };
+                let text =
+                    payload_ty.map_or_else(|| case.clone(), |t| to_json(other, &t).to_string());
+                (text, Some(case.clone()))
+            }
+        },
+        Val::Variant(case, None) | Val::Enum(case) => (case.clone(), Some(case.clone())),
+        Val::Record(fields) => {
+            let text = |name: &str| {
+                fields.iter().find_map(|(n, v)| match v {
+                    Val::String(s) if n == name => Some(s.clone()),
+                    _ => None,
+                })
+            };
+            match text("message") {
+                Some(m) => (m, text("kind")),
+                None => (to_json(val, ty).to_string(), None),
+            }
+        }
+        other => (to_json(other, ty).to_string(), None),
+    }
+}

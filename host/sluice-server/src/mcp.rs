@@ -1,0 +1,71 @@
+//! MCP over Streamable HTTP: `POST /mcp` inside `sluice serve`, and the same endpoint on
+//! its own (`sluice mcp --listen`), both behind the operator API's [`Guard`]: `Host`
+//! (403; DNS rebinding), the bearer token (401; required beyond loopback), `Origin` (403
+//! for a cross-origin request without the token), the body limit (413) and
+//! `Content-Type: application/json` (415). One guard decides for both routers; rmcp's own
+//! `Host` and `Origin` checks are left off so that one allowlist applies.
+//!
+//! [`Guard`]: crate::guard::Guard
+
+use std::future::Future;
+
+use axum::Router;
+use sluice_mcp::McpServer;
+use sluice_mcp::http::HttpOptions;
+use tokio_util::sync::CancellationToken;
+
+use crate::{ServeOptions, ServerError};
+
+/// The MCP endpoint's options behind the guard of `options`: its body limit, no `Host` or
+/// `Origin` lists of its own (the guard checks both), and `shutdown` to end open streams.
+pub fn http_options(options: &ServeOptions, shutdown: CancellationToken) -> HttpOptions {
+    HttpOptions {
+        max_body_bytes: options.max_body_bytes,
+        allowed_hosts: Vec::new(),
+        allowed_origins: Vec::new(),
+        shutdown,
+    }
+}
+
+/// The router of `/mcp` alone, behind the guard of `options`.
+pub fn guard_mcp(server: McpServer, options: &ServeOptions, shutdown: CancellationToken) -> Router {
+    options.guard().wrap(sluice_mcp::http::router(
+        server,
+        &http_options(options, shutdown),
+    ))
+}
+
+/// Serves MCP alone at `http://{options.listen}/mcp` until `shutdown` completes; `bound` is
+/// told the address once listening.
+///
+/// # Errors
+/// [`ServerError`] for a bad address/token pairing or allowed host, a bind failure or a
+/// serving failure.
+pub async fn serve_mcp(
+    server: McpServer,
+    options: ServeOptions,
+    bound: impl FnOnce(std::net::SocketAddr),
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    options.check()?;
+    let listener = tokio::net::TcpListener::bind(options.listen)
+        .await
+        .map_err(|e| ServerError::Bind {
+            listen: options.listen,
+            reason: e.to_string(),
+        })?;
+    let local = listener.local_addr().map_err(|e| ServerError::Bind {
+        listen: options.listen,
+        reason: e.to_string(),
+    })?;
+    let stop = CancellationToken::new();
+    let router = guard_mcp(server, &options, stop.clone());
+    bound(local);
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            stop.cancel();
+        })
+        .await
+        .map_err(|e| ServerError::Serve(e.to_string()))
+}

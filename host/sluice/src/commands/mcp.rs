@@ -1,0 +1,62 @@
+//! `sluice mcp`: the tools over MCP, on stdio or (with `--listen`) Streamable HTTP.
+
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use sluice_config::Config;
+use sluice_mcp::StdioOptions;
+use sluice_server::{ServeOptions, token_from, wiring};
+
+use crate::cli::McpArgs;
+
+/// Serves until stdin ends (stdio) or Ctrl-C (HTTP).
+pub(crate) async fn run(config: &Config, args: McpArgs) -> anyhow::Result<()> {
+    let options = match args.listen {
+        Some(listen) => {
+            let options = ServeOptions {
+                listen,
+                // As `serve` reads it: a token that is not UTF-8 is refused, not unset.
+                token: token_from(args.token_file.as_deref(), &|k| {
+                    std::env::var_os(k).map(|v| v.to_string_lossy().into_owned())
+                })?,
+                max_body_bytes: args.max_body_bytes,
+                allowed_hosts: config.server.allowed_hosts.clone(),
+            };
+            // Refuse a bad address/token pairing before loading anything.
+            options.check()?;
+            Some(options)
+        }
+        None => None,
+    };
+    let toolbox = Arc::new(wiring::load_tools(config, None).context("failed to load the tools")?);
+    let server = wiring::mcp_server(config, toolbox);
+    tracing::info!(tools = ?server.tool_names(), "serving MCP");
+    match options {
+        None => {
+            let stdio = StdioOptions {
+                max_request_bytes: args.max_body_bytes,
+                write_timeout: std::time::Duration::from_millis(args.write_timeout_ms.max(1)),
+            };
+            sluice_mcp::serve_stdio(server, stdio).await?;
+        }
+        Some(options) => {
+            sluice_server::mcp::serve_mcp(
+                server,
+                options,
+                |addr| {
+                    #[allow(clippy::print_stderr)]
+                    {
+                        eprintln!("sluice: serving MCP on http://{addr}/mcp (Streamable HTTP)");
+                    }
+                },
+                async {
+                    if tokio::signal::ctrl_c().await.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                },
+            )
+            .await?;
+        }
+    }
+    Ok(())
+}

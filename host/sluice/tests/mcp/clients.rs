@@ -1,0 +1,160 @@
+//! Clients Sluice did not write, installed by `host/sluice-mcp/clients/install.sh` (which
+//! `.ci/run` runs) under `target/mcp-clients/`: the official Python SDK (PyPI `mcp`) and the
+//! official conformance suite (npm `@modelcontextprotocol/conformance`). Without them the
+//! tests print why and pass; under `CI=true` they fail.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::http::listen;
+use crate::{SLUICE, cache, root_flag};
+
+/// Where install.sh puts the clients.
+fn clients_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-clients")
+}
+
+/// `path` when it exists; else `None` after saying why (and a failure under `CI=true`).
+fn installed(path: PathBuf, what: &str) -> Option<PathBuf> {
+    if path.exists() {
+        return Some(path);
+    }
+    let reason = format!(
+        "skipped: {what} is not installed at {} (run host/sluice-mcp/clients/install.sh)",
+        path.display()
+    );
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "{reason}");
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!("{reason}");
+    }
+    None
+}
+
+/// Runs the Python SDK script; returns the JSON line it printed.
+async fn python(transport: &str, handshake: &str, target: &str) -> Option<Value> {
+    let python = installed(clients_dir().join("venv/bin/python"), "the MCP Python SDK")?;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/python_client.py");
+    let out = tokio::process::Command::new(python)
+        .arg(script)
+        .args([transport, handshake, target])
+        .env("SLUICE_CACHE_DIR", cache())
+        .env_remove("SLUICE_AGENT_MAX_TOOL_RESULT_BYTES")
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the Python client failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(serde_json::from_slice(&out.stdout).expect("one JSON line"))
+}
+
+/// What the script must see, whatever the transport and handshake.
+fn check(out: &Value, version: Value) {
+    assert_eq!(
+        out,
+        &json!({
+            "server": "sluice",
+            "version": version,
+            "tools": ["read_file", "tail_file", "grep_files", "list_dir"],
+            "readOnly": [true, true, true, true],
+            "page": "{\"ok\":true,\"result\":{\"path\":\"f.txt\",\"size\":8,\"offset\":0,\"content\":\"one\\ntwo\\n\",\"startLine\":1,\"endLine\":2,\"totalLines\":2}}",
+            "pageIsError": false,
+            "unknown": "{\"ok\":false,\"error\":\"unknown_tool\",\"name\":\"no_such_tool\"}",
+            "unknownIsError": true,
+            "grep": 1,
+            "progress": true,
+        })
+    );
+}
+
+fn supported() -> Value {
+    json!(["2025-06-18", "2025-11-25", "2026-07-28"])
+}
+
+/// The stdio command line of `sluice mcp` over a root like [`listen`]'s.
+fn stdio_argv(dir: &Path) -> String {
+    std::fs::write(dir.join("f.txt"), "one\ntwo\n").unwrap();
+    std::fs::write(dir.join("app.log"), "INFO a\nERROR b\n").unwrap();
+    let root = root_flag(dir);
+    json!([SLUICE, "--root", root, "mcp"]).to_string()
+}
+
+#[tokio::test]
+async fn python_sdk_over_stdio_with_discover() {
+    let dir = tempfile::tempdir().unwrap();
+    if let Some(out) = python("stdio", "discover", &stdio_argv(dir.path())).await {
+        check(&out, supported());
+    }
+}
+
+#[tokio::test]
+async fn python_sdk_over_stdio_with_initialize() {
+    let dir = tempfile::tempdir().unwrap();
+    if let Some(out) = python("stdio", "initialize", &stdio_argv(dir.path())).await {
+        check(&out, json!("2025-11-25"));
+    }
+}
+
+#[tokio::test]
+async fn python_sdk_over_http_with_discover() {
+    let server = listen(&["mcp", "--listen", "127.0.0.1:0"], &[]).await;
+    let url = format!("{}/mcp", server.url);
+    if let Some(out) = python("http", "discover", &url).await {
+        check(&out, supported());
+    }
+}
+
+#[tokio::test]
+async fn python_sdk_over_http_with_initialize() {
+    let server = listen(&["serve", "--listen", "127.0.0.1:0"], &[]).await;
+    let url = format!("{}/mcp", server.url);
+    if let Some(out) = python("http", "initialize", &url).await {
+        check(&out, json!("2025-11-25"));
+    }
+}
+
+/// The official conformance suite against `POST /mcp` of `sluice serve`: every scenario
+/// that applies to a tools-only server passes; the others are in
+/// `tests/mcp/conformance-baseline-<revision>.yml`, each with its reason. Run once per revision
+/// Sluice serves over HTTP with a handshake of its own (2025-11-25 with `initialize`,
+/// 2026-07-28 stateless).
+#[tokio::test]
+async fn conformance_suite_passes_with_its_baseline() {
+    let dir = clients_dir();
+    let Some(node) = installed(dir.join("node/bin/node"), "Node 22") else {
+        return;
+    };
+    let Some(cli) = installed(
+        dir.join("conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"),
+        "the MCP conformance suite",
+    ) else {
+        return;
+    };
+    let server = listen(&["serve", "--listen", "127.0.0.1:0"], &[]).await;
+    let url = format!("{}/mcp", server.url);
+    let work = tempfile::tempdir().unwrap();
+    for revision in ["2025-11-25", "2026-07-28"] {
+        let baseline = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("tests/mcp/conformance-baseline-{revision}.yml"));
+        let out = tokio::process::Command::new(&node)
+            .arg(&cli)
+            .args(["server", "--url", &url, "--requirements", revision])
+            .arg("--expected-failures")
+            .arg(&baseline)
+            .current_dir(work.path())
+            .output()
+            .await
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "conformance {revision} failed:\n{stdout}\n{stderr}"
+        );
+    }
+}

@@ -1,0 +1,72 @@
+"""A client Sluice did not write: the official MCP Python SDK against `sluice mcp`.
+
+Usage: python_client.py stdio|http discover|initialize TARGET
+  stdio: TARGET is a JSON array, the command line of `sluice … mcp`
+  http:  TARGET is the endpoint URL (`http://127.0.0.1:PORT/mcp`)
+
+Prints one JSON line: what the server answered (the Rust test asserts it).
+"""
+
+import json
+import sys
+
+import anyio
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+
+async def exercise(session: ClientSession, handshake: str) -> dict:
+    if handshake == "discover":
+        result = await session.discover()
+        version = result.supported_versions
+        # 2026-07-28 carries the server's identity in `_meta`.
+        meta = result.meta or {}
+        server = meta["io.modelcontextprotocol/serverInfo"]["name"]
+    else:
+        result = await session.initialize()
+        version = result.protocol_version
+        server = result.server_info.name
+    tools = await session.list_tools()
+    progress = []
+
+    async def on_progress(value, total, message):
+        progress.append(message)
+
+    page = await session.call_tool(
+        "read_file", {"path": "f.txt"}, progress_callback=on_progress
+    )
+    unknown = await session.call_tool("no_such_tool", {})
+    grep = await session.call_tool(
+        "grep_files", {"pattern": "error"}, progress_callback=on_progress
+    )
+    return {
+        "server": server,
+        "version": version,
+        "tools": [t.name for t in tools.tools],
+        "readOnly": [t.annotations.read_only_hint for t in tools.tools],
+        "page": page.content[0].text,
+        "pageIsError": page.is_error,
+        "unknown": unknown.content[0].text,
+        "unknownIsError": unknown.is_error,
+        "grep": json.loads(grep.content[0].text)["result"]["count"],
+        "progress": bool(progress),
+    }
+
+
+async def main() -> None:
+    transport, handshake, target = sys.argv[1], sys.argv[2], sys.argv[3]
+    if transport == "stdio":
+        argv = json.loads(target)
+        params = StdioServerParameters(command=argv[0], args=argv[1:])
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                out = await exercise(session, handshake)
+    else:
+        async with streamable_http_client(target) as (read, write):
+            async with ClientSession(read, write) as session:
+                out = await exercise(session, handshake)
+    print(json.dumps(out, sort_keys=True), flush=True)
+
+
+anyio.run(main)
