@@ -738,9 +738,7 @@ fn p11_cancelling_while_the_model_answers_aborts_and_appends_nothing() {
         let other = async {
             until("the request", || model.requests().len() == 1).await;
             assert_eq!(
-                crate::agent_loop::block_on(db.store.session(&id))
-                    .unwrap()
-                    .status,
+                db.store.session(&id).await.unwrap().status,
                 SessionStatus::Running
             );
             // One run per session at a time.
