@@ -17,13 +17,18 @@
 //! use sluice_protocol::Message;
 //! use sluice_store::{SqliteStore, Store, now_rfc3339};
 //!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let dir = tempfile::tempdir()?;
 //! let store = SqliteStore::open(&dir.path().join("sessions.db"))?;
-//! let session = store.create_session()?;
-//! let seq = store.append(&session.id, &Message::user("hello", now_rfc3339()))?;
+//! let session = store.create_session().await?;
+//! let seq = store
+//!     .append(&session.id, &Message::user("hello", now_rfc3339()))
+//!     .await?;
 //! assert_eq!(seq, 1);
-//! assert_eq!(store.messages(&session.id)?[0].message.content, "hello");
-//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! assert_eq!(store.messages(&session.id).await?[0].message.content, "hello");
+//! # Ok(())
+//! # }
 //! ```
 
 use sluice_protocol::{Message, SessionStatus};
