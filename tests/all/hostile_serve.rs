@@ -50,12 +50,14 @@ impl Backend for OneCall {
                         arguments: asked["arguments"].to_string(),
                     }],
                     usage: None,
+                    http_requests: None,
                 }
             }
             _ => ModelReply {
                 content: last.content.clone(),
                 tool_calls: Vec::new(),
                 usage: None,
+                http_requests: None,
             },
         })
     }

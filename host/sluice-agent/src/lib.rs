@@ -10,9 +10,14 @@
 //! - when the backend says the request does not fit the context window
 //!   ([`sluice_backends::BackendError::context_window_exceeded`]), the loop shrinks every
 //!   observation over [`SHRINK_ABOVE_BYTES`] in the newest group of tool messages that has
-//!   one, keeps the originals in the audit, and retries once ([`recovery`]). No tool runs
-//!   again. The shrink persists, so later requests of the session fit too, and a session
-//!   made unusable by an oversized result stored earlier recovers the same way.
+//!   one, and, when the rejection states the prompt's size and the limit, further groups and
+//!   smaller heads ([`SHRINK_FURTHER_BYTES`]) as far as the retry needs to fit; it keeps the
+//!   originals in the audit and retries once ([`recovery`]). No tool runs again. The shrink
+//!   persists, so later requests of the session fit too, and a session made unusable by an
+//!   oversized result stored earlier recovers the same way.
+//!
+//! [`Outcome::requests`] counts the HTTP requests the backend reports (retries included) and
+//! [`Outcome::usage`] the tokens its replies reported.
 //!
 //! A session has at most one run at a time, across every process sharing the store: a run
 //! is claimed together with its prompt ([`Agent::claim`], [`sluice_store::Store::begin_run`])
@@ -30,7 +35,7 @@ use sluice_backends::Backend;
 use sluice_protocol::SessionStatus;
 use sluice_store::{Store, StoreError};
 
-pub use recovery::SHRINK_ABOVE_BYTES;
+pub use recovery::{SHRINK_ABOVE_BYTES, SHRINK_FURTHER_BYTES};
 pub use run::Claim;
 pub use tools::Tools;
 
@@ -47,8 +52,9 @@ pub struct Settings {
     pub system_prompt: String,
     /// `agent.max_tool_result_bytes`: the cap on every observation, in bytes.
     pub max_tool_result_bytes: u32,
-    /// The most model requests of one run (default 50), not counting the one retry after a
-    /// context-window rejection.
+    /// The most model turns of one run (default 50), not counting the one retry after a
+    /// context-window rejection nor HTTP retries. Running out ends the run `completed` with
+    /// lastError `Reached maxTurns=<n> without a final answer.` (SPEC section 5).
     pub max_turns: u32,
     /// Run destructive tools without waiting for approval.
     pub auto_approve: bool,
@@ -139,8 +145,32 @@ pub struct Outcome {
     pub last_error: Option<String>,
     /// The model's final answer, when it gave one.
     pub answer: Option<String>,
-    /// Model requests made (the retry after a context-window rejection included).
+    /// Requests sent to the model: for provider backends the HTTP requests, retries of
+    /// rate limits, overload and transient failures included, as is the unstreamed re-send of
+    /// an empty streamed answer and the retry after a context-window rejection; a request the
+    /// pre-send estimate refused was not sent and is not counted. A model that makes no HTTP
+    /// request (scripted, replay) counts one per request.
     pub requests: u32,
+    /// The tokens the provider reported for the run's replies.
+    pub usage: RunUsage,
+}
+
+/// The tokens a run's replies reported, summed.
+///
+/// Not every reply reports them: a streamed reply carries usage only when the server honours
+/// `stream_options.include_usage` (OpenAI does; llama-cpp-python's server ignores it, so a
+/// streamed run against it reports no tokens at all: set `stream = false` in `[model]` to
+/// get them). `unreported_replies` counts the replies that had none, so a zero is never
+/// mistaken for a count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunUsage {
+    /// Prompt tokens, summed over the replies that reported them.
+    pub input_tokens: u64,
+    /// Output tokens, summed over the replies that reported them.
+    pub output_tokens: u64,
+    /// Replies that reported no token counts.
+    pub unreported_replies: u32,
 }
 
 /// Why a run could not start.

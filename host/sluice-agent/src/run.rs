@@ -1,17 +1,20 @@
 //! One run of a session.
 
+use std::collections::HashMap;
+
+use sluice_backends::estimate::prompt_bytes;
 use sluice_backends::{BackendError, ModelReply, ModelRequest};
-use sluice_protocol::{Message, SessionStatus, ToolCall};
+use sluice_protocol::{Message, SessionStatus, ToolCall, ToolSpec};
 use sluice_runtime::observation::{Observation, paging_hint, shrink_text};
 use sluice_runtime::{CallOptions, CallStatus};
 use sluice_store::{Decision, StoredMessage};
 use tokio_util::sync::CancellationToken;
 
 use crate::recovery::{
-    SHRINK_ABOVE_BYTES, nothing_to_shrink, pending_calls, shrink_targets, still_too_long,
-    tool_of_call, transcript,
+    bytes_to_free, nothing_to_shrink, pending_calls, shrink_plan, still_too_long, tool_of_call,
+    transcript,
 };
-use crate::{Agent, AgentError, Outcome, RunEvent};
+use crate::{Agent, AgentError, Outcome, RunEvent, RunUsage};
 
 /// How a step of the run ended when it ends the run.
 enum Stop {
@@ -122,9 +125,9 @@ impl Agent {
         events: &(dyn Fn(RunEvent) + Send + Sync),
     ) -> Result<Outcome, AgentError> {
         let session_id = claim.session.as_str();
-        let mut requests = 0;
+        let mut tally = Tally::default();
         let result = self
-            .run_started(session_id, cancel, events, &mut requests)
+            .run_started(session_id, cancel, events, &mut tally)
             .await;
         let (status, last_error, answer) = match &result {
             Ok(Stop::Completed(answer)) => (SessionStatus::Completed, None, answer.clone()),
@@ -141,7 +144,9 @@ impl Agent {
             }
             Err(e) => (SessionStatus::Error, Some(e.to_string()), None),
         };
-        // `maxTurns` completes the run but says why it stopped.
+        // `maxTurns` completes the run but says why it stopped (SPEC section 5: the
+        // transcript is whole and the session goes on with the next prompt; only the final
+        // answer is missing, and lastError says so).
         let last_error = match (&result, last_error) {
             (Ok(Stop::Completed(None)), None) => Some(format!(
                 "Reached maxTurns={} without a final answer.",
@@ -153,7 +158,7 @@ impl Agent {
             status,
             last_error: last_error.clone(),
             answer: answer.clone(),
-            requests: Some(requests),
+            requests: Some(tally.requests),
         };
         self.store.end_run(session_id, &end).await?;
         result?;
@@ -162,7 +167,8 @@ impl Agent {
             status,
             last_error,
             answer,
-            requests,
+            requests: tally.requests,
+            usage: tally.usage,
         })
     }
 
@@ -171,7 +177,7 @@ impl Agent {
         id: &str,
         cancel: &CancellationToken,
         events: &(dyn Fn(RunEvent) + Send + Sync),
-        requests: &mut u32,
+        tally: &mut Tally,
     ) -> Result<Stop, AgentError> {
         // Calls an earlier run left without observations come first: a provider needs the
         // results right after the assistant message that asked for them. Then the prompts
@@ -191,12 +197,12 @@ impl Agent {
             }
             turns += 1;
             let messages = self.store.messages(id).await?;
-            let reply = match self.ask(&messages, &tools, cancel, events, requests).await {
+            let reply = match self.ask(&messages, &tools, cancel, events, tally).await {
                 Asked::Reply(r) => r,
                 Asked::Cancelled => return Ok(Stop::Aborted),
                 Asked::Failed(e) if e.context_window_exceeded() => {
                     match self
-                        .recover(id, &messages, &tools, &e, cancel, events, requests)
+                        .recover(id, &messages, &tools, &e, cancel, events, tally)
                         .await?
                     {
                         Ok(r) => r,
@@ -224,71 +230,106 @@ impl Agent {
         }
     }
 
-    /// Sends one request built from `messages`; cancellation drops it.
-    async fn ask(
-        &self,
-        messages: &[StoredMessage],
-        tools: &[sluice_protocol::ToolSpec],
-        cancel: &CancellationToken,
-        events: &(dyn Fn(RunEvent) + Send + Sync),
-        requests: &mut u32,
-    ) -> Asked {
-        let request = ModelRequest {
+    /// The request built from `messages`.
+    fn request(&self, messages: &[StoredMessage], tools: &[ToolSpec]) -> ModelRequest {
+        ModelRequest {
             system: self.settings.system_prompt.clone(),
             messages: transcript(messages),
             tools: tools.to_vec(),
-        };
+        }
+    }
+
+    /// Sends one request built from `messages`; cancellation drops it. The tally counts the
+    /// HTTP requests the backend reports (retries included; none for a request its pre-send
+    /// estimate refused; one for a model that makes no HTTP request, or a cancelled one) and
+    /// the usage the reply reports.
+    async fn ask(
+        &self,
+        messages: &[StoredMessage],
+        tools: &[ToolSpec],
+        cancel: &CancellationToken,
+        events: &(dyn Fn(RunEvent) + Send + Sync),
+        tally: &mut Tally,
+    ) -> Asked {
+        let request = self.request(messages, tools);
         events(RunEvent::ModelRequest {
             bytes: request.json_bytes(),
         });
-        *requests += 1;
         tokio::select! {
             biased;
-            () = cancel.cancelled() => Asked::Cancelled,
+            () = cancel.cancelled() => {
+                tally.requests += 1;
+                Asked::Cancelled
+            }
             reply = self.backend.complete(&request) => match reply {
-                Ok(r) => Asked::Reply(r),
-                Err(e) => Asked::Failed(e),
+                Ok(r) => {
+                    tally.requests += r.http_requests.unwrap_or(1);
+                    match r.usage {
+                        Some(usage) => {
+                            tally.usage.input_tokens += usage.input_tokens;
+                            tally.usage.output_tokens += usage.output_tokens;
+                        }
+                        None => tally.usage.unreported_replies += 1,
+                    }
+                    Asked::Reply(r)
+                }
+                Err(e) => {
+                    tally.requests += e.http_requests.unwrap_or(1);
+                    Asked::Failed(e)
+                }
             },
         }
     }
 
-    /// After a context-window rejection: shrinks the newest large observations, keeping
-    /// the originals in the audit, and retries once. `Ok(Err(stop))` ends the run.
+    /// After a context-window rejection: shrinks observations ([`shrink_plan`]: the SPEC
+    /// rule, and as far as needed for the retry to fit when the rejection's sizes are known),
+    /// keeping the originals in the audit, and retries once. `Ok(Err(stop))` ends the run.
     #[allow(clippy::too_many_arguments)]
     async fn recover(
         &self,
         id: &str,
         messages: &[StoredMessage],
-        tools: &[sluice_protocol::ToolSpec],
+        tools: &[ToolSpec],
         rejection: &BackendError,
         cancel: &CancellationToken,
         events: &(dyn Fn(RunEvent) + Send + Sync),
-        requests: &mut u32,
+        tally: &mut Tally,
     ) -> Result<Result<ModelReply, Stop>, AgentError> {
         if cancel.is_cancelled() {
             return Ok(Err(Stop::Aborted));
         }
-        let targets = shrink_targets(messages);
-        if targets.is_empty() {
-            return Ok(Err(Stop::Failed(nothing_to_shrink(&rejection.message))));
+        let need = rejection
+            .overflow
+            .map(|sizes| bytes_to_free(prompt_bytes(&self.request(messages, tools)), &sizes));
+        let cuts = shrink_plan(messages, need);
+        if cuts.is_empty() {
+            return Ok(Err(Stop::Failed(nothing_to_shrink(rejection))));
         }
         let reason = format!(
             "a request including this result exceeded the model's context window: {}",
             rejection.message
         );
+        // A result shrunk by an earlier recovery is cut again from its original, so its
+        // marker keeps saying how large the result really was.
+        let mut originals: HashMap<u64, String> = HashMap::new();
+        for entry in self.store.audit(id).await? {
+            originals.entry(entry.seq).or_insert(entry.original);
+        }
         let (mut from_bytes, mut to_bytes) = (0, 0);
-        for m in messages.iter().filter(|m| targets.contains(&m.seq)) {
+        for cut in &cuts {
+            let Some(m) = messages.iter().find(|m| m.seq == cut.seq) else {
+                continue;
+            };
             let tool = m
                 .message
                 .tool_call_id
                 .as_deref()
                 .and_then(|c| tool_of_call(messages, c))
                 .unwrap_or("");
-            let shrunk = shrink_text(
-                m.message.content.clone(),
-                SHRINK_ABOVE_BYTES,
-                paging_hint(tool),
-            );
+            let original = originals
+                .remove(&m.seq)
+                .unwrap_or_else(|| m.message.content.clone());
+            let shrunk = shrink_text(original, cut.limit_bytes, paging_hint(tool));
             from_bytes += m.message.content.len();
             to_bytes += shrunk.len();
             self.store
@@ -296,17 +337,17 @@ impl Agent {
                 .await?;
         }
         events(RunEvent::Shrunk {
-            seqs: targets,
+            seqs: cuts.iter().map(|c| c.seq).collect(),
             from_bytes,
             to_bytes,
         });
         let messages = self.store.messages(id).await?;
         Ok(
-            match self.ask(&messages, tools, cancel, events, requests).await {
+            match self.ask(&messages, tools, cancel, events, tally).await {
                 Asked::Reply(r) => Ok(r),
                 Asked::Cancelled => Err(Stop::Aborted),
                 Asked::Failed(e) if e.context_window_exceeded() => {
-                    Err(Stop::Failed(still_too_long(&e.message)))
+                    Err(Stop::Failed(still_too_long(&e)))
                 }
                 Asked::Failed(e) => Err(Stop::Failed(e.message)),
             },
@@ -440,6 +481,13 @@ impl Agent {
             paging_hint(&call.name),
         )
     }
+}
+
+/// What a run counts as it goes.
+#[derive(Default)]
+struct Tally {
+    requests: u32,
+    usage: RunUsage,
 }
 
 /// Now, RFC 3339 UTC with milliseconds (the store's clock, so times sort as text).

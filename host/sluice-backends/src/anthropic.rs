@@ -20,11 +20,13 @@
 //!     block disappears;
 //!   - tool-call ids outside `[A-Za-z0-9_-]` (ids minted by other providers) are re-keyed to
 //!     `toolu_` + 16 hex digits of their hash, consistently within and across requests;
-//! - `tools`: `{"name","description","input_schema"}`, left out when there are none;
+//! - `tools`: `{"name","description","input_schema"}`, left out when there are none; with
+//!   them, `tool_choice` when configured (`{"type":"auto"|"any"|"none"}`; by default nothing,
+//!   which the API takes as `auto`);
 //! - `"stream": true` when streaming.
 //!
-//! Before sending, the body's size is checked against the configured context window
-//! ([`estimate`]).
+//! Before sending, the request's estimated tokens are checked against the configured context
+//! window, and every reply's usage calibrates the estimate ([`Estimator`]).
 //!
 //! # The reply
 //!
@@ -52,13 +54,14 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 use sluice_protocol::{Role, ToolCall};
 
+use crate::estimate::Estimator;
 use crate::http::{Http, protocol};
-use crate::provider::{Provider, ProviderConfig, Secret};
+use crate::provider::{Provider, ProviderConfig, Secret, ToolChoice};
 use crate::sse::SseEvent;
 use crate::wire::{Ending, IdMap, bad_request, body_of, json_post, mint_id, quote, read_sse};
 use crate::{
     Backend, BackendError, ErrorKind, ModelReply, ModelRequest, Usage, classify,
-    classify_stream_error, estimate,
+    classify_stream_error,
 };
 
 /// Anthropic's API base.
@@ -80,6 +83,8 @@ pub struct AnthropicBackend {
     max_tokens: u32,
     stream: bool,
     context_window_tokens: Option<u64>,
+    tool_choice: ToolChoice,
+    estimator: Estimator,
 }
 
 impl AnthropicBackend {
@@ -109,6 +114,8 @@ impl AnthropicBackend {
             max_tokens: config.max_tokens,
             stream: config.stream,
             context_window_tokens: config.context_window_tokens,
+            tool_choice: ToolChoice::resolve(config.tool_choice, config.provider),
+            estimator: Estimator::new(),
         })
     }
 
@@ -186,6 +193,15 @@ impl AnthropicBackend {
                 })
                 .collect();
             body.insert("tools".into(), Value::Array(tools));
+            let choice = match self.tool_choice {
+                ToolChoice::Auto => Some("auto"),
+                ToolChoice::Required => Some("any"),
+                ToolChoice::None => Some("none"),
+                ToolChoice::Omit => None,
+            };
+            if let Some(choice) = choice {
+                body.insert("tool_choice".into(), json!({"type": choice}));
+            }
         }
         if self.stream {
             body.insert("stream".into(), Value::Bool(true));
@@ -205,12 +221,10 @@ impl AnthropicBackend {
             Ending::Eof {
                 unparsed: Some((headers, text)),
             } if !stream.started => decode_body(&headers, &text),
-            Ending::Eof { .. } => Err(BackendError {
-                kind: ErrorKind::Transient,
-                status: None,
-                message: "the model's stream ended before message_stop".into(),
-                retry_after: None,
-            }),
+            Ending::Eof { .. } => Err(BackendError::new(
+                ErrorKind::Transient,
+                "the model's stream ended before message_stop",
+            )),
         }
     }
 }
@@ -223,18 +237,31 @@ impl Backend for AnthropicBackend {
     }
 
     async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, BackendError> {
+        self.estimator
+            .around(request, self.context_window_tokens, self.exchange(request))
+            .await
+    }
+}
+
+impl AnthropicBackend {
+    /// Sends `request` through the retry loop.
+    async fn exchange(&self, request: &ModelRequest) -> Result<ModelReply, BackendError> {
         let body = serde_json::to_vec(&self.body(request))
             .map_err(|e| protocol(format!("failed to encode the request: {e}")))?;
-        estimate::check(body.len(), self.context_window_tokens)?;
         let make = || {
             json_post(self.http.client(), &self.url, &body, self.stream, |b| {
                 b.header("x-api-key", self.api_key.expose())
                     .header("anthropic-version", ANTHROPIC_VERSION)
             })
         };
-        self.http
+        let (reply, sent) = self
+            .http
             .send_and_read(make, |response| self.read(response))
-            .await
+            .await?;
+        Ok(ModelReply {
+            http_requests: Some(sent),
+            ..reply
+        })
     }
 }
 
@@ -305,6 +332,7 @@ fn decode_body(headers: &[(String, String)], text: &str) -> Result<ModelReply, B
         content,
         tool_calls,
         usage,
+        http_requests: None,
     })
 }
 
@@ -469,6 +497,7 @@ impl MessageStream {
             content,
             tool_calls,
             usage: self.usage,
+            http_requests: None,
         }
     }
 }

@@ -59,9 +59,14 @@
 //! [`ErrorKind::Protocol`] error; a stream that ends mid-frame or before `messageStop` is
 //! [`ErrorKind::Transient`].
 //!
-//! When [`ProviderConfig::context_window_tokens`] is set, a request whose body is estimated
-//! (bytes / 4) at more than 1.1 × the window is refused with
-//! [`ErrorKind::ContextWindowExceeded`] without being sent.
+//! When [`ProviderConfig::context_window_tokens`] is set, a request estimated at more than
+//! 1.1 × the window is refused with [`ErrorKind::ContextWindowExceeded`] without being sent
+//! (the estimate is [`Estimator`]'s, calibrated by the usage of earlier replies).
+//!
+//! `model.tool_choice` ([`ToolChoice`]): `auto` and `required` become
+//! `toolConfig.toolChoice` `{"auto":{}}` and `{"any":{}}` on a request that offers tools;
+//! by default nothing is sent (Bedrock's default is `auto`); `none` does not exist in
+//! Converse and is refused when the backend is made.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -71,8 +76,9 @@ use std::time::SystemTime;
 use serde_json::{Map, Value, json};
 use sluice_protocol::{Role, ToolCall};
 
+use crate::estimate::Estimator;
 use crate::http::{Http, network, protocol};
-use crate::provider::{ProviderConfig, Secret};
+use crate::provider::{ProviderConfig, Secret, ToolChoice};
 use crate::wire::bad_request;
 use crate::{Backend, BackendError, ErrorKind, ModelReply, ModelRequest, Usage, classify};
 
@@ -299,6 +305,8 @@ pub struct Bedrock {
     stream: bool,
     max_tokens: u32,
     context_window_tokens: Option<u64>,
+    tool_choice: ToolChoice,
+    estimator: Arc<Estimator>,
     clock: fn() -> SystemTime,
 }
 
@@ -360,6 +368,12 @@ impl Bedrock {
                 content_sha256: false,
             }),
         };
+        let tool_choice = ToolChoice::resolve(config.tool_choice, config.provider);
+        if tool_choice == ToolChoice::None {
+            return Err(bad_request(
+                "Bedrock Converse has no tool_choice \"none\": set model.tool_choice to auto, required or omit",
+            ));
+        }
         let model = config.model.trim().to_string();
         if model.is_empty() {
             return Err(bad_request(
@@ -396,6 +410,8 @@ impl Bedrock {
             stream: config.stream,
             max_tokens: config.max_tokens,
             context_window_tokens: config.context_window_tokens,
+            tool_choice,
+            estimator: Arc::new(Estimator::new()),
             clock: SystemTime::now,
         })
     }
@@ -460,20 +476,49 @@ impl Backend for Bedrock {
 
     /// Sends `request` to Converse (or ConverseStream) and decodes the reply.
     async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, BackendError> {
-        let body = serde_json::to_vec(&request_body(request, self.max_tokens))
+        self.estimator
+            .around(request, self.context_window_tokens, self.exchange(request))
+            .await
+    }
+}
+
+impl Bedrock {
+    /// Sends `request` through the retry loop and reads the answer.
+    async fn exchange(&self, request: &ModelRequest) -> Result<ModelReply, BackendError> {
+        let mut body = request_body(request, self.max_tokens);
+        let choice = match self.tool_choice {
+            ToolChoice::Auto => Some("auto"),
+            ToolChoice::Required => Some("any"),
+            ToolChoice::None | ToolChoice::Omit => None,
+        };
+        if let (Some(choice), Some(config)) = (choice, body.get_mut("toolConfig"))
+            && !request.tools.is_empty()
+        {
+            config["toolChoice"] = json!({ choice: {} });
+        }
+        let body = serde_json::to_vec(&body)
             .map_err(|e| protocol(format!("cannot encode the Bedrock request: {e}")))?;
-        crate::estimate::check(body.len(), self.context_window_tokens)?;
-        let mut response = self.http.send(|| self.build(&body)).await?;
-        if self.stream {
+        let (mut response, sent) = self.http.send(|| self.build(&body)).await?;
+        let counted = |e: BackendError| BackendError {
+            http_requests: Some(sent),
+            ..e
+        };
+        let reply = if self.stream {
             let mut reader = StreamReader::default();
-            while let Some(chunk) = response.chunk().await.map_err(|e| network(&e))? {
-                reader.push(&chunk)?;
+            while let Some(chunk) = response.chunk().await.map_err(|e| counted(network(&e)))? {
+                reader.push(&chunk).map_err(counted)?;
             }
             reader.finish()
         } else {
-            let bytes = response.bytes().await.map_err(|e| network(&e))?;
+            let bytes = response.bytes().await.map_err(|e| counted(network(&e)))?;
             parse_converse(&bytes)
-        }
+        };
+        reply
+            .map(|reply| ModelReply {
+                http_requests: Some(sent),
+                ..reply
+            })
+            .map_err(counted)
     }
 }
 
@@ -862,6 +907,7 @@ fn parse_converse(bytes: &[u8]) -> Result<ModelReply, BackendError> {
         content: join_texts(texts),
         tool_calls,
         usage: value.get("usage").and_then(usage_of),
+        http_requests: None,
     })
 }
 
@@ -1198,17 +1244,13 @@ impl StreamReader {
             content: join_texts(texts),
             tool_calls,
             usage: self.usage,
+            http_requests: None,
         })
     }
 }
 
 fn truncated(message: &str) -> BackendError {
-    BackendError {
-        kind: ErrorKind::Transient,
-        status: None,
-        message: message.to_string(),
-        retry_after: None,
-    }
+    BackendError::new(ErrorKind::Transient, message)
 }
 
 #[cfg(test)]
@@ -1652,15 +1694,17 @@ mod tests {
     }
 
     #[test]
-    fn the_window_estimate_is_bytes_over_four_against_one_point_one_windows() {
+    fn tool_choice_none_is_refused_at_start() {
         let mut config = ProviderConfig::new(crate::provider::Provider::Bedrock, "m");
         config.region = Some("us-east-1".into());
         config.api_key = Some(Secret::new("k"));
-        config.context_window_tokens = Some(100);
-        let backend = Bedrock::new(config, &env_of(&[]), None).unwrap();
-        // The estimate shared by every backend (crate::estimate): ceil(bytes / 4) > 110.
-        assert!(crate::estimate::check(440, backend.context_window_tokens).is_ok());
-        let error = crate::estimate::check(441, backend.context_window_tokens).unwrap_err();
-        assert!(error.context_window_exceeded());
+        config.tool_choice = Some(ToolChoice::None);
+        let error = Bedrock::new(config, &env_of(&[]), None).unwrap_err();
+        assert_eq!(error.kind, ErrorKind::BadRequest);
+        assert!(
+            error.message.contains("model.tool_choice"),
+            "{}",
+            error.message
+        );
     }
 }

@@ -34,7 +34,10 @@
 //! 6. **Everything else by status**: 429 → [`ErrorKind::RateLimited`] (also a rate-limit code
 //!    or the "tokens per minute" wording on another status), 529 and 503 →
 //!    [`ErrorKind::Overloaded`], 401 and 403 → [`ErrorKind::Auth`], 408 and other 5xx →
-//!    [`ErrorKind::Transient`], other 4xx → [`ErrorKind::BadRequest`]. A status below 400 (an
+//!    [`ErrorKind::Transient`], other 4xx → [`ErrorKind::BadRequest`]. A 5xx whose message
+//!    says the request is invalid (a validation error: `N validation errors`, `Input should
+//!    be a valid …`, `Field required`) is [`ErrorKind::BadRequest`], not retried:
+//!    llama-cpp-python's server answers HTTP 500 to a request its request model refuses. A status below 400 (an
 //!    error body inside a `200`) uses the body's integer `code` when it is an HTTP status
 //!    (llama.cpp, Gemini, OpenRouter), else the error's type name (see [`kind_for_type`]),
 //!    else [`ErrorKind::Protocol`].
@@ -43,6 +46,9 @@
 //! [`BackendError::retry_after`] on any status. The error's `message` is the provider's own
 //! text (`error.message`, else the top-level message, else a string `error`; OpenRouter's
 //! `metadata.raw` is appended in parentheses), else the body itself, cut to 1,000 characters.
+//! A context-window rejection also carries the sizes it states ([`BackendError::overflow`]):
+//! llama.cpp's `n_prompt_tokens` / `n_ctx`, else the numbers of the wordings
+//! [`overflow::sizes_in`] reads.
 
 use std::sync::LazyLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -50,7 +56,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use regex::Regex;
 use serde_json::Value;
 
-use crate::{BackendError, ErrorKind};
+use crate::{BackendError, ErrorKind, overflow};
 
 /// The longest `message` (in characters) taken from a body that carries no message field.
 pub const MAX_FALLBACK_MESSAGE_CHARS: usize = 1000;
@@ -124,6 +130,15 @@ static BEDROCK_OVERFLOW: LazyLock<Regex> = LazyLock::new(|| {
 static NOT_OVERFLOW: LazyLock<Regex> = LazyLock::new(|| {
     // Infallible: a constant pattern, exercised by the exclusion tests.
     Regex::new(r"(?i)tokens per minute|at most \d+ completion tokens|string too long")
+        .expect("a valid regex")
+});
+
+/// A server error whose body says the request itself is invalid: a validation error
+/// (pydantic's `N validation errors:` list, as llama-cpp-python's server sends with HTTP 500
+/// for an assistant message whose `content` is null). Sending it again cannot succeed.
+static INVALID_REQUEST: LazyLock<Regex> = LazyLock::new(|| {
+    // Infallible: a constant pattern, exercised by the 5xx tests.
+    Regex::new(r"(?i)\bvalidation errors?\b|input should be a valid|field required")
         .expect("a valid regex")
 });
 
@@ -290,6 +305,8 @@ struct Fields {
     raw: Option<String>,
     /// Bedrock's exception name (`x-amzn-ErrorType` or `__type`, without a `…#` prefix or `:…` suffix).
     aws_type: Option<String>,
+    /// llama.cpp's `n_prompt_tokens` and `n_ctx` (in `error` or at the top level).
+    llama_sizes: Option<(u64, u64)>,
 }
 
 impl Fields {
@@ -300,6 +317,13 @@ impl Fields {
         };
         let mut fields = Fields::default();
         let mut texts = Vec::new();
+        fields.llama_sizes = [value.get("error"), Some(value)]
+            .into_iter()
+            .flatten()
+            .find_map(|v| {
+                let number = |k: &str| v.get(k).and_then(Value::as_u64);
+                Some((number("n_prompt_tokens")?, number("n_ctx")?))
+            });
         match value.get("error") {
             Some(error @ Value::Object(_)) => {
                 fields.set_code(error.get("code"));
@@ -414,6 +438,8 @@ fn decide(
         ErrorKind::ContextWindowExceeded
     } else if rate_limit_name || any_text(&TOKENS_PER_MINUTE) {
         ErrorKind::RateLimited
+    } else if effective.is_some_and(|s| s >= 500) && any_text(&INVALID_REQUEST) {
+        ErrorKind::BadRequest
     } else if let Some(kind) = effective.and_then(kind_for_status) {
         kind
     } else if let Some(kind) = fields.names().find_map(kind_for_type) {
@@ -424,11 +450,21 @@ fn decide(
         ErrorKind::Protocol
     };
 
+    let overflow = (kind == ErrorKind::ContextWindowExceeded)
+        .then(|| {
+            fields
+                .llama_sizes
+                .and_then(|(prompt, window)| overflow::sizes(prompt, window, 0))
+                .or_else(|| texts.iter().find_map(|t| overflow::sizes_in(t)))
+        })
+        .flatten();
     BackendError {
         kind,
         status,
         message: message(fields, body, status),
         retry_after,
+        overflow,
+        http_requests: None,
     }
 }
 
@@ -598,6 +634,8 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Overflow;
+    use crate::http::RetryPolicy;
 
     fn h(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs
@@ -963,6 +1001,88 @@ mod tests {
             &[],
             r#"{"error":{"message":"prompt is too long for your tier","code":"context_length_exceeded"}}"#,
             ErrorKind::RateLimited,
+        );
+    }
+
+    /// llama-cpp-python 0.3.36's answer to an assistant message with `"content": null`
+    /// (HTTP 500), as its server sent it (the venv path shortened).
+    pub(crate) const LLAMA_CPP_PYTHON_NULL_CONTENT_500: &str = r#"{"error":{"message":"7 validation errors:\n  {'type': 'literal_error', 'loc': ('body', 'messages', 1, 'ChatCompletionRequestSystemMessage', 'role'), 'msg': \"Input should be 'system'\", 'input': 'assistant', 'ctx': {'expected': \"'system'\"}}\n  {'type': 'literal_error', 'loc': ('body', 'messages', 1, 'ChatCompletionRequestUserMessage', 'role'), 'msg': \"Input should be 'user'\", 'input': 'assistant', 'ctx': {'expected': \"'user'\"}}\n  {'type': 'string_type', 'loc': ('body', 'messages', 1, 'ChatCompletionRequestAssistantMessage', 'content'), 'msg': 'Input should be a valid string', 'input': None}\n  {'type': 'literal_error', 'loc': ('body', 'messages', 1, 'ChatCompletionRequestToolMessage', 'role'), 'msg': \"Input should be 'tool'\", 'input': 'assistant', 'ctx': {'expected': \"'tool'\"}}\n  {'type': 'missing', 'loc': ('body', 'messages', 1, 'ChatCompletionRequestToolMessage', 'tool_call_id'), 'msg': 'Field required', 'input': {'role': 'assistant', 'content': None, 'tool_calls': [{'id': 'call_1', 'type': 'function', 'function': {'name': 'read_file', 'arguments': '{\"path\":\"a.txt\"}'}}]}}\n  {'type': 'literal_error', 'loc': ('body', 'messages', 1, 'ChatCompletionRequestFunctionMessage', 'role'), 'msg': \"Input should be 'function'\", 'input': 'assistant', 'ctx': {'expected': \"'function'\"}}\n  {'type': 'missing', 'loc': ('body', 'messages', 1, 'ChatCompletionRequestFunctionMessage', 'name'), 'msg': 'Field required', 'input': {'role': 'assistant', 'content': None, 'tool_calls': [{'id': 'call_1', 'type': 'function', 'function': {'name': 'read_file', 'arguments': '{\"path\":\"a.txt\"}'}}]}}\n\n  File \"/opt/venv/lib/python3.11/site-packages/llama_cpp/server/app.py\", line 376, in create_chat_completion\n    POST /v1/chat/completions","type":"internal_server_error","param":null,"code":null}}"#;
+
+    #[test]
+    fn a_rejection_carries_the_sizes_it_states() {
+        // llama-cpp-python 0.3.36, as its server sent it (2,048-token window, max_tokens 4096).
+        let e = overflow(
+            400,
+            &[],
+            r#"{"error":{"message":"This model's maximum context length is 2048 tokens. However, you requested 14791 tokens (10695 in the messages, 4096 in the completion). Please reduce the length of the messages or completion.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#,
+        );
+        let sized = |prompt_tokens, limit_tokens| {
+            Some(Overflow {
+                prompt_tokens,
+                limit_tokens,
+                estimated: false,
+            })
+        };
+        assert_eq!(e.overflow, sized(10_695, 2048));
+        // llama.cpp's structured numbers win over the wording.
+        let e = overflow(
+            400,
+            &[],
+            r#"{"error":{"code":400,"message":"request (9000 tokens) exceeds the available context size (8192 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":9001,"n_ctx":8192}}"#,
+        );
+        assert_eq!(e.overflow, sized(9001, 8192));
+        let e = overflow(
+            400,
+            &[],
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#,
+        );
+        assert_eq!(e.overflow, sized(210_000, 200_000));
+        // No numbers, no sizes; and never on another kind of error.
+        let e = overflow(
+            400,
+            &[],
+            r#"{"message":"Input is too long for requested model."}"#,
+        );
+        assert_eq!(e.overflow, None);
+        let e = classify(
+            429,
+            &[],
+            "prompt is too long: 210000 tokens > 200000 maximum",
+        );
+        assert_eq!((e.kind, e.overflow), (ErrorKind::RateLimited, None));
+    }
+
+    #[test]
+    fn a_5xx_validation_error_is_a_bad_request() {
+        let e = not_overflow(
+            500,
+            &[],
+            LLAMA_CPP_PYTHON_NULL_CONTENT_500,
+            ErrorKind::BadRequest,
+        );
+        assert!(
+            e.message
+                .starts_with("7 validation errors:\n  {'type': 'literal_error'"),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.message
+                .contains("'msg': 'Input should be a valid string', 'input': None")
+        );
+        assert!(!RetryPolicy::retries(e.kind));
+        // Other wordings of the kind; a plain 500 stays transient.
+        not_overflow(
+            502,
+            &[],
+            r#"{"detail":"1 validation error for Request\nbody -> messages -> 1 -> content\n  field required"}"#,
+            ErrorKind::BadRequest,
+        );
+        not_overflow(
+            500,
+            &[],
+            r#"{"error":{"message":"'dict object' has no attribute 'content'","type":"internal_server_error","param":null,"code":null}}"#,
+            ErrorKind::Transient,
         );
     }
 

@@ -110,6 +110,27 @@ impl Http {
         })
     }
 
+    /// The same client settings without a connection pool: every request opens a new
+    /// connection (for a request that must not go out on a connection the server may just
+    /// have closed).
+    ///
+    /// # Errors
+    /// A `Protocol` error when the TLS stack cannot start.
+    pub fn unpooled(&self) -> Result<Http, BackendError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_millis(self.timeouts.connect_ms))
+            .read_timeout(Duration::from_millis(self.timeouts.request_ms))
+            .user_agent(concat!("sluice/", env!("CARGO_PKG_VERSION")))
+            .pool_max_idle_per_host(0)
+            .build()
+            .map_err(|e| protocol(format!("failed to start the HTTP client: {e}")))?;
+        Ok(Http {
+            client,
+            retry: self.retry,
+            timeouts: self.timeouts,
+        })
+    }
+
     /// The underlying client, to build requests with.
     pub fn client(&self) -> &reqwest::Client {
         &self.client
@@ -121,16 +142,18 @@ impl Http {
     }
 
     /// Sends the request `make` builds (called again for every attempt, so signatures and
-    /// dates are fresh) and returns the response of the first attempt that succeeds (2xx).
+    /// dates are fresh) and returns the response of the first attempt that succeeds (2xx),
+    /// with the number of HTTP requests made (retries included).
     /// A non-2xx answer is classified from its status, headers and body ([`classify()`]);
     /// rate limits, overload and transient failures are retried by the [`RetryPolicy`].
     ///
     /// # Errors
-    /// The classified error of the last attempt.
+    /// The classified error of the last attempt, with
+    /// [`http_requests`](BackendError::http_requests) set.
     pub async fn send(
         &self,
         make: impl Fn() -> Result<reqwest::Request, BackendError>,
-    ) -> Result<reqwest::Response, BackendError> {
+    ) -> Result<(reqwest::Response, u32), BackendError> {
         self.send_and_read(make, |response| async move { Ok(response) })
             .await
     }
@@ -139,35 +162,45 @@ impl Http {
     /// the same retry loop: an error `read` returns (a stream that broke off, an `overloaded`
     /// or rate-limit event inside a `200` stream) is retried by the same [`RetryPolicy`] and
     /// counts against the same retry budget. A context-window rejection is never retried,
-    /// whether it came as a status or inside the stream.
+    /// whether it came as a status or inside the stream. Returns the value with the number of
+    /// HTTP requests made.
     ///
     /// # Errors
-    /// The error of the last attempt: classified from the status, or what `read` returned.
+    /// The error of the last attempt: classified from the status, or what `read` returned,
+    /// with [`http_requests`](BackendError::http_requests) set.
     pub async fn send_and_read<T, F, Fut>(
         &self,
         make: impl Fn() -> Result<reqwest::Request, BackendError>,
         read: F,
-    ) -> Result<T, BackendError>
+    ) -> Result<(T, u32), BackendError>
     where
         F: Fn(reqwest::Response) -> Fut,
         Fut: std::future::Future<Output = Result<T, BackendError>>,
     {
         let mut attempt = 0;
         loop {
-            let error = match self.client.execute(make()?).await {
+            let request = make().map_err(|e| BackendError {
+                http_requests: Some(attempt),
+                ..e
+            })?;
+            let result = self.client.execute(request).await;
+            attempt += 1;
+            let error = match result {
                 Ok(response) if response.status().is_success() => match read(response).await {
-                    Ok(value) => return Ok(value),
+                    Ok(value) => return Ok((value, attempt)),
                     Err(error) => error,
                 },
                 Ok(response) => error_of(response).await,
                 Err(e) => network(&e),
             };
-            attempt += 1;
             if attempt > self.retry.max_retries || !RetryPolicy::retries(error.kind) {
-                return Err(error);
+                return Err(BackendError {
+                    http_requests: Some(attempt),
+                    ..error
+                });
             }
             let wait = self.retry.delay(attempt, error.retry_after);
-            tracing::warn!(kind = ?error.kind, status = ?error.status, attempt, wait_ms = wait.as_millis() as u64, "model request failed; retrying");
+            tracing::warn!(kind = ?error.kind, status = ?error.status, attempt, wait_ms = wait.as_millis() as u64, error = %crate::wire::quote(&error.message), "model request failed; retrying");
             tokio::time::sleep(wait).await;
         }
     }
@@ -184,21 +217,17 @@ pub async fn error_of(response: reqwest::Response) -> BackendError {
 /// A failure to reach the provider or to read its answer: transient.
 pub fn network(e: &reqwest::Error) -> BackendError {
     BackendError {
-        kind: ErrorKind::Transient,
         status: e.status().map(|s| s.as_u16()),
-        message: format!("the model request failed: {e}"),
-        retry_after: None,
+        ..BackendError::new(
+            ErrorKind::Transient,
+            format!("the model request failed: {e}"),
+        )
     }
 }
 
 /// An answer that could not be understood.
 pub fn protocol(message: impl Into<String>) -> BackendError {
-    BackendError {
-        kind: ErrorKind::Protocol,
-        status: None,
-        message: message.into(),
-        retry_after: None,
-    }
+    BackendError::new(ErrorKind::Protocol, message)
 }
 
 #[cfg(test)]

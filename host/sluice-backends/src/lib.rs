@@ -21,8 +21,11 @@
 //!   llama.cpp server, vLLM, OpenRouter), JSON and streamed;
 //! - [`anthropic`]: Anthropic Messages, JSON and streamed;
 //! - [`sse`]: the server-sent-events parser both stream through;
-//! - [`estimate`]: the local size check that refuses a request surely over the configured
-//!   context window without sending it.
+//! - [`estimate`]: the token estimate of a request, calibrated from the usage the provider
+//!   reports, and the local size check that refuses a request surely over the configured
+//!   context window without sending it;
+//! - [`overflow`]: the sizes a context-window rejection states (`N tokens > M`), which the
+//!   agent loop uses to shrink enough for its one retry to fit.
 
 use std::time::Duration;
 
@@ -34,6 +37,7 @@ pub mod classify;
 pub mod estimate;
 pub mod http;
 pub mod openai;
+pub mod overflow;
 pub mod provider;
 pub mod replay;
 pub mod scripted;
@@ -42,6 +46,7 @@ pub mod window;
 mod wire;
 
 pub use classify::{classify, classify_stream_error};
+pub use overflow::Overflow;
 pub use replay::ReplayModel;
 pub use scripted::ScriptedModel;
 pub use window::ContextWindow;
@@ -86,8 +91,14 @@ pub struct ModelReply {
     pub content: String,
     /// The tool calls it asks for, in order, each with an id.
     pub tool_calls: Vec<ToolCall>,
-    /// Token counts, when the provider reports them.
+    /// Token counts, when the provider reports them. Streamed replies of servers that ignore
+    /// `stream_options.include_usage` (llama-cpp-python's server) carry none.
     pub usage: Option<Usage>,
+    /// HTTP requests this reply took, retries and the non-streamed re-send of an empty
+    /// streamed answer included; `None` for models that make none (scripted, replay), which
+    /// the agent loop counts as one request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_requests: Option<u32>,
 }
 
 /// What kind of failure a [`BackendError`] is.
@@ -123,9 +134,33 @@ pub struct BackendError {
     pub message: String,
     /// When the provider asked to wait before retrying (`retry-after`).
     pub retry_after: Option<Duration>,
+    /// For a context-window rejection: the prompt's size and the limit in tokens, when the
+    /// provider's message states them or the backend's estimate knows them.
+    pub overflow: Option<Overflow>,
+    /// HTTP requests made before failing, retries included: `Some(0)` when the request was
+    /// never sent (the pre-send estimate refused it); `None` for models that make none.
+    pub http_requests: Option<u32>,
 }
 
 impl BackendError {
+    /// An error of `kind` with `message`, without status, `retry-after`, sizes or count.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> BackendError {
+        BackendError {
+            kind,
+            status: None,
+            message: message.into(),
+            retry_after: None,
+            overflow: None,
+            http_requests: None,
+        }
+    }
+
+    /// True when Sluice refused the request itself, without sending it (the pre-send
+    /// estimate): the message is Sluice's, not the provider's.
+    pub fn refused_locally(&self) -> bool {
+        self.http_requests == Some(0)
+    }
+
     /// True when the request did not fit the context window: the only signal the agent
     /// loop acts on to shrink observations.
     pub fn context_window_exceeded(&self) -> bool {

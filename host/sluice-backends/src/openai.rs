@@ -9,8 +9,11 @@
 //! - `messages`: the system prompt once, as the first `system` message (left out when empty);
 //!   then the transcript in its order: `user` messages; `assistant` messages with their
 //!   `tool_calls` (`{"id","type":"function","function":{"name","arguments"}}`, `arguments`
-//!   being the model's JSON text as stored, and `content` null when the turn only called
-//!   tools); one `tool` message per result with its `tool_call_id`. The transcript stores the
+//!   being the model's JSON text as stored); one `tool` message per result with its
+//!   `tool_call_id`. An assistant turn that only called tools has `"content": null` for
+//!   OpenAI (its documented form) and `"content": ""` for compatible servers: llama-cpp-python
+//!   requires a string there (`null`, or no `content` at all, is an HTTP 500), and `""` is
+//!   what every compatible server accepts. The transcript stores the
 //!   results right after the assistant turn that asked for them, in call order, which is the
 //!   order the API demands; it is kept as is;
 //! - tool-call ids longer than [`MAX_TOOL_CALL_ID_CHARS`] characters (vLLM mints 46) are
@@ -18,13 +21,24 @@
 //!   and in every request (OpenAI refuses longer ids; done for compatible servers too, as
 //!   gateways forward to OpenAI);
 //! - `tools`: `{"type":"function","function":{"name","description","parameters"}}`, left out
-//!   when there are none;
+//!   when there are none; with them, `tool_choice` as configured ([`ToolChoice`]): by default
+//!   `"auto"` for compatible servers, nothing for OpenAI;
 //! - the output cap as `max_completion_tokens` for OpenAI (reasoning models refuse
 //!   `max_tokens`) and `max_tokens` for compatible servers (which may not know the other);
 //! - when streaming: `"stream": true` and `"stream_options": {"include_usage": true}`.
 //!
-//! Before sending, the body's size is checked against the configured context window
-//! ([`estimate`]).
+//! Before sending, the request's estimated tokens are checked against the configured context
+//! window, and every reply's usage calibrates the estimate ([`Estimator`]).
+//!
+//! # A streamed request answered by an empty `200`
+//!
+//! llama-cpp-python's server answers a streamed request it cannot serve with HTTP `200`,
+//! `text/event-stream` and no event at all (the error is only in its log): a request over its
+//! context window, and a request with `tool_choice: "auto"` (its function-calling format does
+//! not stream that). Such an answer is sent once more without streaming, to learn the real
+//! answer or error: a context-window rejection then reaches the agent loop as usual. When the
+//! re-sent request succeeds, the backend remembers that the server cannot stream requests of
+//! that shape (offering tools, or not) and sends them unstreamed from then on.
 //!
 //! # The reply
 //!
@@ -49,19 +63,23 @@
 //! rejection never is.
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Map, Value, json};
 use sluice_protocol::{Role, ToolCall};
 
+use crate::estimate::Estimator;
 use crate::http::{Http, protocol};
-use crate::provider::{Provider, ProviderConfig, Secret};
+use crate::provider::{Provider, ProviderConfig, Secret, ToolChoice};
 use crate::sse::SseEvent;
 use crate::wire::{
-    Ending, IdMap, arguments_text, bad_request, body_of, json_post, mint_id, quote, read_sse,
+    Ending, IdMap, arguments_text, bad_request, body_of, holds_no_event, json_post, mint_id, quote,
+    read_sse,
 };
 use crate::{
     Backend, BackendError, ErrorKind, ModelReply, ModelRequest, Usage, classify,
-    classify_stream_error, estimate,
+    classify_stream_error,
 };
 
 /// OpenAI's API base.
@@ -83,7 +101,21 @@ pub struct OpenAiBackend {
     max_tokens: u32,
     compatible: bool,
     stream: bool,
+    tool_choice: ToolChoice,
     context_window_tokens: Option<u64>,
+    estimator: Estimator,
+    /// The server answered a streamed request of this shape with an empty `200` and the same
+    /// request unstreamed with a reply: index 0 without tools, 1 with.
+    unstreamable: [AtomicBool; 2],
+    /// See [`OpenAiBackend::unpooled`]; made when first needed.
+    unpooled: OnceLock<Http>,
+}
+
+/// What one successful response held.
+enum Answer {
+    Reply(ModelReply),
+    /// A streamed request answered by an empty `200` (see the module docs).
+    EmptyStream,
 }
 
 impl OpenAiBackend {
@@ -123,7 +155,11 @@ impl OpenAiBackend {
             max_tokens: config.max_tokens,
             compatible,
             stream: config.stream,
+            tool_choice: ToolChoice::resolve(config.tool_choice, config.provider),
             context_window_tokens: config.context_window_tokens,
+            estimator: Estimator::new(),
+            unstreamable: [AtomicBool::new(false), AtomicBool::new(false)],
+            unpooled: OnceLock::new(),
         })
     }
 
@@ -132,8 +168,26 @@ impl OpenAiBackend {
         &self.url
     }
 
-    /// The JSON body sent for `request` (see the module docs).
+    /// The estimate this backend keeps, calibrated by its replies.
+    pub fn estimator(&self) -> &Estimator {
+        &self.estimator
+    }
+
+    /// True when `request` is sent streamed: streaming is configured and the server did not
+    /// show that it cannot stream requests of this shape.
+    pub fn streams(&self, request: &ModelRequest) -> bool {
+        self.stream
+            && !self.unstreamable[usize::from(!request.tools.is_empty())].load(Ordering::Relaxed)
+    }
+
+    /// The JSON body sent for `request` (see the module docs), streamed as [`streams`]
+    /// (OpenAiBackend::streams) says.
     pub fn body(&self, request: &ModelRequest) -> Value {
+        self.body_for(request, self.streams(request))
+    }
+
+    /// The JSON body for `request`, streamed or not.
+    fn body_for(&self, request: &ModelRequest, stream: bool) -> Value {
         let ids = IdMap::new(&request.messages, "call_", |id| {
             id.chars().count() <= MAX_TOOL_CALL_ID_CHARS
         });
@@ -159,10 +213,12 @@ impl OpenAiBackend {
                             })
                         })
                         .collect();
-                    let content = if m.content.is_empty() {
-                        Value::Null
-                    } else {
+                    let content = if !m.content.is_empty() {
                         Value::from(m.content.as_str())
+                    } else if self.compatible {
+                        Value::from("")
+                    } else {
+                        Value::Null
                     };
                     json!({"role": "assistant", "content": content, "tool_calls": calls})
                 }
@@ -189,6 +245,15 @@ impl OpenAiBackend {
                 })
                 .collect();
             body.insert("tools".into(), Value::Array(tools));
+            let choice = match self.tool_choice {
+                ToolChoice::Auto => Some("auto"),
+                ToolChoice::Required => Some("required"),
+                ToolChoice::None => Some("none"),
+                ToolChoice::Omit => None,
+            };
+            if let Some(choice) = choice {
+                body.insert("tool_choice".into(), Value::from(choice));
+            }
         }
         let cap = if self.compatible {
             "max_tokens"
@@ -196,33 +261,121 @@ impl OpenAiBackend {
             "max_completion_tokens"
         };
         body.insert(cap.into(), Value::from(self.max_tokens));
-        if self.stream {
+        if stream {
             body.insert("stream".into(), Value::Bool(true));
             body.insert("stream_options".into(), json!({"include_usage": true}));
         }
         Value::Object(body)
     }
 
-    /// Reads one successful response.
-    async fn read(&self, response: reqwest::Response) -> Result<ModelReply, BackendError> {
-        if !self.stream {
-            let (headers, text) = body_of(response).await?;
-            return decode_body(&headers, &text);
+    /// Sends `request` once through the retry loop, streamed or not.
+    /// `http` is the backend's client, or [`unpooled`](OpenAiBackend::unpooled) for the
+    /// re-send after an empty streamed answer.
+    async fn send(
+        &self,
+        http: &Http,
+        request: &ModelRequest,
+        stream: bool,
+    ) -> Result<(Answer, u32), BackendError> {
+        let body = serde_json::to_vec(&self.body_for(request, stream))
+            .map_err(|e| protocol(format!("failed to encode the request: {e}")))?;
+        let make = || {
+            json_post(http.client(), &self.url, &body, stream, |b| {
+                match &self.api_key {
+                    Some(key) => b.bearer_auth(key.expose()),
+                    None => b,
+                }
+            })
+        };
+        http.send_and_read(make, |response| read(response, stream))
+            .await
+    }
+
+    /// A client that opens a new connection for every request, for the re-send after an
+    /// empty streamed answer: llama-cpp-python's server closes the connection of such an
+    /// answer just after it ends, and a pooled client would send the re-send on it and fail
+    /// (a wasted attempt).
+    fn unpooled(&self) -> Result<&Http, BackendError> {
+        if let Some(http) = self.unpooled.get() {
+            return Ok(http);
         }
-        let mut stream = ChatStream::default();
-        match read_sse(response, |event| stream.event(event)).await? {
-            Ending::Terminal => Ok(stream.finish()),
-            Ending::Eof {
-                unparsed: Some((headers, text)),
-            } if !stream.seen => decode_body(&headers, &text),
-            Ending::Eof { .. } if stream.finished => Ok(stream.finish()),
-            Ending::Eof { .. } => Err(BackendError {
-                kind: ErrorKind::Transient,
-                status: None,
-                message: "the model's stream ended before the reply was complete (no finish_reason, no [DONE])".into(),
-                retry_after: None,
+        let http = self.http.unpooled()?;
+        Ok(self.unpooled.get_or_init(|| http))
+    }
+
+    /// Sends `request`; an empty streamed `200` is sent once more unstreamed (module docs).
+    async fn exchange(&self, request: &ModelRequest) -> Result<ModelReply, BackendError> {
+        let stream = self.streams(request);
+        let (first, sent) = match self.send(&self.http, request, stream).await? {
+            (Answer::Reply(reply), sent) => {
+                return Ok(ModelReply {
+                    http_requests: Some(sent),
+                    ..reply
+                });
+            }
+            (Answer::EmptyStream, sent) => (stream, sent),
+        };
+        debug_assert!(
+            first,
+            "only a streamed request can be answered by an empty stream"
+        );
+        tracing::debug!(
+            model = %self.model,
+            "the server answered a streamed request with an empty 200; sending it again unstreamed"
+        );
+        let shape = usize::from(!request.tools.is_empty());
+        let unpooled = self.unpooled().map_err(|e| BackendError {
+            http_requests: Some(sent),
+            ..e
+        })?;
+        match self.send(unpooled, request, false).await {
+            Ok((Answer::Reply(reply), more)) => {
+                if !self.unstreamable[shape].swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        model = %self.model,
+                        tools = shape == 1,
+                        "the server answered a streamed request with an empty 200 and the same request unstreamed with a reply; requests of this shape are sent unstreamed from now on"
+                    );
+                }
+                Ok(ModelReply {
+                    http_requests: Some(sent + more),
+                    ..reply
+                })
+            }
+            // An unstreamed request is never answered as a stream; should a server do it
+            // anyway, its empty answer is an error like any empty body.
+            Ok((Answer::EmptyStream, more)) => Err(BackendError {
+                http_requests: Some(sent + more),
+                ..classify(200, &[], "")
+            }),
+            Err(error) => Err(BackendError {
+                http_requests: Some(sent + error.http_requests.unwrap_or(0)),
+                ..error
             }),
         }
+    }
+}
+
+/// Reads one successful response, streamed or not.
+async fn read(response: reqwest::Response, streamed: bool) -> Result<Answer, BackendError> {
+    if !streamed {
+        let (headers, text) = body_of(response).await?;
+        return decode_body(&headers, &text).map(Answer::Reply);
+    }
+    let mut stream = ChatStream::default();
+    match read_sse(response, |event| stream.event(event)).await? {
+        Ending::Terminal => Ok(Answer::Reply(stream.finish())),
+        Ending::Eof {
+            unparsed: Some((_, text)),
+        } if !stream.seen && holds_no_event(&text) => Ok(Answer::EmptyStream),
+        Ending::Eof {
+            unparsed: Some((headers, text)),
+        } if !stream.seen => decode_body(&headers, &text).map(Answer::Reply),
+        Ending::Eof { .. } if stream.finished => Ok(Answer::Reply(stream.finish())),
+        Ending::Eof { .. } => Err(BackendError::new(
+            ErrorKind::Transient,
+            "the model's stream ended before the reply was complete (no finish_reason, no [DONE])",
+        )),
     }
 }
 
@@ -239,23 +392,8 @@ impl Backend for OpenAiBackend {
     }
 
     async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, BackendError> {
-        let body = serde_json::to_vec(&self.body(request))
-            .map_err(|e| protocol(format!("failed to encode the request: {e}")))?;
-        estimate::check(body.len(), self.context_window_tokens)?;
-        let make = || {
-            json_post(
-                self.http.client(),
-                &self.url,
-                &body,
-                self.stream,
-                |b| match &self.api_key {
-                    Some(key) => b.bearer_auth(key.expose()),
-                    None => b,
-                },
-            )
-        };
-        self.http
-            .send_and_read(make, |response| self.read(response))
+        self.estimator
+            .around(request, self.context_window_tokens, self.exchange(request))
             .await
     }
 }
@@ -307,6 +445,7 @@ fn decode_reply(value: &Value) -> Option<ModelReply> {
         content,
         tool_calls,
         usage: value.get("usage").and_then(usage_of),
+        http_requests: None,
     })
 }
 
@@ -487,6 +626,7 @@ impl ChatStream {
             content,
             tool_calls,
             usage: self.usage,
+            http_requests: None,
         }
     }
 }
@@ -561,7 +701,69 @@ mod tests {
             b,
             json!({"model":"m","messages":[{"role":"system","content":"sys"},{"role":"user","content":"hi"}],
                 "tools":[{"type":"function","function":{"name":"t","description":"d","parameters":{"type":"object"}}}],
-                "max_tokens":4096,"stream":true,"stream_options":{"include_usage":true}})
+                "tool_choice":"auto","max_tokens":4096,"stream":true,"stream_options":{"include_usage":true}})
+        );
+    }
+
+    #[test]
+    fn tool_only_turns_and_tool_choice_per_provider() {
+        let call = sluice_protocol::ToolCall {
+            id: "c1".into(),
+            name: "t".into(),
+            arguments: "{}".into(),
+        };
+        let request = ModelRequest {
+            system: String::new(),
+            messages: vec![
+                Message::user("hi", "t"),
+                Message::assistant("", vec![call], "t"),
+                Message::tool("c1", "{}", "t"),
+            ],
+            tools: vec![ToolSpec {
+                name: "t".into(),
+                description: "d".into(),
+                input_schema: json!({"type":"object"}),
+            }],
+        };
+        let sent = |provider, choice| {
+            let mut config = ProviderConfig::new(provider, "m");
+            config.api_key = Some(Secret::new("k"));
+            config.base_url = Some("http://127.0.0.1:9/v1".into());
+            config.tool_choice = choice;
+            let body = OpenAiBackend::new(config).unwrap().body(&request);
+            (
+                body["messages"][1]["content"].clone(),
+                body.get("tool_choice").cloned(),
+            )
+        };
+        // OpenAI: its documented null, and no tool_choice (its default is auto).
+        assert_eq!(sent(Provider::OpenAi, None), (Value::Null, None));
+        // Compatible servers: "" (llama-cpp-python refuses null with a 500), and "auto".
+        assert_eq!(
+            sent(Provider::OpenAiCompatible, None),
+            (json!(""), Some(json!("auto")))
+        );
+        for (choice, wire) in [
+            (ToolChoice::Auto, Some(json!("auto"))),
+            (ToolChoice::Required, Some(json!("required"))),
+            (ToolChoice::None, Some(json!("none"))),
+            (ToolChoice::Omit, None),
+        ] {
+            assert_eq!(sent(Provider::OpenAi, Some(choice)).1, wire, "{choice:?}");
+        }
+        // No tools offered, no tool_choice.
+        let mut config = ProviderConfig::new(Provider::OpenAiCompatible, "m");
+        config.base_url = Some("http://127.0.0.1:9/v1".into());
+        let bare = ModelRequest {
+            tools: vec![],
+            ..request
+        };
+        assert_eq!(
+            OpenAiBackend::new(config)
+                .unwrap()
+                .body(&bare)
+                .get("tool_choice"),
+            None
         );
     }
 

@@ -38,6 +38,52 @@ impl Provider {
     }
 }
 
+/// Whether the model may, must or must not call the tools offered: `model.tool_choice`.
+///
+/// Left unset, each provider gets its default: `auto` for OpenAI-compatible servers (with
+/// llama-cpp-python's function-calling chat format a request without `tool_choice` means
+/// `none`, so the model could never call a tool), and nothing for OpenAI, Anthropic and
+/// Bedrock, whose APIs already mean `auto` when tools are offered. Never sent on a request
+/// that offers no tools.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ToolChoice {
+    /// The model decides (`"auto"`; Anthropic `{"type":"auto"}`; Bedrock `{"auto":{}}`).
+    Auto,
+    /// The model must call a tool (`"required"`; Anthropic `{"type":"any"}`; Bedrock
+    /// `{"any":{}}`).
+    Required,
+    /// The model must not call a tool (`"none"`; Anthropic `{"type":"none"}`; Bedrock has no
+    /// such choice and refuses it at start).
+    None,
+    /// Nothing is sent: the server's own default.
+    Omit,
+}
+
+impl ToolChoice {
+    /// The names `model.tool_choice` accepts, in the order of the variants.
+    pub const NAMES: [&'static str; 4] = ["auto", "required", "none", "omit"];
+
+    /// The choice called `name` (one of [`ToolChoice::NAMES`]).
+    pub fn parse(name: &str) -> Option<ToolChoice> {
+        Some(match name {
+            "auto" => ToolChoice::Auto,
+            "required" => ToolChoice::Required,
+            "none" => ToolChoice::None,
+            "omit" => ToolChoice::Omit,
+            _ => return None,
+        })
+    }
+
+    /// The choice sent to `provider` when `configured` is unset (see the type's docs).
+    pub fn resolve(configured: Option<ToolChoice>, provider: Provider) -> ToolChoice {
+        match (configured, provider) {
+            (Some(choice), _) => choice,
+            (None, Provider::OpenAiCompatible) => ToolChoice::Auto,
+            (None, _) => ToolChoice::Omit,
+        }
+    }
+}
+
 /// A secret (an API key): never printed, never stored with the session.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);
@@ -81,6 +127,8 @@ pub struct ProviderConfig {
     pub context_window_tokens: Option<u64>,
     /// Stream replies (default true where the provider streams).
     pub stream: bool,
+    /// `model.tool_choice`; `None` is the provider's default (see [`ToolChoice`]).
+    pub tool_choice: Option<ToolChoice>,
     /// Timeouts.
     pub timeouts: Timeouts,
     /// Retries.
@@ -99,6 +147,7 @@ impl ProviderConfig {
             max_tokens: 4096,
             context_window_tokens: None,
             stream: true,
+            tool_choice: None,
             timeouts: Timeouts::default(),
             retry: RetryPolicy::default(),
         }

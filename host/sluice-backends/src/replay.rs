@@ -224,15 +224,10 @@ impl Backend for ReplayModel {
                     turn
                 }
                 None => {
-                    return Err(BackendError {
-                        kind: ErrorKind::Protocol,
-                        status: None,
-                        message: format!(
-                            "the replay script has no more turns ({} used)",
-                            state.next
-                        ),
-                        retry_after: None,
-                    });
+                    return Err(BackendError::new(
+                        ErrorKind::Protocol,
+                        format!("the replay script has no more turns ({} used)", state.next),
+                    ));
                 }
             }
         };
@@ -247,12 +242,7 @@ impl Backend for ReplayModel {
                 body,
             } => Err(classify(status, &headers, &body)),
             TurnAction::StreamError(event) => Err(classify_stream_error(&event)),
-            TurnAction::Network(message) => Err(BackendError {
-                kind: ErrorKind::Transient,
-                status: None,
-                message,
-                retry_after: None,
-            }),
+            TurnAction::Network(message) => Err(BackendError::new(ErrorKind::Transient, message)),
         }
     }
 }
@@ -331,6 +321,7 @@ fn parse_reply(object: &Map<String, Value>, calls: &mut usize) -> Result<ModelRe
         content,
         tool_calls,
         usage,
+        http_requests: None,
     })
 }
 
@@ -496,6 +487,7 @@ mod tests {
                     },
                 ],
                 usage: None,
+                http_requests: None,
             })
         );
         let second = model.complete(&request("two")).await;
@@ -512,6 +504,7 @@ mod tests {
                     input_tokens: 12,
                     output_tokens: 3
                 }),
+                http_requests: None,
             })
         );
         let overflow = model.complete(&request("three")).await.err();

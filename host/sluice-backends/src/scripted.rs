@@ -120,6 +120,7 @@ impl ScriptedModel {
             content,
             tool_calls: call.into_iter().collect(),
             usage: None,
+            http_requests: None,
         }
     }
 }

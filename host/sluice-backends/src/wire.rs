@@ -32,12 +32,7 @@ pub(crate) fn header_pairs(headers: &reqwest::header::HeaderMap) -> Vec<(String,
 
 /// A `BadRequest` error without a status (a configuration the backend cannot work with).
 pub(crate) fn bad_request(message: impl Into<String>) -> BackendError {
-    BackendError {
-        kind: crate::ErrorKind::BadRequest,
-        status: None,
-        message: message.into(),
-        retry_after: None,
-    }
+    BackendError::new(crate::ErrorKind::BadRequest, message)
 }
 
 /// The `POST` of the JSON `body` to `url`, asking for server-sent events when `stream`;
@@ -144,6 +139,14 @@ pub(crate) async fn read_sse(
     Ok(Ending::Eof {
         unparsed: raw.map(|bytes| (headers, String::from_utf8_lossy(&bytes).into_owned())),
     })
+}
+
+/// True when an event stream's whole body held no event: only blank lines and comments (the
+/// `: ping` keep-alives sse-starlette sends while a slow llama-cpp-python server loads a
+/// model), or nothing at all.
+pub(crate) fn holds_no_event(body: &str) -> bool {
+    body.lines()
+        .all(|line| line.trim().is_empty() || line.starts_with(':'))
 }
 
 /// A tool-call id for a call a server sent without one: `call_` + the time in hex + `_` + the
@@ -255,6 +258,17 @@ mod tests {
         let ids = IdMap::new(&messages, "call_", |id| id.chars().count() <= 40);
         assert_ne!(ids.get(long), mapped);
         assert_eq!(ids.get(&mapped), mapped);
+    }
+
+    #[test]
+    fn a_body_of_comments_holds_no_event() {
+        assert!(holds_no_event(""));
+        assert!(holds_no_event("\r\n\n"));
+        assert!(holds_no_event(
+            ": ping - 2026-12-01 17:08:52.059345+00:00\r\n\r\n: ping - 2026-12-01 17:09:07.060913+00:00\r\n\r\n"
+        ));
+        assert!(!holds_no_event(": ping\n\n{\"error\":\"x\"}"));
+        assert!(!holds_no_event("data: [DONE]\n\n"));
     }
 
     #[test]

@@ -349,6 +349,7 @@ async fn json_converse_decodes_text_and_tool_use() {
                 input_tokens: 321,
                 output_tokens: 45,
             }),
+            http_requests: Some(1),
         }
     );
     let seen = fake.seen();
@@ -420,6 +421,7 @@ async fn converse_stream_frames_decode_with_tool_input_split_across_deltas() {
                 input_tokens: 100,
                 output_tokens: 20,
             }),
+            http_requests: Some(1),
         }
     );
     let seen = fake.seen();

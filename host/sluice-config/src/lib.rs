@@ -40,7 +40,7 @@ pub use calls::{
     MAX_MAX_CONCURRENT_CALLS, MAX_QUEUE_TIMEOUT_MS, RuntimeConfig, default_max_concurrent_calls,
 };
 pub use mcp::{DEFAULT_TOOLS_PER_PAGE, ENV_MCP_ALLOW_DESTRUCTIVE, MAX_TOOLS_PER_PAGE, McpConfig};
-pub use model::{ModelConfig, PROVIDERS};
+pub use model::{ModelConfig, PROVIDERS, TOOL_CHOICES};
 pub use runtime::{
     Allowed, BOOT_ONLY_KEYS, RUNTIME_KEYS, RUNTIME_ORIGIN, RuntimeKey, RuntimeSetting, runtime_key,
     runtime_value,
@@ -686,6 +686,35 @@ mod tests {
         assert_eq!(cap(Some(&file), &env_set, &none), 2048);
         assert_eq!(cap(Some(&file), &|_| None, &none), 4096);
         assert_eq!(cap(None, &|_| None, &none), 65_536);
+    }
+
+    #[test]
+    fn model_tool_choice_is_one_of_four_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("sluice.toml");
+        let resolve = |value: &str| {
+            std::fs::write(
+                &file,
+                format!("[model]\nprovider = \"llamacpp\"\nname = \"m\"\n{value}"),
+            )
+            .unwrap();
+            Config::resolve(Some(&file), &|_| None, &Overrides::default())
+        };
+        assert_eq!(resolve("").unwrap().model.tool_choice, None);
+        for name in TOOL_CHOICES {
+            let config = resolve(&format!("tool_choice = \"{name}\"\n")).unwrap();
+            assert_eq!(config.model.tool_choice.as_deref(), Some(*name));
+        }
+        let e = resolve("tool_choice = \"always\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(
+                "model.tool_choice must be one of auto, required, none, omit; got \"always\""
+            ),
+            "{e}"
+        );
+        assert!(resolve("tool_choice = 1\n").is_err());
     }
 
     #[test]

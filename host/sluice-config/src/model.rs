@@ -51,7 +51,17 @@ pub struct ModelConfig {
     pub request_timeout_ms: u64,
     /// Retries of rate-limited, overloaded or transient failures (0 to 10; default 3).
     pub max_retries: u32,
+    /// Whether the model may call the tools offered: one of [`TOOL_CHOICES`]; `None` (the
+    /// default) leaves it to the provider: `auto` for OpenAI-compatible servers (which may
+    /// otherwise never offer the tools to the model), nothing for OpenAI, Anthropic and
+    /// Bedrock (their default is `auto`).
+    pub tool_choice: Option<String>,
 }
+
+/// The values `model.tool_choice` accepts: `auto` (the model decides), `required` (it must
+/// call a tool), `none` (it must not; not on Bedrock), `omit` (send nothing: the server's
+/// default).
+pub const TOOL_CHOICES: &[&str] = &["auto", "required", "none", "omit"];
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -68,6 +78,7 @@ pub(crate) struct FileModel {
     connect_timeout_ms: Option<Raw>,
     request_timeout_ms: Option<Raw>,
     max_retries: Option<Raw>,
+    tool_choice: Option<Raw>,
 }
 
 impl FileModel {
@@ -191,6 +202,18 @@ impl FileModel {
                 " (ms)",
             )?,
             max_retries: int("max_retries", &self.max_retries, 3, 0, 10, "")? as u32,
+            tool_choice: match &self.tool_choice {
+                None => None,
+                Some(Raw::String(v)) if TOOL_CHOICES.contains(&v.as_str()) => Some(v.clone()),
+                Some(other) => {
+                    return Err(err(
+                        "tool_choice",
+                        other.shown(),
+                        format!("one of {}", TOOL_CHOICES.join(", ")),
+                        origin,
+                    ));
+                }
+            },
         })
     }
 }

@@ -244,7 +244,7 @@ fn routes() -> Value {
                     "runId": {"type": "string"}, "session": {"type": "string"},
                     "status": {"enum": ["completed", "awaiting_approval", "aborted", "error"]},
                     "lastError": {"type": ["string", "null"]}, "answer": {"type": ["string", "null"]},
-                    "requests": {"type": "integer", "description": "Model requests made."}
+                    "requests": {"type": "integer", "description": "HTTP requests sent to the model: retries and unstreamed re-sends included, a request refused by the pre-send estimate not (a model without HTTP counts one per request)."}
                 }},
                 "RunEvent": {"type": "object", "required": ["type", "runId", "seq"], "properties": {
                     "type": {"enum": ["started", "model_request", "model_reply", "tool_started", "tool_finished", "shrunk", "awaiting_approval", "finished"]},

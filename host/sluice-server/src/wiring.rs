@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use sluice_agent::Settings;
 use sluice_backends::Backend;
-use sluice_backends::provider::{Provider, ProviderConfig, Secret};
+use sluice_backends::provider::{Provider, ProviderConfig, Secret, ToolChoice};
 use sluice_config::{Config, ModelConfig, ToolConfig, ToolSource};
 use sluice_runtime::{
     ComponentSpec, EngineOptions, PoolOptions, RootGrant, RuntimeError, Source, ToolEngine,
@@ -230,6 +230,7 @@ pub fn backend(config: &Config) -> Result<Arc<dyn Backend>, WiringError> {
             p.timeouts.connect_ms = m.connect_timeout_ms;
             p.timeouts.request_ms = m.request_timeout_ms;
             p.retry.max_retries = m.max_retries;
+            p.tool_choice = m.tool_choice.as_deref().and_then(ToolChoice::parse);
             sluice_backends::provider::connect(p).map_err(|e| WiringError::Model(e.to_string()))?
         }
     })

@@ -8,14 +8,19 @@
 mod cli;
 mod commands;
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    // Colour codes only for a person at a terminal: not in a file, a pipe or a CI log, and
+    // never with NO_COLOR set (https://no-color.org).
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(colour)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
                 .unwrap_or_else(|_| "warn".into()),

@@ -95,8 +95,9 @@ fn system_once(r: &Recorded) {
 }
 
 /// OpenAI: a `system` message first, each assistant's `tool_calls` followed at once by one
-/// `tool` message per call, in call order, with matching ids of at most 40 characters.
-fn openai_rules(body: &Value) {
+/// `tool` message per call, in call order, with matching ids of at most 40 characters; the
+/// tool-only assistant turn's `content` is `tool_only_content`.
+fn openai_rules(body: &Value, tool_only_content: Value) {
     let messages = body["messages"].as_array().unwrap();
     let roles: Vec<&str> = messages
         .iter()
@@ -135,7 +136,7 @@ fn openai_rules(body: &Value) {
         messages[5]["tool_calls"][0]["function"]["arguments"],
         r#"{"path": "."#
     );
-    assert_eq!(messages[5]["content"], Value::Null);
+    assert_eq!(messages[5]["content"], tool_only_content);
 }
 
 /// Anthropic: top-level `system`, alternating turns, each `tool_use` turn followed by a user
@@ -193,7 +194,9 @@ async fn openai_body() {
     assert_eq!(r.header("accept"), Some("text/event-stream"));
     system_once(&r);
     let body = r.json();
-    openai_rules(&body);
+    // OpenAI's documented form of a tool-only turn; no tool_choice (its default is auto).
+    openai_rules(&body, Value::Null);
+    assert_eq!(body.get("tool_choice"), None);
     assert_eq!(body["max_completion_tokens"], 4096);
     assert_eq!(body.get("max_tokens"), None);
     insta::assert_json_snapshot!("openai_chat_stream", body);
@@ -207,7 +210,10 @@ async fn openai_compatible_body() {
     assert_eq!(r.header("authorization"), None);
     system_once(&r);
     let body = r.json();
-    openai_rules(&body);
+    // A string where llama-cpp-python requires one, and tool_choice "auto" (without it, its
+    // function-calling format never offers the tools).
+    openai_rules(&body, json!(""));
+    assert_eq!(body["tool_choice"], "auto");
     assert_eq!(body["max_tokens"], 4096);
     assert_eq!(body.get("max_completion_tokens"), None);
     assert_eq!(body.get("stream"), None);
@@ -254,4 +260,45 @@ async fn an_empty_system_prompt_and_no_tools_are_left_out() {
         assert_eq!(body.get("system"), None, "{provider:?}");
         assert_ne!(body["messages"][0]["role"], "system", "{provider:?}");
     }
+}
+
+/// A session whose history holds a tool-only assistant turn (tool calls, no text), as each
+/// provider is sent it: OpenAI `"content": null` (its documented form), OpenAI-compatible
+/// servers `"content": ""` (llama-cpp-python answers `null` with HTTP 500), Anthropic and
+/// Bedrock only the tool-use block (both refuse empty text blocks). One snapshot per provider,
+/// of the messages only.
+#[tokio::test]
+async fn a_tool_only_assistant_turn_per_provider() {
+    let t = "2026-01-01T00:00:00Z";
+    let request = ModelRequest {
+        system: SYSTEM.into(),
+        messages: vec![
+            Message::user("Read notes/a.txt.", t),
+            Message::assistant(
+                "",
+                vec![call("call_1", "read_file", r#"{"path":"notes/a.txt"}"#)],
+                t,
+            ),
+            Message::tool("call_1", r#"{"ok":true,"result":{"content":"alpha\n"}}"#, t),
+        ],
+        tools: transcript().tools,
+    };
+    for (provider, name) in [
+        (Provider::OpenAi, "tool_only_turn_openai"),
+        (
+            Provider::OpenAiCompatible,
+            "tool_only_turn_openai_compatible",
+        ),
+        (Provider::Anthropic, "tool_only_turn_anthropic"),
+    ] {
+        let fake = Fake::start(vec![Turn::text("ok")]).await;
+        backend(config(provider, &fake, false))
+            .complete(&request)
+            .await
+            .unwrap();
+        let body = fake.requests()[0].json();
+        insta::assert_json_snapshot!(name, body["messages"]);
+    }
+    let bedrock = sluice_backends::bedrock::request_body(&request, 4096);
+    insta::assert_json_snapshot!("tool_only_turn_bedrock", bedrock["messages"]);
 }

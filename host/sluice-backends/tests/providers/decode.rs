@@ -56,6 +56,7 @@ async fn text_and_two_tool_calls_decode_exactly_in_every_format() {
                 input_tokens: 120,
                 output_tokens: 34,
             }),
+            http_requests: Some(1),
         };
         assert_eq!(reply, expected, "{provider:?} stream={stream}");
         let requests = fake.requests();
@@ -85,6 +86,7 @@ async fn a_text_only_reply_has_no_tool_calls() {
                     input_tokens: 10,
                     output_tokens: 2
                 }),
+                http_requests: Some(1),
             },
             "{provider:?} stream={stream}"
         );

@@ -9,6 +9,7 @@ mod support;
 
 mod bodies; // Request bodies per provider: snapshots, system slot, pairing, merging, headers.
 mod decode; // Replies: text + 2 tool calls, JSON and streamed, into the exact ModelReply.
+mod llama; // llama-cpp-python's real behaviours (issue 13), faked: "" content, empty 200s, sized recovery.
 mod p12; // Row P12: the real OpenAI backend and the real agent loop against a 20,000-byte window.
 mod retries; // 429 with retry-after, 529/503, in-stream overload, cut streams, no retry of overflow.
 mod signatures; // Every row of the signature table: context_window_exceeded, sent once; 429 is not.

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use sluice_backends::provider::Provider;
-use sluice_backends::{ErrorKind, ModelRequest};
+use sluice_backends::{ErrorKind, ModelRequest, Overflow};
 use sluice_protocol::Message;
 
 use crate::support::{Fake, Turn};
@@ -152,29 +152,41 @@ async fn the_pre_send_estimate_refuses_without_sending() {
         let mut c = config(provider, &fake, stream);
         c.context_window_tokens = Some(1000);
         let model = backend(c);
-        // About 8,000 bytes ≈ 2,000 tokens: surely over a 1,000-token window.
+        // 8,001 prompt bytes (the system prompt's 21 and 7,980 x) at the uncalibrated 2 bytes
+        // per token: 4,001 tokens, surely over a 1,000-token window.
         let big = ModelRequest {
-            system: "s".into(),
-            messages: vec![Message::user("x".repeat(8000), "2026-01-01T00:00:00Z")],
+            system: "You are a test agent.".into(),
+            messages: vec![Message::user("x".repeat(7980), "2026-01-01T00:00:00Z")],
             tools: vec![],
         };
         let e = model.complete(&big).await.unwrap_err();
         assert!(e.context_window_exceeded(), "{e:?}");
         assert_eq!(e.kind, ErrorKind::ContextWindowExceeded);
         assert_eq!(e.status, None);
-        assert!(e.message.contains("estimated locally"), "{}", e.message);
-        assert!(e.message.contains("not sent"), "{}", e.message);
+        assert!(e.refused_locally());
+        assert_eq!(e.http_requests, Some(0));
+        assert_eq!(
+            e.overflow,
+            Some(Overflow {
+                prompt_tokens: 4001,
+                limit_tokens: 1000,
+                estimated: true
+            })
+        );
+        assert!(
+            e.message.starts_with("the request was not sent: Sluice estimated it at 4001 tokens (8001 prompt bytes at 2.00 bytes per token"),
+            "{}",
+            e.message
+        );
         assert_eq!(fake.requests().len(), 0, "{provider:?} stream={stream}");
-        // Within 10% over the window it is sent: the server decides.
+        // Within 10% over the window it is sent: the server decides. 2,200 bytes are 1,100
+        // tokens at 2 bytes per token.
         let near = ModelRequest {
-            messages: vec![Message::user("x".repeat(4000), "2026-01-01T00:00:00Z")],
+            messages: vec![Message::user("x".repeat(2179), "2026-01-01T00:00:00Z")],
             ..big
         };
-        let body_bytes = {
-            model.complete(&near).await.unwrap();
-            fake.requests()[0].body.len()
-        };
-        assert!(body_bytes > 4000 && body_bytes <= 4400, "{body_bytes}");
+        let reply = model.complete(&near).await.unwrap();
+        assert_eq!(reply.http_requests, Some(1));
         assert_eq!(fake.requests().len(), 1);
     }
 }

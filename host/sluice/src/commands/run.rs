@@ -62,6 +62,7 @@ pub(crate) async fn run(config: &Config, args: RunArgs) -> anyhow::Result<()> {
             "lastError": outcome.last_error,
             "answer": outcome.answer,
             "requests": outcome.requests,
+            "usage": outcome.usage,
             "messages": added,
         });
         serde_json::to_writer_pretty(&mut out, &shown)?;
