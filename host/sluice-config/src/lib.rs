@@ -455,23 +455,27 @@ impl Config {
                 return Err(ConfigError::Value {
                     key: "store.url".into(),
                     // The URL may hold a password: name its scheme only.
-                    value: format!(
-                        "a URL starting {:?} (not shown: it may hold a password)",
-                        url.split("://")
-                            .next()
-                            .unwrap_or("")
-                            .chars()
-                            .take(20)
-                            .collect::<String>()
-                    ),
+                    value: match url.split_once("://") {
+                        Some((scheme, _))
+                            if !scheme.is_empty()
+                                && scheme.len() <= 20
+                                && scheme.chars().all(|c| {
+                                    c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')
+                                }) =>
+                        {
+                            format!("a URL starting {scheme:?} (not shown: it may hold a password)")
+                        }
+                        _ => "a value that is not a URL (not shown: it may hold a password)"
+                            .to_string(),
+                    },
                     allowed: STORE_URL_RULE.into(),
                     origin: origin.clone(),
                 });
             }
             if store.is_some() {
                 return Err(ConfigError::Value {
-                    key: "store.url".into(),
-                    value: "a PostgreSQL URL, with store.path set too".into(),
+                    key: "store".into(),
+                    value: "both a PostgreSQL URL and a database file".into(),
                     allowed: "either store.url (--store-url, SLUICE_STORE_URL) or store.path (--store, SLUICE_STORE), not both".into(),
                     origin: origin.clone(),
                 });
