@@ -3,8 +3,10 @@
 //! sent to B answers 409; B streams A's run; a cancel on B ends A's run `aborted`; A killed
 //! with SIGKILL mid-run, B resumes the session with nothing lost or duplicated; A losing its
 //! database connection mid-run ends the run `error` with nothing half-written; a
-//! configuration PUT on A is seen by B and after a restart. The password in the URL never
-//! appears in what the replicas print.
+//! configuration PUT on A is seen by B and after a restart. The CLI (`sluice store migrate`,
+//! `sluice run`, `sluice session`) works on the same database under the same one-run rule,
+//! and a database that cannot be reached stops every command. The password in the URL never
+//! appears in what the replicas or the CLI print.
 //!
 //! Needs `SLUICE_TEST_POSTGRES_URL` (a role with CREATEDB): without it each test says it
 //! skipped, and fails under `CI=true`. The model is the offline scripted one, or a fake
@@ -211,6 +213,46 @@ impl Cluster {
         }
     }
 
+    /// `sluice --config … ARGS` on the cluster's database (`--store-url` when `flag`, else
+    /// `SLUICE_STORE_URL`).
+    fn cli(&self, flag: bool, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
+        c.arg("--config").arg(self.dir.path().join("sluice.toml"));
+        if flag {
+            c.args(["--store-url", &self.url]);
+        } else {
+            c.env("SLUICE_STORE_URL", &self.url);
+        }
+        c.args(args)
+            .env(
+                "SLUICE_CACHE_DIR",
+                Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-cache"),
+            )
+            .env_remove("SLUICE_STORE")
+            .env_remove("SLUICE_SERVER_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    /// Runs `sluice ARGS` to its end: (exit code, stdout, stderr). Fails if the password
+    /// shows in either.
+    fn cli_output(&self, flag: bool, args: &[&str]) -> (Option<i32>, String, String) {
+        let out = self.cli(flag, args).output().unwrap();
+        self.checked(out)
+    }
+
+    fn checked(&self, out: std::process::Output) -> (Option<i32>, String, String) {
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            !stdout.contains(&self.password) && !stderr.contains(&self.password),
+            "the password was printed: {stdout} {stderr}"
+        );
+        (out.status.code(), stdout, stderr)
+    }
+
     /// Ends every connection holding a run's lock, as a lost network would.
     async fn cut_run_connections(&self) -> i64 {
         let config: tokio_postgres::Config = self.url.parse().unwrap();
@@ -225,6 +267,22 @@ impl Cluster {
             .await
             .unwrap()
             .get(0)
+    }
+}
+
+impl Drop for Cluster {
+    /// Drops the scratch database (the replicas, declared later, are gone by then).
+    fn drop(&mut self) {
+        let url = std::mem::take(&mut self.url);
+        // Best effort, on a thread of its own: drop cannot wait in async code.
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let _ = rt.block_on(sluice_store::PgStore::drop_scratch_database(&url));
+        })
+        .join();
     }
 }
 
@@ -651,4 +709,152 @@ async fn a_configuration_put_on_a_is_seen_by_b_and_after_a_restart() {
     drop(b);
     let restarted = cluster.replica("c");
     assert_eq!(restarted.get("/agent/config").await, (200, changed));
+}
+
+/// Item 6: `sluice store migrate`, `sluice run` and `sluice session …` on the database the
+/// replicas share, with one run per session between the CLI and a replica.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_cli_shares_the_database_and_its_one_run_per_session() {
+    let Some(cluster) = Cluster::new(
+        "the_cli_shares_the_database_and_its_one_run_per_session",
+        true,
+    )
+    .await
+    else {
+        return;
+    };
+    let shown = sluice_store::redact_url(&cluster.url);
+    assert!(shown.contains(":***@"), "{shown}");
+    let migrate = cluster.cli_output(true, &["store", "migrate"]);
+    let expected = |from: i64| {
+        json!({"store": shown, "fromVersion": from, "toVersion": sluice_store::PgStore::SCHEMA_VERSION})
+            .to_string()
+            + "\n"
+    };
+    assert_eq!(migrate, (Some(0), expected(0), String::new()));
+    let again = cluster.cli_output(false, &["store", "migrate"]);
+    assert_eq!(
+        again,
+        (
+            Some(0),
+            expected(sluice_store::PgStore::SCHEMA_VERSION),
+            String::new()
+        )
+    );
+
+    // `sluice run` holds session "cli" (its model request waits); replica A refuses it, and
+    // so does a second `sluice run`.
+    let a = cluster.replica("a");
+    let first = cluster
+        .cli(true, &["run", "--session", "cli", "first"])
+        .spawn()
+        .unwrap();
+    let request = cluster.model().next_request();
+    assert_eq!(
+        request["messages"].as_array().unwrap().last().unwrap()["content"],
+        "first"
+    );
+    let (status, body) = a
+        .post("/sessions/cli/prompts", json!({"prompt": "refused"}))
+        .await;
+    assert_eq!(status, 409, "{body}");
+    let busy = "sluice: error: session \"cli\" already has a run in progress (one run per session, across every process using this store); nothing was added: wait for that run to end\n";
+    let second = cluster.cli_output(false, &["run", "--session", "cli", "refused too"]);
+    assert_eq!(second, (Some(2), String::new(), busy.to_string()));
+    cluster.model().release_one();
+    let first = cluster.checked(first.wait_with_output().unwrap());
+    assert_eq!(
+        first,
+        (
+            Some(0),
+            "done\n".to_string(),
+            "sluice: no session \"cli\" yet: created it\nsession cli: completed\n".to_string()
+        )
+    );
+
+    // The CLI and the replica read the same transcript.
+    let (code, listed, _) = cluster.cli_output(false, &["session", "list"]);
+    assert_eq!(code, Some(0));
+    let listed: Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    assert_eq!(listed[0]["id"], "cli");
+    assert_eq!(listed[0]["status"], "completed");
+    assert_eq!(listed[0]["messageCount"], 2);
+    let (code, show, _) = cluster.cli_output(true, &["session", "show", "cli"]);
+    assert_eq!(code, Some(0));
+    let show: Value = serde_json::from_str(&show).unwrap();
+    assert_eq!(show["messages"], json!(a.messages("cli").await));
+    let contents: Vec<&str> = show["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(contents, ["first", "done"]);
+
+    // Now replica A runs it; the CLI is refused meanwhile.
+    let (status, _) = a
+        .post("/sessions/cli/prompts", json!({"prompt": "third"}))
+        .await;
+    assert_eq!(status, 202);
+    cluster.model().next_request();
+    let refused = cluster.cli_output(true, &["run", "--session", "cli", "refused"]);
+    assert_eq!(refused, (Some(2), String::new(), busy.to_string()));
+    cluster.model().release_one();
+    let mut events = Vec::new();
+    a.stream("/sessions/cli/events")
+        .await
+        .read_to_finish(&mut events)
+        .await;
+    assert_eq!(events.last().unwrap()["status"], "completed");
+    let contents: Vec<String> = a
+        .messages("cli")
+        .await
+        .iter()
+        .map(|m| m["content"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(contents, ["first", "done", "third", "done"]);
+}
+
+/// Item 7: a database that cannot be reached stops every command at once, naming the URL
+/// without its password. Needs no PostgreSQL: nothing listens on port 1.
+#[test]
+fn an_unreachable_database_stops_every_command_naming_it_without_its_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = "postgres://sluice:hunter2-x9@127.0.0.1:1/sluice?connect_timeout=5";
+    let refused = "session store postgres://sluice:***@127.0.0.1:1/sluice?connect_timeout=5: cannot connect to the database: error connecting to server: Connection refused (os error 111)";
+    for (args, prefix) in [
+        (
+            &["serve", "--listen", "127.0.0.1:0"][..],
+            "failed to set up the agent: ",
+        ),
+        (&["run", "hello"][..], ""),
+        (&["session", "list"][..], ""),
+        (&["store", "migrate"][..], ""),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["--root"])
+            .arg(dir.path())
+            .args(["--store-url", url])
+            .args(args)
+            .env(
+                "SLUICE_CACHE_DIR",
+                Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-cache"),
+            )
+            .env("SLUICE_LOG", "debug")
+            .env_remove("SLUICE_STORE")
+            .env_remove("SLUICE_STORE_URL")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(
+            stderr.lines().last().unwrap(),
+            format!("sluice: error: {prefix}{refused}"),
+            "{args:?}"
+        );
+        assert!(!stderr.contains("hunter2"), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
 }
