@@ -21,6 +21,11 @@ const COMPONENTS: &[(&str, &str, &str)] = &[
         "sluice-test-needs-missing",
         "`tests/components/needs-missing`: imports `acme:missing/clock`, which the host lacks.",
     ),
+    (
+        "FS_LIKE_WASM",
+        "sluice-test-fs-like",
+        "`tests/components/fs-like`: the shape of wassette's filesystem-rs (`read-file(path)`, `list-directory(path)`).",
+    ),
 ];
 
 fn main() {

@@ -18,6 +18,7 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)] // A benchmark prints its table.
 
+mod machine;
 mod mcp;
 mod rows;
 mod store;
@@ -154,6 +155,10 @@ fn main() -> anyhow::Result<()> {
             }),
         }
     }
+    for line in machine::describe() {
+        println!("{line}");
+    }
+    println!();
     println!("| measurement | Sluice | baseline | ratio | target |");
     println!("|---|---|---|---|---|");
     for r in &table {

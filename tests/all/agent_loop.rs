@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use sluice_agent::{Agent, AgentError, Outcome, RunEvent, Settings, Tools};
 use sluice_backends::{Backend, BackendError, ModelReply, ModelRequest, ReplayModel};
 use sluice_protocol::{Message, Role, SessionStatus, ToolCall, ToolSpec};
-use sluice_runtime::observation::{DEFAULT_HINT, Observation, paging_hint};
+use sluice_runtime::observation::{DEFAULT_HINT, Observation};
 use sluice_runtime::{CallOptions, RootGrant, Toolbox};
 use sluice_store::{Decision, SqliteStore, Store, StoreError, StoredMessage, now_rfc3339};
 use sluice_tests::{HOSTILE_WASM, PATIENCE, Sandbox};
@@ -216,7 +216,7 @@ impl Tools for FakeTools {
             _ => return Observation::unknown_tool(name).finish(name, cap, DEFAULT_HINT),
         };
         self.calls.fetch_add(1, Ordering::SeqCst);
-        draft.finish(name, cap, paging_hint(name))
+        draft.finish(name, cap, DEFAULT_HINT)
     }
 }
 

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use sluice_backends::estimate::prompt_bytes;
 use sluice_backends::{BackendError, ModelReply, ModelRequest};
 use sluice_protocol::{Message, SessionStatus, ToolCall, ToolSpec};
-use sluice_runtime::observation::{Observation, paging_hint, shrink_text};
+use sluice_runtime::observation::{DEFAULT_HINT, Observation, paging_hint, shrink_text};
 use sluice_runtime::{CallOptions, CallStatus};
 use sluice_store::{Decision, StoredMessage};
 use tokio_util::sync::CancellationToken;
@@ -329,7 +329,7 @@ impl Agent {
             let original = originals
                 .remove(&m.seq)
                 .unwrap_or_else(|| m.message.content.clone());
-            let shrunk = shrink_text(original, cut.limit_bytes, paging_hint(tool));
+            let shrunk = shrink_text(original, cut.limit_bytes, &hint_of(tools, tool));
             from_bytes += m.message.content.len();
             to_bytes += shrunk.len();
             self.store
@@ -444,7 +444,7 @@ impl Agent {
             .finish(
                 &call.name,
                 self.settings.max_tool_result_bytes as usize,
-                paging_hint(&call.name),
+                &hint_of(&self.tools.specs(), &call.name),
             );
             self.store_observation(id, call, &observation, events)
                 .await?;
@@ -478,9 +478,18 @@ impl Agent {
         .finish(
             &call.name,
             self.settings.max_tool_result_bytes as usize,
-            paging_hint(&call.name),
+            &hint_of(&self.tools.specs(), &call.name),
         )
     }
+}
+
+/// The paging hint of tool `name` among `tools`, from its argument schema
+/// ([`paging_hint`]); `a narrower query` for a tool it does not know.
+fn hint_of(tools: &[ToolSpec], name: &str) -> String {
+    tools.iter().find(|t| t.name == name).map_or_else(
+        || DEFAULT_HINT.to_string(),
+        |t| paging_hint(&t.input_schema),
+    )
 }
 
 /// What a run counts as it goes.

@@ -54,15 +54,14 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 use sluice_protocol::{Role, ToolCall};
 
+use crate::backend::{Backend, ModelReply, ModelRequest, Usage};
+use crate::classify::{classify, classify_stream_error};
+use crate::config::{Provider, ProviderConfig, Secret, ToolChoice};
+use crate::error::{BackendError, quote};
 use crate::estimate::Estimator;
-use crate::http::{Http, protocol};
-use crate::provider::{Provider, ProviderConfig, Secret, ToolChoice};
+use crate::http::{Decoder, Http, read_answer};
+use crate::ids::{IdMap, mint_id};
 use crate::sse::SseEvent;
-use crate::wire::{Ending, IdMap, bad_request, body_of, json_post, mint_id, quote, read_sse};
-use crate::{
-    Backend, BackendError, ErrorKind, ModelReply, ModelRequest, Usage, classify,
-    classify_stream_error,
-};
 
 /// Anthropic's API base.
 pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com/v1";
@@ -95,13 +94,13 @@ impl AnthropicBackend {
     /// provider; a `Protocol` error when the HTTP client cannot start.
     pub fn new(config: ProviderConfig) -> Result<AnthropicBackend, BackendError> {
         if config.provider != Provider::Anthropic {
-            return Err(bad_request(format!(
+            return Err(BackendError::bad_request(format!(
                 "{:?} is not the Anthropic provider",
                 config.provider
             )));
         }
         let Some(api_key) = config.api_key.filter(|k| !k.expose().is_empty()) else {
-            return Err(bad_request(format!(
+            return Err(BackendError::bad_request(format!(
                 "no API key for anthropic: set {ANTHROPIC_KEY_ENV} (or model.api_key_env / model.api_key_file)"
             )));
         };
@@ -208,25 +207,6 @@ impl AnthropicBackend {
         }
         Value::Object(body)
     }
-
-    /// Reads one successful response.
-    async fn read(&self, response: reqwest::Response) -> Result<ModelReply, BackendError> {
-        if !self.stream {
-            let (headers, text) = body_of(response).await?;
-            return decode_body(&headers, &text);
-        }
-        let mut stream = MessageStream::default();
-        match read_sse(response, |event| stream.event(event)).await? {
-            Ending::Terminal => Ok(stream.finish()),
-            Ending::Eof {
-                unparsed: Some((headers, text)),
-            } if !stream.started => decode_body(&headers, &text),
-            Ending::Eof { .. } => Err(BackendError::new(
-                ErrorKind::Transient,
-                "the model's stream ended before message_stop",
-            )),
-        }
-    }
 }
 
 #[async_trait::async_trait]
@@ -246,22 +226,18 @@ impl Backend for AnthropicBackend {
 impl AnthropicBackend {
     /// Sends `request` through the retry loop.
     async fn exchange(&self, request: &ModelRequest) -> Result<ModelReply, BackendError> {
-        let body = serde_json::to_vec(&self.body(request))
-            .map_err(|e| protocol(format!("failed to encode the request: {e}")))?;
-        let make = || {
-            json_post(self.http.client(), &self.url, &body, self.stream, |b| {
-                b.header("x-api-key", self.api_key.expose())
-                    .header("anthropic-version", ANTHROPIC_VERSION)
-            })
+        let auth = |b: reqwest::RequestBuilder| {
+            b.header("x-api-key", self.api_key.expose())
+                .header("anthropic-version", ANTHROPIC_VERSION)
         };
-        let (reply, sent) = self
+        let stream = self.stream;
+        let (answer, sent) = self
             .http
-            .send_and_read(make, |response| self.read(response))
+            .post_json(&self.url, &self.body(request), stream, auth, |response| {
+                read_answer::<MessageStream>(response, stream)
+            })
             .await?;
-        Ok(ModelReply {
-            http_requests: Some(sent),
-            ..reply
-        })
+        Ok(answer.into_reply()?.with_requests(sent))
     }
 }
 
@@ -298,7 +274,7 @@ fn decode_body(headers: &[(String, String)], text: &str) -> Result<ModelReply, B
         {
             return Err(classify(200, headers, text));
         }
-        return Err(protocol(format!(
+        return Err(BackendError::protocol(format!(
             "the model's reply has no content: {}",
             quote(text)
         )));
@@ -388,16 +364,29 @@ enum Block {
 struct MessageStream {
     blocks: BTreeMap<u64, Block>,
     usage: Option<Usage>,
-    /// An event was read.
-    started: bool,
 }
 
-impl MessageStream {
+impl Decoder for MessageStream {
+    fn decode_body(headers: &[(String, String)], text: &str) -> Result<ModelReply, BackendError> {
+        decode_body(headers, text)
+    }
+
+    /// The reply at `message_stop`; a body that ended before it broke off (transient).
+    fn end(self, complete: bool) -> Result<ModelReply, BackendError> {
+        if complete {
+            Ok(self.finish())
+        } else {
+            Err(BackendError::transient(
+                "the model's stream ended before message_stop",
+            ))
+        }
+    }
+
     /// Takes one event; `Ok(true)` at `message_stop`.
     fn event(&mut self, event: SseEvent) -> Result<bool, BackendError> {
         let data = event.data.trim();
         let value: Value = serde_json::from_str(data).map_err(|e| {
-            protocol(format!(
+            BackendError::protocol(format!(
                 "a stream event from the model is not JSON ({e}): {}",
                 quote(data)
             ))
@@ -407,7 +396,6 @@ impl MessageStream {
             .as_deref()
             .or_else(|| value.get("type").and_then(Value::as_str))
             .unwrap_or_default();
-        self.started = true;
         let index = value.get("index").and_then(Value::as_u64).unwrap_or(0);
         match kind {
             "error" => return Err(classify_stream_error(data)),
@@ -469,7 +457,9 @@ impl MessageStream {
         }
         Ok(false)
     }
+}
 
+impl MessageStream {
     /// The assembled reply.
     fn finish(self) -> ModelReply {
         let mut content = String::new();
@@ -507,6 +497,7 @@ mod tests {
     use sluice_protocol::Message;
 
     use super::*;
+    use crate::error::ErrorKind;
 
     fn backend() -> AnthropicBackend {
         let mut config = ProviderConfig::new(Provider::Anthropic, "claude");

@@ -30,8 +30,9 @@
 
 use std::sync::Mutex;
 
+use crate::backend::{ModelReply, ModelRequest};
+use crate::error::{BackendError, ErrorKind};
 use crate::overflow::Overflow;
-use crate::{BackendError, ErrorKind, ModelReply, ModelRequest};
 
 /// Bytes per token assumed before any usage was reported. Low on purpose: measured ratios
 /// run from about 2.2 (JSON-heavy transcripts on llama.cpp's SmolLM2 tokenizer) to about 4
@@ -107,8 +108,8 @@ impl Estimator {
             .clamp(RATIO_BOUNDS.0, RATIO_BOUNDS.1)
     }
 
-    /// The estimated prompt tokens of `request`: [`prompt_bytes`] / [`bytes_per_token`]
-    /// (Estimator::bytes_per_token), rounded up.
+    /// The estimated prompt tokens of `request`: [`prompt_bytes`] /
+    /// [`bytes_per_token`](Estimator::bytes_per_token), rounded up.
     pub fn tokens(&self, request: &ModelRequest) -> u64 {
         (prompt_bytes(request) as f64 / self.bytes_per_token()).ceil() as u64
     }
@@ -150,20 +151,18 @@ impl Estimator {
             Some(_) => "learned from the provider's count of an earlier request",
             None => "assumed before the provider reported any count",
         };
-        Err(BackendError {
-            overflow: Some(Overflow {
-                prompt_tokens: estimate,
-                limit_tokens: window,
-                estimated: true,
-            }),
-            http_requests: Some(0),
-            ..BackendError::new(
-                ErrorKind::ContextWindowExceeded,
-                format!(
-                    "the request was not sent: Sluice estimated it at {estimate} tokens ({bytes} prompt bytes at {ratio:.2} bytes per token, {basis}), more than 10% over the model's context window of {window} tokens (model.context_window_tokens)"
-                ),
-            )
-        })
+        Err(BackendError::new(
+            ErrorKind::ContextWindowExceeded,
+            format!(
+                "the request was not sent: Sluice estimated it at {estimate} tokens ({bytes} prompt bytes at {ratio:.2} bytes per token, {basis}), more than 10% over the model's context window of {window} tokens (model.context_window_tokens)"
+            ),
+        )
+        .with_overflow(Some(Overflow {
+            prompt_tokens: estimate,
+            limit_tokens: window,
+            estimated: true,
+        }))
+        .with_requests(0))
     }
 
     /// Sends `request` with `send`, guarded and measured: refused first when it surely does
@@ -214,7 +213,7 @@ mod tests {
     use sluice_protocol::{Message, ToolCall, ToolSpec};
 
     use super::*;
-    use crate::Usage;
+    use crate::backend::Usage;
 
     fn request(text: &str) -> ModelRequest {
         ModelRequest {
@@ -310,7 +309,7 @@ mod tests {
         e.around(&r, None, async { Ok(reply) }).await.unwrap();
         assert_eq!(e.bytes_per_token(), 2.5);
         // A rejection stating sizes calibrates too.
-        let stated = crate::classify(
+        let stated = crate::classify::classify(
             400,
             &[],
             r#"{"error":{"message":"This model's maximum context length is 300 tokens. However, your messages resulted in 500 tokens.","code":"context_length_exceeded"}}"#,
@@ -319,12 +318,12 @@ mod tests {
         assert_eq!(err.overflow.map(|o| o.estimated), Some(false));
         assert_eq!(e.bytes_per_token(), 2.0);
         // One without sizes gets the estimate and the configured window.
-        let bare = crate::classify(
+        let bare = crate::classify::classify(
             400,
             &[],
             r#"{"message":"Input is too long for requested model."}"#,
         );
-        let bare = crate::BackendError {
+        let bare = crate::error::BackendError {
             kind: ErrorKind::ContextWindowExceeded,
             ..bare
         };

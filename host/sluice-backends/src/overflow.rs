@@ -6,7 +6,7 @@
 //! provider's message, [`Overflow`] carries them on the
 //! [`BackendError`](crate::BackendError) (set by [`classify`](crate::classify())), and a
 //! backend fills them from its own estimate when the provider's message has none
-//! ([`Estimator::annotate`](crate::estimate::Estimator::annotate)).
+//! ([`Estimator::around`](crate::estimate::Estimator::around)).
 //!
 //! The wordings read (case-insensitive; N = prompt tokens, M = the limit, K or Y = the
 //! requested output tokens):

@@ -27,7 +27,7 @@
 //!   [`BackendError`] by the real [`classify()`] when the turn is used (so a `retry-after` date is
 //!   measured from that moment);
 //! - `event`: an error inside a `200` stream, through [`classify_stream_error`];
-//! - `network`: a transport failure ([`ErrorKind::Transient`], no status).
+//! - `network`: a transport failure ([`ErrorKind::Transient`](crate::ErrorKind::Transient), no status).
 //!
 //! Either kind of turn may carry `"delayMs": N`: the model sleeps N milliseconds (with
 //! `tokio::time::sleep`) before answering, so a test can cancel a request in flight. Unknown
@@ -36,7 +36,7 @@
 //!
 //! A turn is consumed when its request arrives, before the delay: a cancelled request used its
 //! turn, and request `k` always meets line `k`. When the script has run out, a request fails
-//! with [`ErrorKind::Protocol`]: "the replay script has no more turns (N used)". Every request
+//! with [`ErrorKind::Protocol`](crate::ErrorKind::Protocol): "the replay script has no more turns (N used)". Every request
 //! received (answered, failed, cancelled or past the end) is recorded: see
 //! [`ReplayModel::requests`] and [`ReplayModel::request_bytes`].
 
@@ -47,8 +47,10 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use sluice_protocol::ToolCall;
 
-use crate::classify::classify_stream_error;
-use crate::{Backend, BackendError, ErrorKind, ModelReply, ModelRequest, Usage, classify};
+use crate::backend::{Backend, ModelReply, ModelRequest, Usage};
+use crate::classify::{classify, classify_stream_error};
+use crate::error::BackendError;
+use crate::ids::numbered_call_id;
 
 /// A model that replays a script. Clones share the script position and the recorded requests.
 #[derive(Clone, Debug)]
@@ -92,7 +94,7 @@ pub enum TurnAction {
     /// An error event inside a `200` stream (its JSON text), classified by
     /// [`classify_stream_error`] when used.
     StreamError(String),
-    /// A network failure with this message: [`ErrorKind::Transient`], no status.
+    /// A network failure with this message: [`ErrorKind::Transient`](crate::ErrorKind::Transient), no status.
     Network(String),
 }
 
@@ -224,10 +226,10 @@ impl Backend for ReplayModel {
                     turn
                 }
                 None => {
-                    return Err(BackendError::new(
-                        ErrorKind::Protocol,
-                        format!("the replay script has no more turns ({} used)", state.next),
-                    ));
+                    return Err(BackendError::protocol(format!(
+                        "the replay script has no more turns ({} used)",
+                        state.next
+                    )));
                 }
             }
         };
@@ -242,7 +244,7 @@ impl Backend for ReplayModel {
                 body,
             } => Err(classify(status, &headers, &body)),
             TurnAction::StreamError(event) => Err(classify_stream_error(&event)),
-            TurnAction::Network(message) => Err(BackendError::new(ErrorKind::Transient, message)),
+            TurnAction::Network(message) => Err(BackendError::transient(message)),
         }
     }
 }
@@ -336,7 +338,7 @@ fn parse_call(item: &Value, ordinal: usize) -> Result<ToolCall, String> {
         .ok_or("name must be a string")?
         .to_string();
     let id = match call.get("id") {
-        None | Some(Value::Null) => format!("call_{ordinal}"),
+        None | Some(Value::Null) => numbered_call_id(ordinal),
         Some(Value::String(s)) => s.clone(),
         Some(_) => return Err("id must be a string".to_string()),
     };
@@ -430,6 +432,7 @@ mod tests {
     use sluice_protocol::Message;
 
     use super::*;
+    use crate::error::ErrorKind;
 
     fn request(text: &str) -> ModelRequest {
         ModelRequest {

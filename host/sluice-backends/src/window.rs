@@ -14,7 +14,9 @@
 
 use std::sync::Mutex;
 
-use crate::{Backend, BackendError, ModelReply, ModelRequest, classify};
+use crate::backend::{Backend, ModelReply, ModelRequest};
+use crate::classify::classify;
+use crate::error::BackendError;
 
 /// A [`Backend`] wrapper that rejects requests over a byte budget, as a provider would.
 #[derive(Debug)]
@@ -132,7 +134,7 @@ mod tests {
     use sluice_protocol::Message;
 
     use super::*;
-    use crate::ErrorKind;
+    use crate::error::ErrorKind;
 
     struct Counting(AtomicUsize);
 
@@ -223,7 +225,8 @@ mod tests {
 
     #[tokio::test]
     async fn wraps_a_shared_dyn_backend() {
-        let inner: std::sync::Arc<dyn Backend> = std::sync::Arc::new(crate::ScriptedModel::new());
+        let inner: std::sync::Arc<dyn Backend> =
+            std::sync::Arc::new(crate::scripted::ScriptedModel::new());
         let window: std::sync::Arc<dyn Backend> =
             std::sync::Arc::new(ContextWindow::new(inner, 10));
         assert_eq!(window.name(), "scripted");

@@ -10,6 +10,8 @@
 
 include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
 
+pub mod wit;
+
 /// The `sluice:tools` WIT package the built-in tools are built from (`wit/sluice-tools.wit`),
 /// for their documentation.
 pub const WIT: &str = include_str!("../../../wit/sluice-tools.wit");

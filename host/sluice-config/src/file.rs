@@ -241,6 +241,17 @@ fn allowed_for(key: &str) -> Option<String> {
         ["tools", _, "sha256"] => "64 hexadecimal digits (a string)".into(),
         ["tools", _, "read" | "write"] => "an array of root names, like [\"logs\"]".into(),
         ["tools", _, "env"] => "an array of environment variable names, like [\"LANG\"]".into(),
+        ["tools", _, "prefix"] => format!("a string of {}", crate::PREFIX_RULE),
+        ["tools", _, "functions"] => {
+            "a table of function settings, one [tools.NAME.functions.FUNC] table per function"
+                .into()
+        }
+        ["tools", _, "functions", _] => {
+            "a table: [tools.NAME.functions.FUNC] with name = \"…\" and/or description = \"…\""
+                .into()
+        }
+        ["tools", _, "functions", _, "name"] => format!("a string, {}", crate::TOOL_NAME_RULE),
+        ["strict"] => "true or false".into(),
         ["builtins"] => {
             "an array of built-in tool names, like [\"read_file\", \"list_dir\"]".into()
         }

@@ -48,8 +48,8 @@ pub use runtime::{
 pub use server::{ALLOWED_HOST_RULE, ENV_ALLOWED_HOSTS, ServerConfig, valid_allowed_host};
 use sluice_pager::budget::{DEFAULT_MAX_RESULT_BYTES, MAX_MAX_RESULT_BYTES, MIN_MAX_RESULT_BYTES};
 pub use tools::{
-    BUILTIN_TOOLS, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_MS, MAX_MEMORY_MIB, MAX_TIMEOUT_MS,
-    ToolConfig, ToolSource,
+    BUILTIN_TOOLS, ConfiguredBy, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_MS, FunctionConfig,
+    MAX_MEMORY_MIB, MAX_TIMEOUT_MS, PREFIX_RULE, TOOL_NAME_RULE, ToolConfig, ToolSource,
 };
 
 /// The environment variable that sets `agent.max_tool_result_bytes`.
@@ -207,6 +207,8 @@ pub struct Overrides {
     pub allowed_hosts: Vec<String>,
     /// `--allow-destructive` (`sluice mcp`, `sluice serve`): serve destructive tools over MCP.
     pub allow_destructive: bool,
+    /// `--strict`: a component that fails to load stops the start (sets `strict`).
+    pub strict: bool,
 }
 
 /// The resolved configuration.
@@ -219,6 +221,10 @@ pub struct Config {
     /// The components to load and their policies: the built-ins first, then `[tools.*]`,
     /// then the tools directory.
     pub tools: Vec<ToolConfig>,
+    /// `strict` (`--strict`): a component that fails to load stops the start. Default
+    /// false: it is reported on stderr, listed by `sluice tools` as unavailable with its
+    /// reason, and the other tools (built-ins included) start.
+    pub strict: bool,
     /// The session database (`store.path`), if set; `None` means the default location.
     pub store: Option<PathBuf>,
     /// The PostgreSQL session database (`store.url`, `SLUICE_STORE_URL`, `--store-url`),
@@ -271,6 +277,8 @@ struct File {
     builtins: Option<Vec<String>>,
     /// A tools directory, relative to the file.
     tools_dir: Option<String>,
+    /// A component that fails to load stops the start.
+    strict: Option<bool>,
     #[serde(default)]
     tools: BTreeMap<String, tools::PolicyFile>,
     #[serde(default)]
@@ -554,6 +562,7 @@ impl Config {
             .resolve(overrides.allow_destructive, env, &file_label)?;
         Ok(Config {
             tools,
+            strict: overrides.strict || parsed.strict.unwrap_or(false),
             store,
             store_url,
             model,
@@ -945,12 +954,45 @@ mod tool_tests {
             (c.tools[1].memory_mib, c.tools[1].timeout_ms),
             (256, 10_000)
         );
-        std::fs::write(dir.join("a.toml"), "component = \"other.wasm\"\n").unwrap();
+        std::fs::write(
+            dir.join("a.toml"),
+            "read = []\ncomponent = \"other.wasm\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            resolve(&file).unwrap_err().to_string(),
+            format!(
+                "invalid configuration file {}: line 2: a tools-directory policy describes its sibling .wasm; `component` and `builtin` are not allowed here",
+                dir.join("a.toml").display()
+            )
+        );
+    }
+
+    /// Issue 16 item 10: the unknown-key error of a sibling policy lists the keys allowed
+    /// there, without `component` and `builtin`.
+    #[test]
+    fn a_sibling_policys_unknown_key_lists_only_its_keys() {
+        let (d, file) = setup("builtins = []\ntools_dir = \"drop-in\"\n");
+        let dir = d.path().join("drop-in");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("a.wasm"), b"").unwrap();
+        std::fs::write(dir.join("a.toml"), "read = [\"logs\"]\nfuel = 5\n").unwrap();
+        let e = resolve(&file).unwrap_err().to_string();
+        let expected = format!(
+            "invalid configuration file {}: line 2, fuel: unknown field `fuel`, expected one of ",
+            dir.join("a.toml").display()
+        );
+        assert!(e.starts_with(&expected), "{e}");
+        let listed = &e[expected.len()..];
+        assert!(listed.starts_with("`read`, `write`, "), "{e}");
+        assert!(!listed.contains("`component`"), "{e}");
+        assert!(!listed.contains("`builtin`"), "{e}");
+        // A `[tools.NAME]` table does take them.
+        let (_d, file) = setup("[tools.x]\ncomponent = \"x.wasm\"\nfuel = 5\n");
+        let e = resolve(&file).unwrap_err().to_string();
         assert!(
-            resolve(&file)
-                .unwrap_err()
-                .to_string()
-                .contains("`component` and `builtin` are not allowed here")
+            e.contains("unknown field `fuel`, expected one of `component`, `builtin`, `read`"),
+            "{e}"
         );
     }
 }

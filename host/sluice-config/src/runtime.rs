@@ -89,12 +89,13 @@ pub const RUNTIME_KEYS: [RuntimeKey; 3] = [
 
 /// Keys (and tables) of `sluice.toml` that are read once at boot: the operator API refuses
 /// them with [`ConfigError::BootOnly`]. `agent.` may precede `system_prompt`.
-pub const BOOT_ONLY_KEYS: [&str; 8] = [
+pub const BOOT_ONLY_KEYS: [&str; 9] = [
     "system_prompt",
     "roots",
     "builtins",
     "tools_dir",
     "tools",
+    "strict",
     "store",
     "model",
     "mcp",

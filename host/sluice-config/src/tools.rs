@@ -58,17 +58,65 @@ pub struct ToolConfig {
     pub destructive: bool,
     /// Description for tools whose WIT has no doc comment.
     pub description: Option<String>,
+    /// `prefix`: put before each tool name of the component, with `_` between
+    /// (`fs` → `fs_read_file`); [`PREFIX_RULE`].
+    pub prefix: Option<String>,
+    /// `[functions.<f>]` tables: settings of single functions, by the function's name as
+    /// exported (`read-file`) or the tool name it would get (`read_file`).
+    pub functions: BTreeMap<String, FunctionConfig>,
     /// Where this entry was configured (for messages).
     pub origin: String,
+    /// What kind of place configured it, so messages can name the key to change.
+    pub configured_by: ConfiguredBy,
 }
 
-/// A policy as written: a `[tools.NAME]` table, or a tools directory's sibling `*.toml`.
+/// The settings of one function of a component: `[tools.NAME.functions.FUNC]` in
+/// `sluice.toml`, `[functions.FUNC]` in a sibling policy.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FunctionConfig {
+    /// The tool's name instead of the derived one (no prefix is added): [`TOOL_NAME_RULE`].
+    pub name: Option<String>,
+    /// What the model is told the tool does (replaces its WIT doc comment and the policy's
+    /// `description`).
+    pub description: Option<String>,
+}
+
+/// Where a [`ToolConfig`] comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConfiguredBy {
+    /// A `[tools.NAME]` table.
+    Table,
+    /// A built-in listed in `builtins` (or offered by default) without a table.
+    Builtins,
+    /// A component of the tools directory; its policy is this sibling `*.toml` (which may
+    /// not exist).
+    Sibling(PathBuf),
+}
+
+/// What a tool name may be (MCP's rule): 1 to 64 characters of `A-Z a-z 0-9 _ . -`.
+pub const TOOL_NAME_RULE: &str =
+    "a tool name: 1 to 64 characters of A-Z, a-z, 0-9, `_`, `.` and `-`";
+
+/// What a `prefix` may be: what a tool name may be, at most 32 characters.
+pub const PREFIX_RULE: &str = "1 to 32 characters of A-Z, a-z, 0-9, `_`, `.` and `-`";
+
+/// True when `name` follows [`TOOL_NAME_RULE`] and is at most `max` bytes long.
+fn valid_tool_name(name: &str, max: usize) -> bool {
+    (1..=max).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+}
+
+/// A `[tools.NAME]` table of `sluice.toml`: where the component comes from, then the
+/// policy keys every policy takes ([`Policy`]).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct PolicyFile {
-    /// Path of the component (tables only), relative to the configuration file.
+    /// Path of the component, relative to the configuration file.
     component: Option<String>,
-    /// Name of a built-in tool (tables only).
+    /// Name of a built-in tool.
     builtin: Option<String>,
     #[serde(default)]
     read: Option<Vec<String>>,
@@ -82,6 +130,50 @@ pub(crate) struct PolicyFile {
     #[serde(default)]
     destructive: bool,
     description: Option<String>,
+    prefix: Option<String>,
+    #[serde(default)]
+    functions: BTreeMap<String, FunctionConfig>,
+}
+
+impl PolicyFile {
+    /// The policy keys, without the source.
+    fn policy(&self) -> Policy {
+        Policy {
+            read: self.read.clone(),
+            write: self.write.clone(),
+            memory_mib: self.memory_mib.clone(),
+            timeout_ms: self.timeout_ms.clone(),
+            env: self.env.clone(),
+            sha256: self.sha256.clone(),
+            destructive: self.destructive,
+            description: self.description.clone(),
+            prefix: self.prefix.clone(),
+            functions: self.functions.clone(),
+        }
+    }
+}
+
+/// A policy as a tools directory's sibling `*.toml` holds it: the keys of a `[tools.NAME]`
+/// table but `component` and `builtin` (the component is the sibling `.wasm`), so that its
+/// unknown-key error lists only the keys allowed there.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Policy {
+    #[serde(default)]
+    read: Option<Vec<String>>,
+    #[serde(default)]
+    write: Vec<String>,
+    memory_mib: Option<Raw>,
+    timeout_ms: Option<Raw>,
+    #[serde(default)]
+    env: Vec<String>,
+    sha256: Option<String>,
+    #[serde(default)]
+    destructive: bool,
+    description: Option<String>,
+    prefix: Option<String>,
+    #[serde(default)]
+    functions: BTreeMap<String, FunctionConfig>,
 }
 
 /// What the resolver knows when it turns a [`PolicyFile`] into a [`ToolConfig`].
@@ -119,8 +211,8 @@ impl Resolver<'_> {
                 out.push(self.entry(
                     b,
                     ToolSource::Builtin(b.clone()),
-                    &PolicyFile::default(),
-                    true,
+                    &Policy::default(),
+                    ConfiguredBy::Builtins,
                     origin,
                 )?);
             }
@@ -152,8 +244,13 @@ impl Resolver<'_> {
                     origin: origin.to_string(),
                 });
             }
-            let builtin = matches!(source, ToolSource::Builtin(_));
-            out.push(self.entry(name, source, table, builtin, &format!("{origin} [{key}]"))?);
+            out.push(self.entry(
+                name,
+                source,
+                &table.policy(),
+                ConfiguredBy::Table,
+                &format!("{origin} [{key}]"),
+            )?);
         }
         Ok(out)
     }
@@ -189,18 +286,13 @@ impl Resolver<'_> {
                     text: &text,
                     label: policy_path.display().to_string(),
                 };
-                let policy: PolicyFile = source.parse()?;
-                if policy.component.is_some() || policy.builtin.is_some() {
-                    return Err(ConfigError::Parse {
-                        path: policy_path,
-                        message: "a tools-directory policy describes its sibling .wasm; `component` and `builtin` are not allowed here".into(),
-                    });
-                }
+                let policy: Policy = source.parse().map_err(sibling_source_error)?;
                 (policy, policy_path.display().to_string())
             } else {
-                (PolicyFile::default(), path.display().to_string())
+                (Policy::default(), path.display().to_string())
             };
-            out.push(self.entry(&name, ToolSource::Component(path), &policy, false, &origin)?);
+            let by = ConfiguredBy::Sibling(policy_path);
+            out.push(self.entry(&name, ToolSource::Component(path), &policy, by, &origin)?);
         }
         Ok(out)
     }
@@ -211,10 +303,11 @@ impl Resolver<'_> {
         &self,
         name: &str,
         source: ToolSource,
-        p: &PolicyFile,
-        builtin: bool,
+        p: &Policy,
+        configured_by: ConfiguredBy,
         origin: &str,
     ) -> Result<ToolConfig, ConfigError> {
+        let builtin = matches!(source, ToolSource::Builtin(_));
         let value_error = |field: &str, value: String, allowed: &str| ConfigError::Value {
             key: format!("tools.{name}.{field}"),
             value,
@@ -291,6 +384,22 @@ impl Resolver<'_> {
             }
             None => None,
         };
+        if let Some(prefix) = &p.prefix
+            && !valid_tool_name(prefix, 32)
+        {
+            return Err(value_error("prefix", format!("{prefix:?}"), PREFIX_RULE));
+        }
+        for (function, f) in &p.functions {
+            if let Some(new) = &f.name
+                && !valid_tool_name(new, 64)
+            {
+                return Err(value_error(
+                    &format!("functions.{function}.name"),
+                    format!("{new:?}"),
+                    TOOL_NAME_RULE,
+                ));
+            }
+        }
         Ok(ToolConfig {
             name: name.to_string(),
             source,
@@ -302,8 +411,31 @@ impl Resolver<'_> {
             sha256,
             destructive: p.destructive,
             description: p.description.clone(),
+            prefix: p.prefix.clone(),
+            functions: p.functions.clone(),
             origin: origin.to_string(),
+            configured_by,
         })
+    }
+}
+
+/// A tools-directory policy's parse error, with a clearer message when it sets `component`
+/// or `builtin`: the component of a sibling policy is its `.wasm`.
+fn sibling_source_error(e: ConfigError) -> ConfigError {
+    match e {
+        ConfigError::Parse { path, message }
+            if message.contains("unknown field `component`")
+                || message.contains("unknown field `builtin`") =>
+        {
+            let line = message.split(',').next().unwrap_or_default();
+            ConfigError::Parse {
+                path,
+                message: format!(
+                    "{line}: a tools-directory policy describes its sibling .wasm; `component` and `builtin` are not allowed here"
+                ),
+            }
+        }
+        other => other,
     }
 }
 

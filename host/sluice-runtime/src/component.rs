@@ -13,8 +13,8 @@ use crate::policy::ToolPolicy;
 use crate::schema::{Unsupported, object_schema, schema_of};
 use crate::toolbox::Source;
 
-/// Longest tool name, in bytes (what model APIs accept).
-pub const MAX_TOOL_NAME_BYTES: usize = 64;
+pub use crate::names::MAX_TOOL_NAME_BYTES;
+use crate::names::{Export, Naming, TOOL_NAME_RULE, valid_tool_name};
 
 /// Interfaces the host provides to every component: WASI 0.2 (`wasi:cli`, `clocks`,
 /// `filesystem`, `io`, `random`, `sockets`; any 0.2.x) and `sluice:tools` `budget` and
@@ -48,10 +48,10 @@ pub fn is_toolchain_export(interface: &str, func: &str) -> bool {
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolInfo {
-    /// The tool's name, `[a-zA-Z0-9_-]{1,64}`.
+    /// The tool's name, `[A-Za-z0-9_.-]{1,64}`.
     pub name: String,
-    /// What it does: its WIT doc comment, else the policy's `description`, else a sentence
-    /// naming the export.
+    /// What it does: the policy's `functions.<f>.description`, else its WIT doc comment,
+    /// else the policy's `description`, else a sentence naming the export.
     pub description: String,
     /// JSON schema of its arguments (an object).
     pub input_schema: Value,
@@ -108,6 +108,9 @@ pub(crate) struct ToolDef {
     pub(crate) shape: Shape,
     pub(crate) result: Option<Type>,
     pub(crate) docs: FuncDocs,
+    pub(crate) naming: Naming,
+    /// The keys of the policy's `functions` that name this export.
+    pub(crate) exports_as: Vec<String>,
 }
 
 /// The lowercase hex SHA-256 of `bytes`.
@@ -183,7 +186,8 @@ pub(crate) fn missing_imports(engine: &ToolEngine, component: &Component) -> Vec
 
 /// Makes a tool of every exported function of `component`: world-level functions are named
 /// `<function>`, functions of an exported interface `<interface>_<function>`, with `-`
-/// replaced by `_`.
+/// replaced by `_`; then the policy's `prefix` and `functions.<f>.name` apply
+/// ([`crate::names`]).
 pub(crate) fn reflect(
     engine: &ToolEngine,
     component: &Component,
@@ -204,6 +208,7 @@ pub(crate) fn reflect(
         what: &what,
         docs: &docs,
         policy,
+        builtin: matches!(source, Source::Builtin(_)),
     };
     let mut tools = Vec::new();
     let ty = component.component_type();
@@ -211,7 +216,13 @@ pub(crate) fn reflect(
         match item.ty {
             ComponentItem::ComponentFunc(f) => {
                 let index = component.get_export_index(None, export);
-                tools.push(cx.tool(index, export, export, &f)?);
+                let e = Export {
+                    derived: export.replace('-', "_"),
+                    function: export,
+                    path: export,
+                    world_level: true,
+                };
+                tools.push(cx.tool(index, &e, &f)?);
             }
             ComponentItem::ComponentInstance(inst) => {
                 let Some(inst_index) = component.get_export_index(None, export) else {
@@ -225,12 +236,14 @@ pub(crate) fn reflect(
                     }
                     if let ComponentItem::ComponentFunc(f) = fitem.ty {
                         let index = component.get_export_index(Some(&inst_index), fname);
-                        tools.push(cx.tool(
-                            index,
-                            &format!("{short}_{fname}"),
-                            &format!("{export}/{fname}"),
-                            &f,
-                        )?);
+                        let path = format!("{export}/{fname}");
+                        let e = Export {
+                            derived: format!("{short}_{fname}").replace('-', "_"),
+                            function: fname,
+                            path: &path,
+                            world_level: false,
+                        };
+                        tools.push(cx.tool(index, &e, &f)?);
                     }
                 }
             }
@@ -243,6 +256,20 @@ pub(crate) fn reflect(
             reason: "it exports no functions, so it offers no tools".into(),
         });
     }
+    if let Some(key) = policy
+        .functions
+        .keys()
+        .find(|k| !tools.iter().any(|t| t.exports_as.iter().any(|e| e == *k)))
+    {
+        let exported: Vec<String> = tools.iter().map(|t| t.naming.key.clone()).collect();
+        return Err(RuntimeError::Tool {
+            what,
+            reason: format!(
+                "its policy sets functions.{key}, but it exports no function of that name; its functions are: {}",
+                exported.join(", ")
+            ),
+        });
+    }
     Ok(tools)
 }
 
@@ -250,29 +277,30 @@ struct Reflect<'a> {
     what: &'a str,
     docs: &'a ComponentDocs,
     policy: &'a ToolPolicy,
+    builtin: bool,
 }
 
 impl Reflect<'_> {
     fn tool(
         &self,
         index: Option<ComponentExportIndex>,
-        name: &str,
-        export_path: &str,
+        e: &Export<'_>,
         func: &ComponentFunc,
     ) -> Result<ToolDef, RuntimeError> {
-        let tool_name = name.replace('-', "_");
+        let export_path = e.path;
+        let naming = Naming {
+            key: e.key(),
+            origin: self.policy.origin.clone(),
+        };
+        let (tool_name, own) = e.named(self.policy);
         let fail = |reason: String| RuntimeError::Tool {
             what: format!("{}: export {export_path}", self.what),
             reason,
         };
-        let valid = !tool_name.is_empty()
-            && tool_name.len() <= MAX_TOOL_NAME_BYTES
-            && tool_name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-        if !valid {
+        if !valid_tool_name(&tool_name) {
             return Err(fail(format!(
-                "its tool name {tool_name:?} is not 1 to {MAX_TOOL_NAME_BYTES} characters of [a-zA-Z0-9_-]"
+                "its tool name {tool_name:?} is not {TOOL_NAME_RULE}; name it with {}",
+                naming.fix()
             )));
         }
         let export = index.ok_or_else(|| fail("the export cannot be found".into()))?;
@@ -298,11 +326,17 @@ impl Reflect<'_> {
                 ))
             })?;
         }
-        let description = docs
-            .description
-            .clone()
+        let mut description = own
+            .and_then(|f| f.description.clone())
+            .or_else(|| docs.description.clone())
             .or_else(|| self.policy.description.clone())
             .unwrap_or_else(|| format!("The {export_path} function of {}.", self.what));
+        if !self.builtin
+            && let Some(mounts) = crate::mounts::sentence(shape.fields(), &self.policy.roots)
+        {
+            description.push(' ');
+            description.push_str(&mounts);
+        }
         Ok(ToolDef {
             info: ToolInfo {
                 name: tool_name,
@@ -315,6 +349,14 @@ impl Reflect<'_> {
             shape,
             result,
             docs,
+            naming,
+            exports_as: self
+                .policy
+                .functions
+                .keys()
+                .filter(|k| e.is_named_by(k))
+                .cloned()
+                .collect(),
         })
     }
 }

@@ -25,7 +25,7 @@ pub enum RuntimeError {
         reason: String,
     },
     /// Two tools have the same name.
-    #[error("two tools are named {name:?} ({first} and {second}); rename one in the configuration")]
+    #[error("two tools are named {name:?} ({first} and {second}); give one another name: {fix}")]
     DuplicateTool {
         /// The name both have.
         name: String,
@@ -33,6 +33,9 @@ pub enum RuntimeError {
         first: String,
         /// Where the second comes from.
         second: String,
+        /// The keys that rename either (`prefix = "…" or [functions.read-file] name = "…"
+        /// in /d/fs.toml; or …`).
+        fix: String,
     },
     /// The component's digest is not the one its policy pins.
     #[error("refusing to load {what}: its sha256 is {actual}, but the policy pins {expected}")]

@@ -140,19 +140,7 @@ impl Draft {
 /// rejection (docs/agent-loop.md#context-window-recovery).
 pub const SHRINK_MARKER_START: &str = "…[cut from ";
 
-/// What the truncation marker suggests: the paging arguments of the file tools, "a narrower
-/// query" for others.
-pub fn paging_hint(tool: &str) -> &'static str {
-    match tool {
-        "read_file" => "pass lineCount, or startLine with offset (from nextLine and nextOffset)",
-        "tail_file" => "ask for fewer lines",
-        "grep_files" => {
-            "pass a smaller maxResults, a narrower pattern, path or glob, or the nextCursor"
-        }
-        "list_dir" => "pass offset (from nextOffset)",
-        _ => DEFAULT_HINT,
-    }
-}
+pub use crate::hint::paging_hint;
 
 /// Caps `text` at `cap` bytes: when it is longer, keeps the longest head that ends on a
 /// character boundary and leaves room for the marker

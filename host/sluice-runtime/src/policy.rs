@@ -1,5 +1,6 @@
 //! What an operator grants one tool: roots, limits, environment. Deny by default.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -42,6 +43,78 @@ pub struct ToolPolicy {
     /// The tools change things: calls wait for the operator's approval. Granting a root
     /// with write access makes a tool destructive too.
     pub destructive: bool,
+    /// Put before the name of each of the component's tools, with `_` between
+    /// (`prefix = "fs"`: `read-file` is offered as `fs_read_file`); not before a name given
+    /// in [`ToolPolicy::functions`].
+    pub prefix: Option<String>,
+    /// Settings of single functions, by the function's name as the component exports it
+    /// (`read-file`, or `iface/read-file` for a function of an exported interface) or by
+    /// the tool name it would get (`read_file`). A key that names no function refuses the
+    /// component.
+    pub functions: BTreeMap<String, FunctionPolicy>,
+    /// Where the operator configured this policy, so that messages can name the key that
+    /// changes it. `None` for a policy built in code.
+    pub origin: Option<PolicyOrigin>,
+}
+
+/// The settings of one function of a component (`[tools.NAME.functions.FUNC]`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FunctionPolicy {
+    /// The tool's name, instead of the one derived from the export (and without the
+    /// prefix): 1 to 64 characters of `A-Z a-z 0-9 _ . -`.
+    pub name: Option<String>,
+    /// What the model is told the tool does: replaces the WIT doc comment and the policy's
+    /// `description`.
+    pub description: Option<String>,
+}
+
+/// Where a policy is configured, for messages that name the key to change.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PolicyOrigin {
+    /// A `[tools.NAME]` table of `sluice.toml` (`NAME` is the table's key).
+    Table(String),
+    /// A built-in tool offered through `builtins` (or by default), with no table.
+    Builtins(String),
+    /// The sibling `*.toml` policy of a component in the tools directory (which may not
+    /// exist yet).
+    Sibling(PathBuf),
+}
+
+impl PolicyOrigin {
+    /// The keys that rename tool `tool` (exported as `export`) of this policy, in words:
+    /// `prefix = "…" or [tools.fs.functions.read-file] name = "…" in sluice.toml`.
+    pub fn rename_keys(&self, export: &str) -> String {
+        match self {
+            PolicyOrigin::Table(name) => format!(
+                "[tools.{}] prefix = \"…\" or [tools.{}.functions.{}] name = \"…\" in the configuration file",
+                toml_key(name),
+                toml_key(name),
+                toml_key(export)
+            ),
+            PolicyOrigin::Builtins(name) => format!(
+                "[tools.{name}] prefix = \"…\" or [tools.{name}.functions.{}] name = \"…\" in the configuration file, or leave {name} out of `builtins = [...]`",
+                toml_key(export)
+            ),
+            PolicyOrigin::Sibling(file) => format!(
+                "prefix = \"…\" or [functions.{}] name = \"…\" in {}",
+                toml_key(export),
+                file.display()
+            ),
+        }
+    }
+}
+
+/// `key` as a TOML key: bare when it can be, quoted otherwise (`"iface/read-file"`).
+fn toml_key(key: &str) -> String {
+    if !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        key.to_string()
+    } else {
+        format!("{key:?}")
+    }
 }
 
 impl Default for ToolPolicy {
@@ -58,6 +131,9 @@ impl Default for ToolPolicy {
             sha256: None,
             description: None,
             destructive: false,
+            prefix: None,
+            functions: BTreeMap::new(),
+            origin: None,
         }
     }
 }

@@ -134,7 +134,27 @@ struct Tool {
     shape: Shape,
     result: Option<Type>,
     docs: FuncDocs,
-    hint: &'static str,
+    hint: String,
+    naming: crate::names::Naming,
+}
+
+/// A component that could not be loaded, and why: its tools are not offered.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Unavailable {
+    /// The component (built-in name or file path).
+    pub source: String,
+    /// Why it did not load: the error that [`Toolbox::load`] would have stopped on.
+    pub reason: String,
+}
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} is unavailable, its tools are not offered: {}",
+            self.source, self.reason
+        )
+    }
 }
 
 /// A set of named tools ready to call.
@@ -142,6 +162,7 @@ pub struct Toolbox {
     engine: Arc<ToolEngine>,
     tools: Vec<Tool>,
     by_name: HashMap<String, usize>,
+    unavailable: Vec<Unavailable>,
 }
 
 impl std::fmt::Debug for Toolbox {
@@ -153,12 +174,36 @@ impl std::fmt::Debug for Toolbox {
 }
 
 impl Toolbox {
-    /// Loads every component in `specs` and collects their tools.
+    /// Loads every component in `specs` and collects their tools; the first component that
+    /// fails to load stops it (`strict = true`).
     ///
     /// # Errors
     /// A component that does not compile or whose imports the host does not provide, an
     /// export with an invalid name, or two tools with the same name.
     pub fn load(engine: Arc<ToolEngine>, specs: &[ComponentSpec]) -> Result<Toolbox, RuntimeError> {
+        Toolbox::load_with(engine, specs, true)
+    }
+
+    /// Loads every component in `specs` that can be loaded and collects their tools; a
+    /// component that cannot (it does not compile, imports what the host lacks, fails its
+    /// pin, or exports what cannot be a tool) is left out and listed in
+    /// [`Toolbox::unavailable`] with its reason, and the others (built-ins included) load.
+    ///
+    /// # Errors
+    /// Two tools with the same name (the configuration must rename one), or an engine that
+    /// cannot link the host's interfaces.
+    pub fn load_available(
+        engine: Arc<ToolEngine>,
+        specs: &[ComponentSpec],
+    ) -> Result<Toolbox, RuntimeError> {
+        Toolbox::load_with(engine, specs, false)
+    }
+
+    fn load_with(
+        engine: Arc<ToolEngine>,
+        specs: &[ComponentSpec],
+        strict: bool,
+    ) -> Result<Toolbox, RuntimeError> {
         let mut linker = Linker::new(engine.engine());
         crate::host::add_to_linker(&mut linker)
             .map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
@@ -166,14 +211,25 @@ impl Toolbox {
             engine: engine.clone(),
             tools: Vec::new(),
             by_name: HashMap::new(),
+            unavailable: Vec::new(),
         };
         for spec in specs {
-            for tool in load_component(&engine, &linker, spec)? {
+            let tools = match load_component(&engine, &linker, spec) {
+                Ok(tools) => tools,
+                Err(e) if !strict => {
+                    toolbox.mark_unavailable(spec.source.describe(), e.to_string());
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            for tool in tools {
                 if let Some(&i) = toolbox.by_name.get(&tool.info.name) {
+                    let first = &toolbox.tools[i];
                     return Err(RuntimeError::DuplicateTool {
                         name: tool.info.name.clone(),
-                        first: toolbox.tools[i].info.source.clone(),
+                        first: first.info.source.clone(),
                         second: tool.info.source.clone(),
+                        fix: crate::names::collision_fix(&first.naming, &tool.naming),
                     });
                 }
                 toolbox
@@ -183,6 +239,19 @@ impl Toolbox {
             }
         }
         Ok(toolbox)
+    }
+
+    /// Records that component `source` is unavailable because of `reason` (for a
+    /// component that failed before it reached [`Toolbox::load_available`], such as a
+    /// file that cannot be read).
+    pub fn mark_unavailable(&mut self, source: String, reason: String) {
+        self.unavailable.push(Unavailable { source, reason });
+    }
+
+    /// The components that failed to load, in configuration order (always empty after
+    /// [`Toolbox::load`]).
+    pub fn unavailable(&self) -> &[Unavailable] {
+        &self.unavailable
     }
 
     /// The tools, in load order.
@@ -213,7 +282,7 @@ impl Toolbox {
         };
         let tool = &self.tools[i];
         let draft = self.invoke(tool, args, options).await;
-        draft.finish(&tool.info.name, options.cap as usize, tool.hint)
+        draft.finish(&tool.info.name, options.cap as usize, &tool.hint)
     }
 
     async fn invoke(&self, tool: &Tool, args: &str, options: &CallOptions) -> Draft {
@@ -326,13 +395,14 @@ fn load_component(
     Ok(defs
         .into_iter()
         .map(|def| Tool {
-            hint: crate::observation::paging_hint(&def.info.name),
+            hint: crate::hint::paging_hint(&def.info.input_schema),
             info: def.info,
             loaded: loaded.clone(),
             export: def.export,
             shape: def.shape,
             result: def.result,
             docs: def.docs,
+            naming: def.naming,
         })
         .collect())
 }

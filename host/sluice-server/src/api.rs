@@ -17,11 +17,16 @@ use crate::runs::{LocalRun, RunEnd};
 use crate::state::AppState;
 
 /// The router over `state`: every route of [`crate::ROUTES`], JSON 404 and 405 answers.
-/// [`crate::Server::router`] puts it behind the guard.
-pub(crate) fn router(state: AppState) -> Router {
+/// [`crate::Server::router`] puts it behind the guard; `mcp` says whether it serves
+/// [`crate::MCP_ROUTES`] beside it (for `/openapi.json`).
+pub(crate) fn router(state: AppState, mcp: bool) -> Router {
+    let document = axum::Json(crate::openapi::document(mcp));
     Router::new()
         .route("/healthz", get(healthz))
-        .route("/openapi.json", get(openapi))
+        .route(
+            "/openapi.json",
+            get(move || std::future::ready(document.clone())),
+        )
         .route("/sessions", post(create_session).get(list_sessions))
         .route("/sessions/{id}", get(get_session))
         .route("/sessions/{id}/prompts", post(post_prompt))
@@ -59,10 +64,6 @@ async fn wrong_method(method: Method, uri: Uri) -> ApiError {
 
 async fn healthz(State(state): State<AppState>) -> ApiResult {
     ok(json!({"ok": true, "runsInProgress": state.runs().all().len()}))
-}
-
-async fn openapi() -> ApiResult {
-    ok(crate::openapi::document())
 }
 
 async fn create_session(State(state): State<AppState>) -> ApiResult {

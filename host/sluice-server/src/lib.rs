@@ -90,9 +90,13 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("PUT", "/agent/config"),
 ];
 
-/// The OpenAPI 3.1 document served at `/openapi.json`.
-pub fn openapi_document() -> serde_json::Value {
-    openapi::document()
+/// The routes [`Server::with_mcp`] adds, as (method, path).
+pub const MCP_ROUTES: &[(&str, &str)] = &[("POST", "/mcp")];
+
+/// The OpenAPI 3.1 document served at `/openapi.json`: [`ROUTES`], and with `mcp` also
+/// [`MCP_ROUTES`].
+pub fn openapi_document(mcp: bool) -> serde_json::Value {
+    openapi::document(mcp)
 }
 
 /// What runs the sessions.
@@ -270,7 +274,7 @@ impl Server {
     /// The routes behind the guard, for serving some other way (or testing without a
     /// socket).
     pub fn router(&self) -> axum::Router {
-        let api = api::router(self.state.clone());
+        let api = api::router(self.state.clone(), self.mcp.is_some());
         let api = match &self.mcp {
             Some(server) => api.merge(sluice_mcp::http::router(
                 server.clone(),
@@ -446,7 +450,9 @@ mod tests {
 
     #[test]
     fn the_openapi_document_lists_every_route() {
-        let doc = openapi_document();
+        let without = openapi_document(false);
+        assert!(without["paths"].get("/mcp").is_none());
+        let doc = openapi_document(true);
         let text = doc.to_string();
         let parsed: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(parsed["openapi"], "3.1.0");
@@ -459,6 +465,7 @@ mod tests {
         }
         let mut routes: Vec<(String, String)> = ROUTES
             .iter()
+            .chain(MCP_ROUTES)
             .map(|(m, p)| (m.to_string(), p.to_string()))
             .collect();
         routes.sort();

@@ -61,8 +61,14 @@ fn agent_config() -> Value {
 }
 
 /// The document, with the guard's answers ([`crate::guard`]) on every operation.
-pub(crate) fn document() -> Value {
+///
+/// With `mcp`, also `POST /mcp` ([`crate::MCP_ROUTES`]), which [`crate::Server::with_mcp`]
+/// mounts.
+pub(crate) fn document(mcp: bool) -> Value {
     let mut doc = routes();
+    if mcp && let Some(paths) = doc["paths"].as_object_mut() {
+        paths.insert("/mcp".into(), mcp_route());
+    }
     let forbidden = error_response(
         "The `Host` is not one the server answers to (`host`, `allowedHosts`), or the request is cross-origin (`origin`) and the server has no token.",
     );
@@ -85,6 +91,32 @@ pub(crate) fn document() -> Value {
         }
     }
     doc
+}
+
+/// `POST /mcp`: MCP over Streamable HTTP. Its messages are JSON-RPC 2.0, described by the
+/// MCP schema rather than here.
+fn mcp_route() -> Value {
+    let message = json!({
+        "type": "object",
+        "required": ["jsonrpc"],
+        "properties": {"jsonrpc": {"const": "2.0"}, "id": {"type": ["string", "integer"]}, "method": {"type": "string"}},
+        "description": "A JSON-RPC 2.0 message of the Model Context Protocol (https://modelcontextprotocol.io/specification): `server/discover`, `initialize`, `tools/list`, `tools/call`, notifications."
+    });
+    json!({"post": {
+        "summary": "MCP over Streamable HTTP: the same tools as `sluice mcp`",
+        "description": "Protocol 2026-07-28 (stateless) and, after `initialize`, 2025-11-25 and 2025-06-18. A `tools/call` answers with the observation `sluice call` prints (one text block within the cap, `isError` for tool errors). The answer is JSON, or an event stream (`text/event-stream`) when the call reports progress; closing it cancels the call. A body that is not JSON-RPC gets a JSON-RPC error (parse error -32700, invalid request -32600) with HTTP 400.",
+        "requestBody": {"required": true, "content": {"application/json": {"schema": message.clone()}}},
+        "responses": {
+            "200": {"description": "The JSON-RPC response.", "content": {
+                "application/json": {"schema": message.clone()},
+                "text/event-stream": {"schema": {"type": "string", "description": "Server-sent events, each a JSON-RPC message: progress notifications, then the response."}}
+            }},
+            "202": {"description": "A notification or a response was accepted (no body)."},
+            "400": {"description": "The body is not a JSON-RPC message (a JSON-RPC error).", "content": {"application/json": {"schema": message.clone()}}},
+            "401": error_response("No bearer token, or the wrong one (when the server has a token)."),
+            "413": {"description": "The body is over the limit (a JSON-RPC error naming it).", "content": {"application/json": {"schema": message}}}
+        }
+    }})
 }
 
 /// The routes and their own answers.

@@ -10,10 +10,10 @@ use std::time::Duration;
 use sluice_agent::Settings;
 use sluice_backends::Backend;
 use sluice_backends::provider::{Provider, ProviderConfig, Secret, ToolChoice};
-use sluice_config::{Config, ModelConfig, ToolConfig, ToolSource};
+use sluice_config::{Config, ConfiguredBy, ModelConfig, ToolConfig, ToolSource};
 use sluice_runtime::{
-    ComponentSpec, EngineOptions, PoolOptions, RootGrant, RuntimeError, Source, ToolEngine,
-    ToolPolicy, Toolbox,
+    ComponentSpec, EngineOptions, FunctionPolicy, PolicyOrigin, PoolOptions, RootGrant,
+    RuntimeError, Source, ToolEngine, ToolPolicy, Toolbox,
 };
 use sluice_store::{PgStore, SqliteStore, Store, StoreError};
 
@@ -72,24 +72,60 @@ pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, WiringError> 
 /// Loads the configured tools. With `only` naming a built-in tool, only that one is loaded,
 /// so one call compiles one component.
 ///
+/// A component that fails to load (its file cannot be read, it does not compile, imports
+/// what the host lacks, fails its pin…) stops the load under `strict`; otherwise it is
+/// logged as a warning on stderr with its reason, listed in [`Toolbox::unavailable`], and
+/// the other tools load.
+///
 /// # Errors
-/// [`WiringError`] when the engine cannot start or a component cannot be read or loaded.
+/// [`WiringError`] when the engine cannot start, two tools share a name, or (under
+/// `strict`) a component cannot be read or loaded.
 pub fn load_tools(config: &Config, only: Option<&str>) -> Result<Toolbox, WiringError> {
+    // Only a built-in that keeps its own name: a renamed one, or another component, may
+    // offer a tool of that name.
     let single = only.and_then(|name| {
-        config
-            .tools
-            .iter()
-            .find(|t| matches!(&t.source, ToolSource::Builtin(b) if b == name))
+        config.tools.iter().find(|t| {
+            matches!(&t.source, ToolSource::Builtin(b) if b == name)
+                && t.prefix.is_none()
+                && t.functions.values().all(|f| f.name.is_none())
+        })
     });
-    let specs = match single {
-        Some(t) => vec![component_spec(t)?],
-        None => config
-            .tools
-            .iter()
-            .map(component_spec)
-            .collect::<Result<_, _>>()?,
+    let chosen: Vec<&ToolConfig> = match single {
+        Some(t) => vec![t],
+        None => config.tools.iter().collect(),
     };
-    Ok(Toolbox::load(Arc::new(engine_for(config)?), &specs)?)
+    let engine = Arc::new(engine_for(config)?);
+    if config.strict {
+        let specs = chosen
+            .into_iter()
+            .map(component_spec)
+            .collect::<Result<Vec<_>, _>>()?;
+        return Ok(Toolbox::load(engine, &specs)?);
+    }
+    let mut specs = Vec::new();
+    let mut unreadable = Vec::new();
+    for t in chosen {
+        match component_spec(t) {
+            Ok(spec) => specs.push(spec),
+            Err(e) => unreadable.push((source_of(t), e.to_string())),
+        }
+    }
+    let mut toolbox = Toolbox::load_available(engine, &specs)?;
+    for (source, reason) in unreadable {
+        toolbox.mark_unavailable(source, reason);
+    }
+    for u in toolbox.unavailable() {
+        tracing::warn!("{u} (set strict = true or pass --strict to refuse to start instead)");
+    }
+    Ok(toolbox)
+}
+
+/// How messages name the component of `t`.
+fn source_of(t: &ToolConfig) -> String {
+    match &t.source {
+        ToolSource::Builtin(name) => format!("built-in {name}"),
+        ToolSource::Component(path) => path.display().to_string(),
+    }
 }
 
 /// The tool engine, caching compiled components in [`cache_dir`], with the default call
@@ -154,6 +190,23 @@ pub fn component_spec(t: &ToolConfig) -> Result<ComponentSpec, WiringError> {
         sha256: t.sha256.clone(),
         description: t.description.clone(),
         destructive: t.destructive,
+        prefix: t.prefix.clone(),
+        functions: t
+            .functions
+            .iter()
+            .map(|(k, f)| {
+                let f = FunctionPolicy {
+                    name: f.name.clone(),
+                    description: f.description.clone(),
+                };
+                (k.clone(), f)
+            })
+            .collect(),
+        origin: Some(match &t.configured_by {
+            ConfiguredBy::Table => PolicyOrigin::Table(t.name.clone()),
+            ConfiguredBy::Builtins => PolicyOrigin::Builtins(t.name.clone()),
+            ConfiguredBy::Sibling(file) => PolicyOrigin::Sibling(file.clone()),
+        }),
         ..ToolPolicy::default()
     };
     Ok(ComponentSpec { source, policy })

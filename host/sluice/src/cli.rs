@@ -46,6 +46,12 @@ pub(crate) struct Global {
     #[arg(long, global = true, value_name = "N")]
     pub(crate) max_concurrent_calls: Option<String>,
 
+    /// Refuse to start when a tool component fails to load (`strict = true` in sluice.toml).
+    /// Without it, the failure is reported on stderr, `sluice tools` lists the component as
+    /// unavailable with its reason, and the other tools start.
+    #[arg(long, global = true)]
+    pub(crate) strict: bool,
+
     /// The session database (SQLite). Default: `$SLUICE_STORE`, else
     /// `$XDG_DATA_HOME/sluice/sessions.db` (`~/.local/share/sluice/sessions.db`).
     #[arg(long, global = true, value_name = "FILE")]
@@ -105,6 +111,16 @@ pub(crate) enum Command {
     Store {
         #[command(subcommand)]
         command: StoreCommand,
+    },
+    /// Write the WIT a tool author builds against into DIR (default `wit`): the
+    /// `sluice:tools` package (`sluice-tools.wit`) and the WASI 0.2 packages the host
+    /// implements (`deps/*.wit`, WASI 0.2.12), so no Sluice build is needed to get them.
+    ///
+    /// A file already there with the same text is left as is; one with other text stops it
+    /// before anything is written. Prints the paths written.
+    Wit {
+        /// The directory (created if missing).
+        dir: Option<PathBuf>,
     },
     /// List the tools with the JSON schemas of their arguments.
     Tools {

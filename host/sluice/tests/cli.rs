@@ -318,7 +318,13 @@ fn a_sha256_pin_mismatch_refuses_to_load() {
         Some(&format!("read = [\"data\"]\nsha256 = \"{wrong}\"\n")),
         "[]",
     );
-    let o = sluice(&["--config", &config.display().to_string(), "tools"]);
+    // Under --strict the start stops on it.
+    let o = sluice(&[
+        "--config",
+        &config.display().to_string(),
+        "--strict",
+        "tools",
+    ]);
     assert_eq!(o.status.code(), Some(2));
     let actual = sha256_hex(sluice_builtin("read_file"));
     let err = stderr(&o);
@@ -328,6 +334,18 @@ fn a_sha256_pin_mismatch_refuses_to_load() {
             "tools/reader.wasm: its sha256 is {actual}, but the policy pins {wrong}\n"
         )),
         "{err}"
+    );
+    // By default the component is left out, listed as unavailable with the same reason.
+    let o = sluice(&["--config", &config.display().to_string(), "tools"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let tools: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(tools.as_array().unwrap().len(), 1);
+    assert_eq!(tools[0]["unavailable"], true);
+    assert!(
+        tools[0]["reason"].as_str().unwrap().ends_with(&format!(
+            "tools/reader.wasm: its sha256 is {actual}, but the policy pins {wrong}"
+        )),
+        "{tools}"
     );
     // The right pin loads.
     let (_d, config) = drop_in(

@@ -3,6 +3,8 @@
 use serde_json::{Value, json};
 use sluice_protocol::{Message, ToolCall, ToolSpec};
 
+use super::prompt::analyse_prompt;
+use super::step::{GREP_FILES, LIST_DIR, READ_FILE, TAIL_FILE};
 use super::*;
 
 fn spec(name: &str) -> ToolSpec {

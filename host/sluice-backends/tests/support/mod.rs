@@ -26,6 +26,39 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 use serde_json::{Value, json};
+use sluice_backends::Backend;
+use sluice_backends::http::RetryPolicy;
+use sluice_backends::provider::{Provider, ProviderConfig, Secret, connect};
+
+/// The model name each provider is configured with.
+pub(crate) fn model(provider: Provider) -> &'static str {
+    match provider {
+        Provider::OpenAi => "gpt-4.1-mini",
+        Provider::OpenAiCompatible => "qwen2.5:7b-instruct",
+        Provider::Anthropic => "claude-sonnet-4-5",
+        Provider::Bedrock => "anthropic.claude-3-5-sonnet-20240620-v1:0",
+    }
+}
+
+/// A configuration for `provider` pointed at `fake`, with key `test-key`, streaming or not,
+/// and retries that wait 1 ms (3 retries).
+pub(crate) fn config(provider: Provider, fake: &Fake, stream: bool) -> ProviderConfig {
+    let mut c = ProviderConfig::new(provider, model(provider));
+    c.base_url = Some(fake.base_url());
+    c.api_key = Some(Secret::new("test-key"));
+    c.stream = stream;
+    c.retry = RetryPolicy {
+        max_retries: 3,
+        base_delay_ms: 1,
+        max_delay_ms: 50,
+    };
+    c
+}
+
+/// The real backend for `config`, through `provider::connect`.
+pub(crate) fn backend(config: ProviderConfig) -> Arc<dyn Backend> {
+    connect(config).unwrap()
+}
 
 /// The size of the body pieces a stream is sent in.
 pub(crate) const PIECE_BYTES: usize = 7;
@@ -325,7 +358,9 @@ impl Fake {
     }
 
     /// Answers every request whose body is over `bytes` bytes with `turn` (no script turn is
-    /// used).
+    /// used). Used by row P12 in `sluice-tests` (`tests/agent_backends/p12.rs`), which
+    /// shares this module; this crate's own tests do not need it.
+    #[allow(dead_code)]
     pub(crate) fn reject_over(&self, bytes: usize, turn: Turn) {
         self.script.lock().unwrap().reject_over = Some((bytes, turn));
     }

@@ -51,6 +51,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
         max_concurrent_calls: cli.global.max_concurrent_calls.clone(),
         allowed_hosts,
         allow_destructive,
+        strict: cli.global.strict,
     };
     sluice_config::check_environment(&|k| std::env::var_os(k))?;
     let config = Config::resolve(
@@ -95,9 +96,22 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
                 runtime.block_on(toolbox.call(&tool, &args, config.agent.max_tool_result_bytes));
             writeln!(out, "{}", observation.text)?;
         }
+        Command::Wit { dir } => {
+            let dir = dir.unwrap_or_else(|| "wit".into());
+            for path in sluice_builtins::wit::write_wit(&dir)? {
+                writeln!(out, "{}", path.display())?;
+            }
+        }
         Command::Tools { command: None } => {
             let toolbox = wiring::load_tools(&config, None)?;
-            let tools: Vec<_> = toolbox.tools().collect();
+            let mut tools: Vec<_> = toolbox
+                .tools()
+                .map(serde_json::to_value)
+                .collect::<Result<_, _>>()?;
+            // Components that failed to load: listed after the tools, with their reason.
+            tools.extend(toolbox.unavailable().iter().map(|u| {
+                serde_json::json!({"source": u.source, "unavailable": true, "reason": u.reason})
+            }));
             serde_json::to_writer_pretty(&mut out, &tools)?;
             writeln!(out)?;
         }

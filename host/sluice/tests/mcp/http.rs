@@ -127,6 +127,27 @@ async fn serve_answers_mcp_at_post_mcp_under_its_token() {
         .await
         .unwrap();
     assert_eq!(health.status(), 200);
+    // And its OpenAPI document describes POST /mcp beside the API's routes.
+    let doc: Value = reqwest::Client::new()
+        .get(format!("{url}/openapi.json"))
+        .header("authorization", "Bearer t0ken")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let methods: Vec<&String> = doc["paths"]["/mcp"].as_object().unwrap().keys().collect();
+    assert_eq!(methods, ["post"]);
+    assert_eq!(
+        doc["paths"].as_object().unwrap().len(),
+        sluice_server::ROUTES
+            .iter()
+            .map(|(_, p)| p)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+            + 1
+    );
 }
 
 #[tokio::test]

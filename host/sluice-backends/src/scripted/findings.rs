@@ -1,302 +1,19 @@
-//! The scripted model (`--model scripted`): Sluice's offline default.
-//!
-//! **This is not an LLM.** It does not understand language and learns nothing. It is a small,
-//! deterministic state machine that reads the transcript and always investigates a directory
-//! the same way, so that the real agent loop (real tools, real caps, real sessions) can run
-//! with no network, no API key and no model download. Same transcript in, same turn out.
-//!
-//! # What it does
-//!
-//! The *run* is everything after the last user message (the *prompt*). From the prompt it
-//! takes:
-//!
-//! - the **directory**: the first quoted term (`"…"`, `'…'`, `` `…` ``, `“…”`) that looks like a
-//!   relative path, else the first word that does (contains a `/` or starts with `./`; letters,
-//!   digits and `._-/@+` only; not absolute, no `..`, no `://`), with a leading `./` and a
-//!   trailing `/` removed; else `.` (the root). So "what failed in logs/?" looks at `logs`;
-//! - the **search pattern**: the first quoted term that is not a path, as a literal
-//!   (regex-escaped; the tool matches case-insensitively), else [`ERROR_PATTERN`].
-//!
-//! Then, one tool call per turn, each step skipped when its tool is not in the request's tool
-//! list:
-//!
-//! 1. `list_dir {"path": <directory>}` (one page);
-//! 2. `grep_files {"pattern": <pattern>, "path": <directory>}` (one page);
-//! 3. picks **the file**: the one with the most matches in the search result (ties: the first
-//!    in walk order); with none, the largest `file` entry of the listing (ties: the first by
-//!    name; directories, symlinks, others and cut names are skipped); with neither, when the
-//!    listing failed, could not be read or was skipped and the prompt named a directory, the
-//!    named path itself (it may be a file). Once a `read_file` or `tail_file` call is in the
-//!    run, its path is the file (so a later shrink of the listing or search cannot switch it);
-//! 4. `read_file {"path": <file>}`, then while the previous page has `nextOffset`,
-//!    `read_file {"path", "offset": <nextOffset>, "startLine": <nextLine>}` (`startLine` only
-//!    when `nextLine` was given): at most [`MAX_READ_PAGES`] pages, stopping at EOF or at a page
-//!    that failed or cannot be read;
-//! 5. `tail_file {"path": <file>, "lines": 20}` ([`TAIL_LINES`]);
-//! 6. the **answer**: the directory's entries (up to [`MAX_LISTED_ENTRIES`]), the number of
-//!    matches per file, up to [`MAX_CITED_MATCHES`] matches cited as `path:line: text`, why the
-//!    file was chosen, the pages read (lines, bytes, the file's size and total lines when
-//!    known) and its last lines. Quoted text is cut to [`MAX_QUOTED_CHARS`] characters.
-//!
-//! Each tool call comes with one sentence of text: ``Listing `logs`.``,
-//! ``Searching `logs` for `…`.``, ``Reading `logs/build.log`.``,
-//! ``Reading `logs/build.log` from byte 400.``, ``Reading the last 20 lines of `logs/build.log`.``.
-//! The answer is plain text, one fact per line: first
-//! ``Findings for `DIR` (scripted offline model: a fixed sequence of tool calls, not an LLM).``,
-//! then lines starting `Listing:`, `Search:`, `Matches:` (followed by one `- path:line: text`
-//! line per match), `File:`, `Read:` and ``Last N lines of `FILE`:`` (followed by the lines,
-//! each indented by four spaces).
-//!
-//! Everything in the answer comes from the observations in the transcript (`{"ok":true,
-//! "result":…}` parsed as the tools document them). A tool error is quoted; an observation that
-//! is not valid JSON (cut to the observation cap, or shrunk after a context-window rejection)
-//! or has an unexpected shape has its data skipped, and the answer says so. A call with no
-//! observation is reported as such and not repeated.
-//!
-//! Tool call ids are `call_<n>`, `n` being one more than the number of tool calls already in
-//! the whole transcript (skipping ids already used). Because every decision is made from the
-//! transcript alone, a resumed session (or a retried request) continues exactly where it was.
-//! Replies carry no usage (no tokens are counted).
+//! What the run knows so far: the next step, and the answer made of the observations.
 
 use std::collections::HashSet;
-use std::sync::LazyLock;
 
-use regex::Regex;
-use serde_json::{Value, json};
-use sluice_protocol::{Message, Role, ToolCall};
+use serde_json::Value;
 
-use crate::{Backend, BackendError, ModelReply, ModelRequest};
-
-/// The search pattern when the prompt quotes no term.
-pub const ERROR_PATTERN: &str = "(?i)error|fail|fatal|panic|exception";
-/// The most `read_file` pages read from the chosen file.
-pub const MAX_READ_PAGES: usize = 3;
-/// The `lines` argument of the `tail_file` call.
-pub const TAIL_LINES: u64 = 20;
-/// The most matches cited in the answer.
-pub const MAX_CITED_MATCHES: usize = 10;
-/// The most directory entries named in the answer.
-pub const MAX_LISTED_ENTRIES: usize = 20;
-/// The longest quoted line (grep text, tail line) in the answer, in characters.
-pub const MAX_QUOTED_CHARS: usize = 200;
-
-const LIST_DIR: &str = "list_dir";
-const GREP_FILES: &str = "grep_files";
-const READ_FILE: &str = "read_file";
-const TAIL_FILE: &str = "tail_file";
-
-/// The offline default model: a deterministic state machine over the transcript, **not an
-/// LLM**. See the module docs for its exact behaviour.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ScriptedModel;
-
-impl ScriptedModel {
-    /// The model (it has no configuration and no state).
-    pub fn new() -> Self {
-        ScriptedModel
-    }
-
-    /// The next turn for `request`: one tool call, or the final answer. Pure and infallible.
-    pub fn next_turn(&self, request: &ModelRequest) -> ModelReply {
-        let tools: HashSet<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
-        let run = Run::from_transcript(&request.messages);
-        let findings = Findings::new(&run, &tools);
-        let step = findings.next_step();
-        let (content, call) = match step.call() {
-            Some((name, arguments)) => {
-                let id = next_call_id(&request.messages);
-                (
-                    step.announce(),
-                    Some(ToolCall {
-                        id,
-                        name: name.to_string(),
-                        arguments: arguments.to_string(),
-                    }),
-                )
-            }
-            None => (findings.answer(), None),
-        };
-        ModelReply {
-            content,
-            tool_calls: call.into_iter().collect(),
-            usage: None,
-            http_requests: None,
-        }
-    }
-}
-
-#[async_trait::async_trait]
-impl Backend for ScriptedModel {
-    /// `scripted`.
-    fn name(&self) -> String {
-        "scripted".to_string()
-    }
-
-    /// [`ScriptedModel::next_turn`]; never fails.
-    async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, BackendError> {
-        Ok(self.next_turn(request))
-    }
-}
-
-/// What the model does next.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Step {
-    /// 1. List the directory.
-    ListDir { path: String },
-    /// 2. Search it.
-    Grep { pattern: String, path: String },
-    /// 3. Read a page of the file; `cursor` is `(nextOffset, nextLine)` of the previous page.
-    Read {
-        path: String,
-        cursor: Option<(u64, Option<u64>)>,
-    },
-    /// 4. Read its last lines.
-    Tail { path: String },
-    /// 5. Answer.
-    Answer,
-}
-
-impl Step {
-    /// The tool and its arguments, or `None` for [`Step::Answer`].
-    fn call(&self) -> Option<(&'static str, Value)> {
-        Some(match self {
-            Step::ListDir { path } => (LIST_DIR, json!({"path": path})),
-            Step::Grep { pattern, path } => (GREP_FILES, json!({"pattern": pattern, "path": path})),
-            Step::Read { path, cursor: None } => (READ_FILE, json!({"path": path})),
-            Step::Read {
-                path,
-                cursor: Some((offset, None)),
-            } => (READ_FILE, json!({"path": path, "offset": offset})),
-            Step::Read {
-                path,
-                cursor: Some((offset, Some(line))),
-            } => (
-                READ_FILE,
-                json!({"path": path, "offset": offset, "startLine": line}),
-            ),
-            Step::Tail { path } => (TAIL_FILE, json!({"path": path, "lines": TAIL_LINES})),
-            Step::Answer => return None,
-        })
-    }
-
-    /// The text sent with a tool call.
-    fn announce(&self) -> String {
-        match self {
-            Step::ListDir { path } => format!("Listing `{path}`."),
-            Step::Grep { pattern, path } => format!("Searching `{path}` for `{pattern}`."),
-            Step::Read { path, cursor: None } => format!("Reading `{path}`."),
-            Step::Read {
-                path,
-                cursor: Some((offset, _)),
-            } => format!("Reading `{path}` from byte {offset}."),
-            Step::Tail { path } => format!("Reading the last {TAIL_LINES} lines of `{path}`."),
-            Step::Answer => String::new(),
-        }
-    }
-}
-
-/// The current run: the prompt and the tool calls made since, with their observations.
-struct Run<'a> {
-    prompt: &'a str,
-    calls: Vec<Call<'a>>,
-}
-
-/// One tool call of the run.
-struct Call<'a> {
-    tool: &'a str,
-    /// The arguments as sent (`Null` if they are not JSON).
-    args: Value,
-    obs: Obs,
-}
-
-impl Call<'_> {
-    fn path_arg(&self) -> Option<&str> {
-        self.args.get("path").and_then(Value::as_str)
-    }
-}
-
-/// What a tool message says.
-#[derive(Clone, Debug, PartialEq)]
-enum Obs {
-    /// `{"ok":true,"result":…}`: the result.
-    Ok(Value),
-    /// `{"ok":false,"error":…}`: the error text.
-    Failed(String),
-    /// Not an observation we can read; why.
-    Unreadable(&'static str),
-    /// No tool message answers the call.
-    Missing,
-}
-
-impl Obs {
-    fn parse(content: &str) -> Obs {
-        let Ok(value) = serde_json::from_str::<Value>(content) else {
-            return Obs::Unreadable(if content.contains("…[truncated; full result is") {
-                "it was cut to fit the observation cap and is no longer valid JSON"
-            } else if content.contains("…[cut from") {
-                "it was shrunk after a context-window rejection and is no longer valid JSON"
-            } else {
-                "it is not valid JSON"
-            });
-        };
-        match (
-            value.get("ok").and_then(Value::as_bool),
-            value.get("result"),
-            value.get("error"),
-        ) {
-            (Some(true), Some(result), _) => Obs::Ok(result.clone()),
-            (Some(false), _, Some(error)) => {
-                let error = error
-                    .as_str()
-                    .map_or_else(|| error.to_string(), str::to_string);
-                match value.get("name").and_then(Value::as_str) {
-                    Some(name) if error == "unknown_tool" => {
-                        Obs::Failed(format!("unknown tool `{name}`"))
-                    }
-                    _ => Obs::Failed(error),
-                }
-            }
-            _ => Obs::Unreadable("it does not have the {\"ok\", \"result\" | \"error\"} shape"),
-        }
-    }
-
-    fn ok(&self) -> Option<&Value> {
-        match self {
-            Obs::Ok(v) => Some(v),
-            _ => None,
-        }
-    }
-}
-
-impl<'a> Run<'a> {
-    fn from_transcript(messages: &'a [Message]) -> Run<'a> {
-        let start = messages.iter().rposition(|m| m.role == Role::User);
-        let prompt = start.map_or("", |i| messages[i].content.as_str());
-        let rest = start.map_or(messages, |i| &messages[i + 1..]);
-        let mut calls = Vec::new();
-        for (i, message) in rest.iter().enumerate() {
-            for call in &message.tool_calls {
-                let answer = rest[i + 1..].iter().find(|m| {
-                    m.role == Role::Tool && m.tool_call_id.as_deref() == Some(call.id.as_str())
-                });
-                calls.push(Call {
-                    tool: call.name.as_str(),
-                    args: serde_json::from_str(&call.arguments).unwrap_or(Value::Null),
-                    obs: answer.map_or(Obs::Missing, |m| Obs::parse(&m.content)),
-                });
-            }
-        }
-        Run { prompt, calls }
-    }
-
-    fn first(&self, tool: &str) -> Option<&Call<'a>> {
-        self.calls.iter().find(|c| c.tool == tool)
-    }
-}
+use super::prompt::analyse_prompt;
+use super::run::{Call, Obs, Run};
+use super::step::{
+    ERROR_PATTERN, GREP_FILES, LIST_DIR, MAX_CITED_MATCHES, MAX_LISTED_ENTRIES, MAX_QUOTED_CHARS,
+    MAX_READ_PAGES, READ_FILE, Step, TAIL_FILE,
+};
 
 /// Why the file was chosen.
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Why {
+pub(super) enum Why {
     Matches(usize),
     Largest(u64),
     Named,
@@ -304,7 +21,7 @@ enum Why {
 }
 
 /// What the run knows so far: the decision state and the material of the answer.
-struct Findings<'r, 'a> {
+pub(super) struct Findings<'r, 'a> {
     tools: &'r HashSet<&'r str>,
     dir: String,
     pattern: String,
@@ -316,7 +33,7 @@ struct Findings<'r, 'a> {
 }
 
 impl<'r, 'a> Findings<'r, 'a> {
-    fn new(run: &'r Run<'a>, tools: &'r HashSet<&'r str>) -> Self {
+    pub(super) fn new(run: &'r Run<'a>, tools: &'r HashSet<&'r str>) -> Self {
         let (dir, term) = analyse_prompt(run.prompt);
         let pattern = term.map_or_else(|| ERROR_PATTERN.to_string(), |t| regex::escape(&t));
         let listing = run.first(LIST_DIR);
@@ -357,7 +74,7 @@ impl<'r, 'a> Findings<'r, 'a> {
     }
 
     /// The state machine: the first step not yet done whose tool is available.
-    fn next_step(&self) -> Step {
+    pub(super) fn next_step(&self) -> Step {
         if self.has(LIST_DIR) && self.listing.is_none() {
             return Step::ListDir {
                 path: self.dir.clone(),
@@ -408,7 +125,7 @@ impl<'r, 'a> Findings<'r, 'a> {
     }
 
     /// The final answer, from the observations only.
-    fn answer(&self) -> String {
+    pub(super) fn answer(&self) -> String {
         let mut out = Vec::new();
         out.push(format!(
             "Findings for `{}` (scripted offline model: a fixed sequence of tool calls, not an LLM).",
@@ -818,91 +535,3 @@ fn quote(text: &str) -> String {
         Some((at, _)) => format!("{}…", &text[..at]),
     }
 }
-
-/// `call_<n>`: one more than the tool calls in the transcript, skipping ids in use.
-fn next_call_id(messages: &[Message]) -> String {
-    let used: HashSet<&str> = messages
-        .iter()
-        .flat_map(|m| &m.tool_calls)
-        .map(|c| c.id.as_str())
-        .collect();
-    let mut n = used.len() + 1;
-    while used.contains(format!("call_{n}").as_str()) {
-        n += 1;
-    }
-    format!("call_{n}")
-}
-
-/// Quoted spans: `"…"`, `“…”`, `` `…` ``, and `'…'` when the quotes are not inside a word.
-static QUOTED: LazyLock<Regex> = LazyLock::new(|| {
-    // Infallible: a constant pattern, exercised by the prompt tests.
-    Regex::new(r#""([^"\n]+)"|“([^”\n]+)”|`([^`\n]+)`|(?:^|[^\w'])'([^'\n]+)'(?:[^\w]|$)"#)
-        .expect("a valid regex")
-});
-
-/// The directory and the quoted search term of a prompt (see the module docs).
-fn analyse_prompt(prompt: &str) -> (String, Option<String>) {
-    let mut dir = None;
-    let mut term = None;
-    for captures in QUOTED.captures_iter(prompt) {
-        let Some(quoted) = captures.iter().skip(1).flatten().next() else {
-            continue;
-        };
-        let quoted = quoted.as_str().trim();
-        if quoted.is_empty() {
-            continue;
-        }
-        match as_path(quoted) {
-            Some(path) if dir.is_none() => dir = Some(path),
-            Some(_) => {}
-            None if term.is_none() && quoted.chars().count() <= MAX_QUOTED_CHARS => {
-                term = Some(quoted.to_string())
-            }
-            None => {}
-        }
-    }
-    if dir.is_none() {
-        dir = prompt.split_whitespace().find_map(|word| {
-            let word = word.trim_start_matches(['"', '\'', '`', '(', '[', '{', '<', '“', '‘']);
-            let word = word.trim_end_matches([
-                '"', '\'', '`', ')', ']', '}', '>', ',', ';', ':', '!', '?', '”', '’',
-            ]);
-            // A sentence's full stop, but not the `.` of `./`.
-            let word = if word.ends_with('.') && !word.ends_with("/.") {
-                word.trim_end_matches('.')
-            } else {
-                word
-            };
-            as_path(word)
-        });
-    }
-    (dir.unwrap_or_else(|| ".".to_string()), term)
-}
-
-/// `text` as a root-relative directory path, if it looks like one.
-fn as_path(text: &str) -> Option<String> {
-    let allowed = |c: char| c.is_alphanumeric() || "._-/@+".contains(c);
-    if text.is_empty()
-        || !(text.contains('/'))
-        || text.starts_with('/')
-        || text.contains("://")
-        || !text.chars().all(allowed)
-        || text.split('/').any(|part| part == "..")
-    {
-        return None;
-    }
-    let mut path = text;
-    while let Some(rest) = path.strip_prefix("./") {
-        path = rest;
-    }
-    let path = path.trim_end_matches('/');
-    let path = path.strip_suffix("/.").unwrap_or(path);
-    Some(if path.is_empty() || path == "." {
-        ".".to_string()
-    } else {
-        path.to_string()
-    })
-}
-
-#[cfg(test)]
-mod tests;

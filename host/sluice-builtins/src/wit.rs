@@ -1,0 +1,99 @@
+//! The WIT a tool author builds against, embedded so that `sluice wit DIR` writes it without
+//! a Sluice build: the `sluice:tools` package ([`crate::WIT`]) and the WASI 0.2 packages the
+//! host implements ([`WASI_WIT`], version [`WASI_VERSION`]).
+//!
+//! The layout written is the one `wit-bindgen`, `componentize-py -d DIR` and
+//! `componentize-js --wit DIR` read: `DIR/sluice-tools.wit` and one file per WASI package in
+//! `DIR/deps/`.
+
+use std::path::{Path, PathBuf};
+
+/// The WASI version of [`WASI_WIT`]: what wasmtime-wasi 48.0.8 implements. Components
+/// importing any 0.2.x version link.
+pub const WASI_VERSION: &str = "0.2.12";
+
+/// The WASI 0.2 WIT packages as (file name under `deps/`, text), from wasmtime-wasi 48.0.8
+/// (`host/sluice-builtins/wasi/`).
+pub const WASI_WIT: [(&str, &str); 6] = [
+    ("cli.wit", include_str!("../wasi/cli.wit")),
+    ("clocks.wit", include_str!("../wasi/clocks.wit")),
+    ("filesystem.wit", include_str!("../wasi/filesystem.wit")),
+    ("io.wit", include_str!("../wasi/io.wit")),
+    ("random.wit", include_str!("../wasi/random.wit")),
+    ("sockets.wit", include_str!("../wasi/sockets.wit")),
+];
+
+/// The file name of the `sluice:tools` package in the directory written.
+pub const SLUICE_TOOLS_FILE: &str = "sluice-tools.wit";
+
+/// Why the WIT could not be written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WitError {
+    /// A file is already there with other contents; nothing was overwritten.
+    #[error(
+        "{path} already exists with other contents; nothing was written (remove it, or write to another directory)"
+    )]
+    Differs {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file system refused.
+    #[error("failed to write {path}: {reason}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why, in the operating system's words.
+        reason: String,
+    },
+}
+
+/// Every file [`write_wit`] writes, as (path relative to the directory, text): the
+/// `sluice:tools` package first, then `deps/<package>.wit` for each WASI package.
+pub fn wit_files() -> Vec<(PathBuf, &'static str)> {
+    let mut files = vec![(PathBuf::from(SLUICE_TOOLS_FILE), crate::WIT)];
+    files.extend(
+        WASI_WIT
+            .iter()
+            .map(|(name, text)| (Path::new("deps").join(name), *text)),
+    );
+    files
+}
+
+/// Writes [`wit_files`] into `dir` (created if missing) and returns the paths written, in
+/// order. A file that is already there with the same text is left as is; one with other text
+/// stops it before anything is written ([`WitError::Differs`]). Each file is written to a
+/// temporary name beside it and renamed, so none is ever half-written.
+///
+/// # Errors
+/// [`WitError::Differs`], or [`WitError::Io`] when a directory or file cannot be made.
+pub fn write_wit(dir: &Path) -> Result<Vec<PathBuf>, WitError> {
+    let io = |path: &Path, e: std::io::Error| WitError::Io {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    };
+    let files: Vec<(PathBuf, &str)> = wit_files()
+        .into_iter()
+        .map(|(rel, text)| (dir.join(rel), text))
+        .collect();
+    for (path, text) in &files {
+        match std::fs::read(path) {
+            Ok(existing) if existing == text.as_bytes() => {}
+            Ok(_) => return Err(WitError::Differs { path: path.clone() }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(path, e)),
+        }
+    }
+    let deps = dir.join("deps");
+    std::fs::create_dir_all(&deps).map_err(|e| io(&deps, e))?;
+    for (path, text) in &files {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let temporary = path.with_file_name(format!(".{name}.tmp"));
+        std::fs::write(&temporary, text).map_err(|e| io(&temporary, e))?;
+        std::fs::rename(&temporary, path).map_err(|e| io(path, e))?;
+    }
+    Ok(files.into_iter().map(|(p, _)| p).collect())
+}

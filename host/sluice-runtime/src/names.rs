@@ -1,0 +1,160 @@
+//! Tool names: what a component's exports are called once offered to a model, how a policy
+//! changes that (`prefix`, `functions.<f>.name`), and what a collision says to do.
+//!
+//! The rule is MCP's (tool names of 1 to 64 characters of `A-Z a-z 0-9 _ . -`); the
+//! derived name of an export is its WIT name with `-` replaced by `_`.
+
+use crate::policy::{FunctionPolicy, PolicyOrigin, ToolPolicy};
+
+/// Longest tool name, in bytes (what MCP and model APIs accept).
+pub const MAX_TOOL_NAME_BYTES: usize = 64;
+
+/// What a tool name may be, in words.
+pub const TOOL_NAME_RULE: &str = "1 to 64 characters of A-Z, a-z, 0-9, `_`, `.` and `-`";
+
+/// True when `name` is a valid tool name: 1 to [`MAX_TOOL_NAME_BYTES`] characters of
+/// `A-Z a-z 0-9 _ . -`.
+pub fn valid_tool_name(name: &str) -> bool {
+    (1..=MAX_TOOL_NAME_BYTES).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+}
+
+/// How one export of a component is named, and where its policy is configured.
+#[derive(Clone, Debug)]
+pub(crate) struct Naming {
+    /// The key of `[functions.<key>]` that addresses the export: its WIT name for a
+    /// function of the world (`read-file`), its derived name for a function of an exported
+    /// interface (`stats_count_words`).
+    pub(crate) key: String,
+    /// Where its policy is configured, if it is.
+    pub(crate) origin: Option<PolicyOrigin>,
+}
+
+impl Naming {
+    /// The keys that rename this tool, in words.
+    pub(crate) fn fix(&self) -> String {
+        match &self.origin {
+            Some(origin) => origin.rename_keys(&self.key),
+            None => format!("`prefix` or `functions.{}.name` in its policy", self.key),
+        }
+    }
+}
+
+/// What to set to end a collision between two tools named alike: a key of the second one's
+/// policy, or of the first's.
+pub(crate) fn collision_fix(first: &Naming, second: &Naming) -> String {
+    format!("{}; or {}", second.fix(), first.fix())
+}
+
+/// An export of a component as the host names it before the policy applies.
+pub(crate) struct Export<'a> {
+    /// The derived tool name (`read_file`, `stats_count_words`).
+    pub(crate) derived: String,
+    /// The WIT function name (`read-file`, `count-words`).
+    pub(crate) function: &'a str,
+    /// The export's full path (`read-file`, `acme:textstats/stats@0.1.0/count-words`).
+    pub(crate) path: &'a str,
+    /// True for a function of the component's world (not of an exported interface).
+    pub(crate) world_level: bool,
+}
+
+impl Export<'_> {
+    /// True when `key` of a policy's `functions` table names this export: its full path,
+    /// its WIT name (a function of the world only; inside an interface it could name
+    /// several) or its derived tool name.
+    pub(crate) fn is_named_by(&self, key: &str) -> bool {
+        key == self.path || key == self.derived || (self.world_level && key == self.function)
+    }
+
+    /// The key that addresses this export in messages.
+    pub(crate) fn key(&self) -> String {
+        if self.world_level {
+            self.function.to_string()
+        } else {
+            self.derived.clone()
+        }
+    }
+
+    /// The tool's name under `policy`, and the function's own settings if it has any.
+    pub(crate) fn named<'p>(&self, policy: &'p ToolPolicy) -> (String, Option<&'p FunctionPolicy>) {
+        let own = policy
+            .functions
+            .iter()
+            .find(|(k, _)| self.is_named_by(k))
+            .map(|(_, f)| f);
+        let name = match (own.and_then(|f| f.name.clone()), &policy.prefix) {
+            (Some(name), _) => name,
+            (None, Some(prefix)) => format!("{prefix}_{}", self.derived),
+            (None, None) => self.derived.clone(),
+        };
+        (name, own)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    #[test]
+    fn the_name_rule_is_mcps() {
+        assert!(valid_tool_name("fs.read_file-2"));
+        assert!(valid_tool_name(&"a".repeat(64)));
+        assert!(!valid_tool_name(&"a".repeat(65)));
+        assert!(!valid_tool_name(""));
+        assert!(!valid_tool_name("read file"));
+        assert!(!valid_tool_name("fs/read"));
+        assert!(!valid_tool_name("lire_é"));
+    }
+
+    #[test]
+    fn a_policy_prefixes_or_renames() {
+        let export = Export {
+            derived: "read_file".into(),
+            function: "read-file",
+            path: "read-file",
+            world_level: true,
+        };
+        let mut policy = ToolPolicy {
+            prefix: Some("fs".into()),
+            ..ToolPolicy::default()
+        };
+        assert_eq!(export.named(&policy).0, "fs_read_file");
+        policy.functions.insert(
+            "read-file".into(),
+            FunctionPolicy {
+                name: Some("cat".into()),
+                description: None,
+            },
+        );
+        assert_eq!(export.named(&policy).0, "cat");
+        // By the derived name too.
+        let mut by_derived = ToolPolicy::default();
+        by_derived.functions.insert(
+            "read_file".into(),
+            FunctionPolicy {
+                name: Some("fs.read".into()),
+                description: None,
+            },
+        );
+        assert_eq!(export.named(&by_derived).0, "fs.read");
+    }
+
+    #[test]
+    fn a_collision_names_the_keys_that_end_it() {
+        let builtin = Naming {
+            key: "read-file".into(),
+            origin: Some(PolicyOrigin::Builtins("read_file".into())),
+        };
+        let sibling = Naming {
+            key: "read-file".into(),
+            origin: Some(PolicyOrigin::Sibling(PathBuf::from("/d/fs.toml"))),
+        };
+        assert_eq!(
+            collision_fix(&builtin, &sibling),
+            "prefix = \"…\" or [functions.read-file] name = \"…\" in /d/fs.toml; or [tools.read_file] prefix = \"…\" or [tools.read_file.functions.read-file] name = \"…\" in the configuration file, or leave read_file out of `builtins = [...]`"
+        );
+    }
+}

@@ -1,0 +1,328 @@
+//! Issue 16 through the binary: a component that cannot load beside the built-ins (it
+//! imports an interface the host lacks) is reported on stderr and listed by `sluice tools`
+//! as unavailable while the built-ins answer; `strict = true` and `--strict` refuse to
+//! start instead. A component exporting `read-file` loads beside the built-in under a
+//! `prefix`, and the collision error names the keys that end it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// Runs `sluice` with `args`, sharing one compiled-component cache across tests.
+fn sluice(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .env(
+            "SLUICE_CACHE_DIR",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-cache"),
+        )
+        .env_remove("SLUICE_AGENT_MAX_TOOL_RESULT_BYTES")
+        .env_remove("SLUICE_LOG")
+        .output()
+        .expect("sluice runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A configuration with root `data` (holding `f.txt`) and a tools directory holding
+/// `component` as `<stem>.wasm`, with the sibling policy `policy` if any; `top` goes first
+/// in `sluice.toml`.
+fn setup(
+    top: &str,
+    component: &str,
+    stem: &str,
+    policy: Option<&str>,
+) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("data")).unwrap();
+    std::fs::write(dir.path().join("data/f.txt"), "hello\n").unwrap();
+    let tools = dir.path().join("tools");
+    std::fs::create_dir(&tools).unwrap();
+    std::fs::copy(component, tools.join(format!("{stem}.wasm"))).unwrap();
+    if let Some(p) = policy {
+        std::fs::write(tools.join(format!("{stem}.toml")), p).unwrap();
+    }
+    let config = dir.path().join("sluice.toml");
+    std::fs::write(
+        &config,
+        format!("{top}tools_dir = \"tools\"\n\n[roots]\ndata = \"data\"\n"),
+    )
+    .unwrap();
+    (dir, config)
+}
+
+#[test]
+fn a_component_that_cannot_load_is_reported_and_the_builtins_still_run() {
+    let (d, config) = setup("", sluice_tests::NEEDS_MISSING_WASM, "clock", None);
+    let config = config.display().to_string();
+    let wasm = d.path().join("tools/clock.wasm").display().to_string();
+    let reason = format!(
+        "failed to load {wasm}: it imports interfaces the host does not provide: acme:missing/clock@1.0.0; the host provides WASI 0.2 (cli, clocks, filesystem, io, random, sockets) and sluice:tools/budget and key-policy"
+    );
+
+    let o = sluice(&["--config", &config, "tools"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let tools: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let tools = tools.as_array().unwrap();
+    let names: Vec<&str> = tools[..4]
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["read_file", "tail_file", "grep_files", "list_dir"]);
+    assert_eq!(tools.len(), 5);
+    assert_eq!(
+        tools[4],
+        serde_json::json!({"source": wasm, "unavailable": true, "reason": reason})
+    );
+    let err = text(&o.stderr);
+    assert!(
+        err.contains(&format!(
+            "{wasm} is unavailable, its tools are not offered: {reason} (set strict = true or pass --strict to refuse to start instead)"
+        )),
+        "{err}"
+    );
+
+    let o = sluice(&[
+        "--config",
+        &config,
+        "call",
+        "tail_file",
+        r#"{"path":"f.txt"}"#,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stdout),
+        "{\"ok\":true,\"result\":{\"path\":\"f.txt\",\"lines\":[\"hello\"],\"truncated\":false}}\n"
+    );
+
+    // --strict, and strict = true in sluice.toml, refuse to start with the reason.
+    let o = sluice(&["--config", &config, "--strict", "tools"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(text(&o.stderr), format!("sluice: error: {reason}\n"));
+    assert!(o.stdout.is_empty());
+    let (d, config) = setup(
+        "strict = true\n",
+        sluice_tests::NEEDS_MISSING_WASM,
+        "clock",
+        None,
+    );
+    let wasm = d.path().join("tools/clock.wasm").display().to_string();
+    let o = sluice(&["--config", &config.display().to_string(), "tools"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).starts_with(&format!("sluice: error: failed to load {wasm}: it imports")),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn strict_takes_a_boolean() {
+    let (_d, config) = setup(
+        "strict = \"yes\"\n",
+        sluice_tests::NEEDS_MISSING_WASM,
+        "clock",
+        None,
+    );
+    let o = sluice(&["--config", &config.display().to_string(), "tools"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        text(&o.stderr),
+        format!(
+            "sluice: error: strict must be true or false; got \"yes\" (from {} line 1)\n",
+            config.display()
+        )
+    );
+}
+
+#[test]
+fn a_read_file_component_loads_beside_the_builtin_under_a_prefix() {
+    let (d, config) = setup(
+        "",
+        sluice_tests::FS_LIKE_WASM,
+        "fs",
+        Some("read = [\"data\"]\n"),
+    );
+    let config = config.display().to_string();
+    let policy = d.path().join("tools/fs.toml");
+    let o = sluice(&["--config", &config, "tools"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        text(&o.stderr),
+        format!(
+            "sluice: error: two tools are named \"read_file\" (built-in read_file and {}); give one another name: prefix = \"…\" or [functions.read-file] name = \"…\" in {}; or [tools.read_file] prefix = \"…\" or [tools.read_file.functions.read-file] name = \"…\" in the configuration file, or leave read_file out of `builtins = [...]`\n",
+            d.path().join("tools/fs.wasm").display(),
+            policy.display()
+        )
+    );
+
+    std::fs::write(&policy, "read = [\"data\"]\nprefix = \"fs\"\n").unwrap();
+    let o = sluice(&["--config", &config, "tools"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let tools: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "read_file",
+            "tail_file",
+            "grep_files",
+            "list_dir",
+            "fs_read_file",
+            "fs_list_directory"
+        ]
+    );
+    let o = sluice(&[
+        "--config",
+        &config,
+        "call",
+        "fs_read_file",
+        r#"{"path":"/data/f.txt"}"#,
+    ]);
+    assert_eq!(text(&o.stdout), "{\"ok\":true,\"result\":\"hello\\n\"}\n");
+    // The built-in keeps its name and still answers alone.
+    let o = sluice(&[
+        "--config",
+        &config,
+        "call",
+        "read_file",
+        r#"{"path":"f.txt"}"#,
+    ]);
+    assert!(
+        text(&o.stdout).starts_with("{\"ok\":true,\"result\":{\"path\":\"f.txt\""),
+        "{}",
+        text(&o.stdout)
+    );
+
+    // Renaming the function instead, in the sibling policy.
+    std::fs::write(&policy, "read = [\"data\"]\n\n[functions.read-file]\nname = \"cat\"\ndescription = \"Print a file.\"\n").unwrap();
+    let o = sluice(&[
+        "--config",
+        &config,
+        "call",
+        "cat",
+        r#"{"path":"/data/f.txt"}"#,
+    ]);
+    assert_eq!(
+        text(&o.stdout),
+        "{\"ok\":true,\"result\":\"hello\\n\"}\n",
+        "{}",
+        text(&o.stderr)
+    );
+
+    // Renaming the built-in in sluice.toml.
+    std::fs::write(&policy, "read = [\"data\"]\n").unwrap();
+    std::fs::write(
+        &config,
+        "tools_dir = \"tools\"\n\n[roots]\ndata = \"data\"\n\n[tools.read_file]\nprefix = \"host\"\n",
+    )
+    .unwrap();
+    let o = sluice(&[
+        "--config",
+        &config,
+        "call",
+        "read_file",
+        r#"{"path":"/data/f.txt"}"#,
+    ]);
+    assert_eq!(
+        text(&o.stdout),
+        "{\"ok\":true,\"result\":\"hello\\n\"}\n",
+        "{}",
+        text(&o.stderr)
+    );
+    let o = sluice(&[
+        "--config",
+        &config,
+        "call",
+        "host_read_file",
+        r#"{"path":"f.txt"}"#,
+    ]);
+    assert!(
+        text(&o.stdout).starts_with("{\"ok\":true,\"result\":{\"path\":\"f.txt\""),
+        "{}",
+        text(&o.stdout)
+    );
+}
+
+#[test]
+fn names_outside_the_rule_are_refused_naming_the_key_and_line() {
+    let (_d, config) = setup("", sluice_tests::FS_LIKE_WASM, "fs", None);
+    std::fs::write(
+        &config,
+        "builtins = []\n\n[tools.fs]\ncomponent = \"tools/fs.wasm\"\n\n[tools.fs.functions.read-file]\nname = \"read file\"\n",
+    )
+    .unwrap();
+    let o = sluice(&["--config", &config.display().to_string(), "tools"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        text(&o.stderr),
+        format!(
+            "sluice: error: tools.fs.functions.read-file.name must be a tool name: 1 to 64 characters of A-Z, a-z, 0-9, `_`, `.` and `-`; got \"read file\" (from {} line 7)\n",
+            config.display()
+        )
+    );
+    std::fs::write(
+        &config,
+        "builtins = []\n\n[tools.fs]\ncomponent = \"tools/fs.wasm\"\nprefix = \"f/s\"\n",
+    )
+    .unwrap();
+    let o = sluice(&["--config", &config.display().to_string(), "tools"]);
+    assert_eq!(
+        text(&o.stderr),
+        format!(
+            "sluice: error: tools.fs.prefix must be 1 to 32 characters of A-Z, a-z, 0-9, `_`, `.` and `-`; got \"f/s\" (from {} line 5)\n",
+            config.display()
+        )
+    );
+}
+
+/// Item 7: `sluice wit DIR` writes the sluice:tools package and the WASI WIT, and says
+/// where.
+#[test]
+fn sluice_wit_writes_the_packages() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("wit");
+    let o = sluice(&["wit", &out.display().to_string()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let listed: Vec<String> = text(&o.stdout).lines().map(str::to_string).collect();
+    let expected: Vec<String> = [
+        "sluice-tools.wit",
+        "deps/cli.wit",
+        "deps/clocks.wit",
+        "deps/filesystem.wit",
+        "deps/io.wit",
+        "deps/random.wit",
+        "deps/sockets.wit",
+    ]
+    .iter()
+    .map(|f| out.join(f).display().to_string())
+    .collect();
+    assert_eq!(listed, expected);
+    assert_eq!(
+        std::fs::read_to_string(out.join("sluice-tools.wit")).unwrap(),
+        std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../wit/sluice-tools.wit"
+        ))
+        .unwrap()
+    );
+    // Other contents are never overwritten.
+    std::fs::write(out.join("deps/io.wit"), "mine\n").unwrap();
+    let o = sluice(&["wit", &out.display().to_string()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        text(&o.stderr),
+        format!(
+            "sluice: error: {} already exists with other contents; nothing was written (remove it, or write to another directory)\n",
+            out.join("deps/io.wit").display()
+        )
+    );
+}

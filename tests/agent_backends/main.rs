@@ -1,0 +1,15 @@
+//! The real agent loop over the real provider backends, against the fake provider that
+//! `sluice-backends`' own tests use (`host/sluice-backends/tests/support`, on 127.0.0.1).
+//! These tests link the agent loop, the runtime and the store, which is why they live here
+//! and not in `sluice-backends` (whose tests must not build wasmtime or the guests).
+
+// The fake is shared with `sluice-backends/tests/providers`, which uses all of it; these
+// tests use a part.
+#[allow(dead_code)]
+#[path = "../../host/sluice-backends/tests/support/mod.rs"]
+mod support;
+
+mod llama; // The agent loop recovering llama-cpp-python-like sessions (issue 13), faked.
+mod p12; // Row P12: the real OpenAI backend and the real agent loop against a 20,000-byte window.
+
+use support::{backend, config};
