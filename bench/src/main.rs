@@ -13,13 +13,15 @@
 //! (`~/.cargo/registry/src`, at least 200 MB) against `rg -j1` when ripgrep is installed.
 //! `--quick` uses smaller inputs (for a smoke run; its numbers are not the published ones).
 //! `--only 1,5` measures only the rows given (numbers as in the table). Rows 10 and 11 drive
-//! `sluice mcp` (stdio, and Streamable HTTP with 16 concurrent clients).
+//! `sluice mcp` (stdio, and Streamable HTTP with 16 concurrent clients). Rows 7b, 7c and 12
+//! measure PostgreSQL when `SLUICE_TEST_POSTGRES_URL` names a server (store.rs).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)] // A benchmark prints its table.
 
 mod machine;
 mod mcp;
 mod rows;
+mod store;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -101,9 +103,9 @@ fn main() -> anyhow::Result<()> {
                     n.trim()
                         .parse::<usize>()
                         .ok()
-                        .filter(|n| (1..=11).contains(n))
+                        .filter(|n| (1..=12).contains(n))
                         .ok_or_else(|| {
-                            anyhow::anyhow!("--only takes row numbers 1 to 11; got {n:?}")
+                            anyhow::anyhow!("--only takes row numbers 1 to 12; got {n:?}")
                         })
                 })
                 .collect::<anyhow::Result<_>>()?,
@@ -123,18 +125,19 @@ fn main() -> anyhow::Result<()> {
     };
     let mut table = Vec::new();
     type RowFn = fn(&Bench) -> anyhow::Result<Vec<Row>>;
-    let all: [(&str, RowFn); 11] = [
+    let all: [(&str, RowFn); 12] = [
         ("per-call overhead", rows::per_call),
         ("sequential paging", rows::paging),
         ("resume cost", rows::resume),
         ("memory", rows::memory),
         ("grep vs ripgrep", rows::grep),
         ("list_dir", rows::list_dir),
-        ("session store", rows::store),
+        ("session store", store::appends),
         ("start", rows::start),
         ("guest examples", rows::guest_examples),
         ("MCP stdio round trip", mcp::stdio_round_trip),
         ("MCP Streamable HTTP", mcp::http_concurrent),
+        ("replicas", store::replicas),
     ];
     for (row, (name, f)) in (1..).zip(all) {
         if only.as_ref().is_some_and(|o| !o.contains(&row)) {

@@ -451,33 +451,6 @@ pub(crate) fn list_dir(bench: &Bench) -> anyhow::Result<Vec<Row>> {
     }])
 }
 
-/// Row 7: appending message 10,000 of a session against message 1 (medians of the first and
-/// last 200 appends of 10,000 messages of 1 KiB).
-pub(crate) fn store(bench: &Bench) -> anyhow::Result<Vec<Row>> {
-    use sluice_store::Store;
-    let store = sluice_store::SqliteStore::open(&bench.work.join("bench.db"))?;
-    let session = store.create_session()?.id;
-    let n = 10_000;
-    let content = "x".repeat(1024);
-    let mut samples = Vec::with_capacity(n);
-    for _ in 0..n {
-        let m =
-            sluice_protocol::Message::tool("call_1", content.clone(), sluice_store::now_rfc3339());
-        let t = Instant::now();
-        store.append(&session, &m)?;
-        samples.push(t.elapsed());
-    }
-    let first = crate::median(samples[..200].to_vec());
-    let last = crate::median(samples[n - 200..].to_vec());
-    Ok(vec![Row {
-        what: "7. session store: append message 10,000 vs message 1".into(),
-        sluice: micros(last),
-        baseline: format!("{} message 1", micros(first)),
-        ratio: ratio(last, first),
-        target: "≤ 1.5".into(),
-    }])
-}
-
 /// Row 8: `sluice call list_dir` end to end, the first run (compiling the component) against
 /// later runs (compiled component from the cache).
 pub(crate) fn start(bench: &Bench) -> anyhow::Result<Vec<Row>> {

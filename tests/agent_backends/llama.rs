@@ -49,12 +49,12 @@ impl Tools for NoTools {
 }
 
 /// A temporary store holding one session whose history is `messages`.
-fn session(messages: &[Message]) -> (tempfile::TempDir, Arc<SqliteStore>, String) {
+async fn session(messages: &[Message]) -> (tempfile::TempDir, Arc<SqliteStore>, String) {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(SqliteStore::open(&dir.path().join("sessions.db")).unwrap());
-    let id = store.create_session().unwrap().id;
+    let id = store.create_session().await.unwrap().id;
     for m in messages {
-        store.append(&id, m).unwrap();
+        store.append(&id, m).await.unwrap();
     }
     (dir, store, id)
 }
@@ -104,7 +104,7 @@ async fn a_session_holding_a_32_kb_page_continues_streamed_and_not() {
             Message::assistant("", vec![read_call("call_1")], T),
             Message::tool("call_1", page_observation(32_768), T),
         ];
-        let (_dir, store, id) = session(&history);
+        let (_dir, store, id) = session(&history).await;
         let fake = Fake::start(vec![Turn::text("It is about a fox.")]).await;
         fake.like_llama_cpp_python(2048);
         let model = backend(config(Provider::OpenAiCompatible, &fake, stream));
@@ -130,7 +130,7 @@ async fn a_session_holding_a_32_kb_page_continues_streamed_and_not() {
             expected_streams
         );
         assert_eq!(outcome.requests as usize, sent.len());
-        let tool = &store.messages(&id).unwrap()[2].message;
+        let tool = &store.messages(&id).await.unwrap()[2].message;
         assert_eq!(tool.role, Role::Tool);
         assert!(tool.content.len() <= 2048);
         assert!(
@@ -139,7 +139,7 @@ async fn a_session_holding_a_32_kb_page_continues_streamed_and_not() {
             tool.content
         );
         // The audit keeps the original.
-        let audit = store.audit(&id).unwrap();
+        let audit = store.audit(&id).await.unwrap();
         assert_eq!(audit.len(), 1);
         assert_eq!(audit[0].original, page_observation(32_768));
         // Streamed replies from this server report no usage: the run says so.
@@ -160,7 +160,7 @@ async fn recovery_shrinks_as_far_as_the_stated_sizes_need_in_one_retry() {
         Message::tool("call_3", page_observation(2109), T),
         Message::tool("call_4", page_observation(2109), T),
     ];
-    let (_dir, store, id) = session(&history);
+    let (_dir, store, id) = session(&history).await;
     let fake = Fake::start(vec![Turn::text("Both logs are about a fox.")]).await;
     fake.like_llama_cpp_python(2000);
     let model = backend(config(Provider::OpenAiCompatible, &fake, false));
@@ -177,6 +177,7 @@ async fn recovery_shrinks_as_far_as_the_stated_sizes_need_in_one_retry() {
     // Every page went to a 512-byte head (2,048 would not have fitted), the newest first.
     let sizes: Vec<usize> = store
         .messages(&id)
+        .await
         .unwrap()
         .iter()
         .filter(|m| m.message.role == Role::Tool)
@@ -195,5 +196,5 @@ async fn recovery_shrinks_as_far_as_the_stated_sizes_need_in_one_retry() {
         }
     }
     assert!(LlamaCppPython::prompt_tokens(&spec_only) > 2000);
-    assert_eq!(store.audit(&id).unwrap().len(), 4);
+    assert_eq!(store.audit(&id).await.unwrap().len(), 4);
 }

@@ -73,7 +73,7 @@ async fn p12_the_real_openai_backend_recovers_from_a_20000_byte_window() {
         Arc::new(BigTool),
         Settings::default(),
     );
-    let id = store.create_session().unwrap().id;
+    let id = store.create_session().await.unwrap().id;
     let outcome = agent
         .run(
             &id,
@@ -109,6 +109,7 @@ async fn p12_the_real_openai_backend_recovers_from_a_20000_byte_window() {
     assert!(tool_contents(2)[0].contains("…[cut from 30032 bytes"));
     let stored: Vec<Role> = store
         .messages(&id)
+        .await
         .unwrap()
         .iter()
         .map(|m| m.message.role)

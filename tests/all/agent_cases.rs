@@ -123,7 +123,9 @@ fn reference_scenario_a_300_kb_window_holds_one_paged_result_per_request() {
         requests: requests.clone(),
     };
     let agent = agent(&db.store, recorder, sb.toolbox.clone(), DEFAULT_CAP);
-    let id = db.store.create_session().unwrap().id;
+    let id = crate::agent_loop::block_on(db.store.create_session())
+        .unwrap()
+        .id;
     let outcome = sb.block_on(run(&agent, &id, Some("What failed in the logs?")));
     assert_eq!(outcome.status, SessionStatus::Completed, "{outcome:?}");
     assert_eq!(outcome.last_error, None);
@@ -140,7 +142,7 @@ fn reference_scenario_a_300_kb_window_holds_one_paged_result_per_request() {
             assert!(!r.contains("…[truncated; "), "no result cut by the cap");
         }
     }
-    let stored = db.store.messages(&id).unwrap();
+    let stored = crate::agent_loop::block_on(db.store.messages(&id)).unwrap();
     let reads: Vec<&str> = stored
         .iter()
         .filter(|m| m.message.role == Role::Tool)
@@ -198,7 +200,9 @@ fn reference_scenario_a_45_kb_window_rejects_shrinks_and_completes_twice() {
     ]);
     let window = Arc::new(ContextWindow::new(model.clone(), 45_000));
     let agent = agent(&db.store, window.clone(), sb.toolbox.clone(), DEFAULT_CAP);
-    let id = db.store.create_session().unwrap().id;
+    let id = crate::agent_loop::block_on(db.store.create_session())
+        .unwrap()
+        .id;
 
     for (round, prompt) in ["What is in app.log?", "And in its middle?"]
         .into_iter()
@@ -222,7 +226,7 @@ fn reference_scenario_a_45_kb_window_rejects_shrinks_and_completes_twice() {
         assert_eq!(tool.len(), round + 1);
         let shrunk = &tool[round].message.content;
         assert!(shrunk.len() <= 2048, "{} bytes", shrunk.len());
-        let audit = db.store.audit(&id).unwrap();
+        let audit = crate::agent_loop::block_on(db.store.audit(&id)).unwrap();
         assert_eq!(audit.len(), round + 1);
         let original = &audit[round].original;
         assert_eq!(audit[round].seq, tool[round].seq);
@@ -303,7 +307,9 @@ fn reference_scenario_a_session_holding_a_whole_file_observation_recovers() {
     for limit in [300_000, 45_000] {
         // The session as an older version stored it, straight through the store.
         let db = db();
-        let id = db.store.create_session().unwrap().id;
+        let id = crate::agent_loop::block_on(db.store.create_session())
+            .unwrap()
+            .id;
         let call = ToolCall {
             id: "call_1".into(),
             name: "read_file".into(),
@@ -315,7 +321,7 @@ fn reference_scenario_a_session_holding_a_whole_file_observation_recovers() {
             Message::tool("call_1", huge.clone(), now_rfc3339()),
             Message::assistant("It is a long log.", vec![], now_rfc3339()),
         ] {
-            db.store.append(&id, &m).unwrap();
+            crate::agent_loop::block_on(db.store.append(&id, &m)).unwrap();
         }
         let window = Arc::new(ContextWindow::new(ScriptedModel::new(), limit));
         let agent = agent(&db.store, window.clone(), sb.toolbox.clone(), DEFAULT_CAP);
@@ -330,7 +336,7 @@ fn reference_scenario_a_session_holding_a_whole_file_observation_recovers() {
         // not, and the old result's original is in the audit.
         let records = window.records();
         assert!(records[0].rejected && !records[1].rejected, "{records:?}");
-        let audit = db.store.audit(&id).unwrap();
+        let audit = crate::agent_loop::block_on(db.store.audit(&id)).unwrap();
         assert_eq!(audit[0].seq, 3);
         assert_eq!(audit[0].original, huge);
         if limit == 300_000 {
@@ -345,7 +351,9 @@ fn reference_scenario_a_session_holding_a_whole_file_observation_recovers() {
             }
             assert_eq!(audit.len(), window.rejected());
         }
-        let old = &db.store.messages(&id).unwrap()[2].message.content;
+        let old = &crate::agent_loop::block_on(db.store.messages(&id)).unwrap()[2]
+            .message
+            .content;
         assert!(old.len() <= 2048, "{} bytes", old.len());
         assert!(old.contains("…[cut from 1057864 bytes"), "{old}");
         assert!(outcome.answer.unwrap().contains("app.log:"));
@@ -378,7 +386,9 @@ fn c5() -> C5 {
     ]);
     let window = Arc::new(ContextWindow::new(model.clone(), C5_WINDOW));
     let agent = agent(&db.store, window.clone(), sb.toolbox.clone(), CASE_CAP);
-    let id = db.store.create_session().unwrap().id;
+    let id = crate::agent_loop::block_on(db.store.create_session())
+        .unwrap()
+        .id;
 
     let first = sb.block_on(run(&agent, &id, Some("Fetch six strings.")));
     assert_eq!(first.status, SessionStatus::Completed, "{first:?}");
@@ -396,7 +406,7 @@ fn c5() -> C5 {
     );
     assert!(records[1].bytes > C5_WINDOW);
     let original = format!(r#"{{"ok":true,"result":"{}"}}"#, "x".repeat(8000));
-    let audit = db.store.audit(&id).unwrap();
+    let audit = crate::agent_loop::block_on(db.store.audit(&id)).unwrap();
     assert_eq!(audit.len(), 6);
     let tool = tool_messages(&db.store, &id);
     assert_eq!(tool.len(), 6);
@@ -471,7 +481,7 @@ fn c6_a_restarted_session_keeps_its_shrunk_results() {
     });
     assert_eq!(stopped.unwrap().status, SessionStatus::Aborted);
     let before_restart = slow.requests()[0].clone();
-    let transcript = db.store.messages(&id).unwrap();
+    let transcript = crate::agent_loop::block_on(db.store.messages(&id)).unwrap();
     let shrunk: Vec<String> = tool_messages(&db.store, &id)
         .into_iter()
         .map(|m| m.message.content)
@@ -486,7 +496,10 @@ fn c6_a_restarted_session_keeps_its_shrunk_results() {
 
     // The process starts again over the same file, with `--session` the same id.
     let store = Arc::new(SqliteStore::open(&path).unwrap());
-    assert_eq!(store.messages(&id).unwrap(), transcript);
+    assert_eq!(
+        crate::agent_loop::block_on(store.messages(&id)).unwrap(),
+        transcript
+    );
     let model = script(&[answer("resumed")]);
     let window = Arc::new(ContextWindow::new(model.clone(), C5_WINDOW));
     let agent = Agent::new(
@@ -507,6 +520,14 @@ fn c6_a_restarted_session_keeps_its_shrunk_results() {
     assert_eq!(request_tool_contents(first), shrunk);
     assert_eq!(first.messages, before_restart.messages);
     assert_eq!(first.json_bytes(), before_restart.json_bytes());
-    assert_eq!(store.audit(&id).unwrap().len(), 6);
-    assert_eq!(store.messages(&id).unwrap().len(), transcript.len() + 1);
+    assert_eq!(
+        crate::agent_loop::block_on(store.audit(&id)).unwrap().len(),
+        6
+    );
+    assert_eq!(
+        crate::agent_loop::block_on(store.messages(&id))
+            .unwrap()
+            .len(),
+        transcript.len() + 1
+    );
 }

@@ -128,8 +128,7 @@ pub(crate) async fn run(agent: &Agent, id: &str, prompt: Option<&str>) -> Outcom
 
 /// The roles of the stored transcript, in order.
 pub(crate) fn roles(store: &SqliteStore, id: &str) -> Vec<Role> {
-    store
-        .messages(id)
+    crate::agent_loop::block_on(store.messages(id))
         .unwrap()
         .iter()
         .map(|m| m.message.role)
@@ -138,8 +137,7 @@ pub(crate) fn roles(store: &SqliteStore, id: &str) -> Vec<Role> {
 
 /// The stored tool messages, in order.
 pub(crate) fn tool_messages(store: &SqliteStore, id: &str) -> Vec<StoredMessage> {
-    store
-        .messages(id)
+    crate::agent_loop::block_on(store.messages(id))
         .unwrap()
         .into_iter()
         .filter(|m| m.message.role == Role::Tool)
@@ -233,14 +231,16 @@ fn run_fake(
     let model = script(turns);
     let tools = Arc::new(FakeTools::default());
     let agent = agent(&db.store, model.clone(), tools.clone(), cap);
-    let id = db.store.create_session().unwrap().id;
+    let id = crate::agent_loop::block_on(db.store.create_session())
+        .unwrap()
+        .id;
     let outcome = block_on(run(&agent, &id, Some(prompt)));
     (db, id, model, tools, outcome)
 }
 
 /// The status and lastError stored for session `id`, which must equal the outcome's.
 fn stored_status(store: &SqliteStore, id: &str, outcome: &Outcome) -> SessionStatus {
-    let session = store.session(id).unwrap();
+    let session = crate::agent_loop::block_on(store.session(id)).unwrap();
     assert_eq!(session.status, outcome.status);
     assert_eq!(session.last_error, outcome.last_error);
     session.status
@@ -320,7 +320,9 @@ fn p3_an_unknown_tool_with_a_huge_name_is_capped_through_the_real_toolbox() {
     let name = "n".repeat(10_000);
     let model = script(&[calls(&[(&name, json!({}))]), answer("done")]);
     let agent = agent(&db.store, model.clone(), sb.toolbox.clone(), 2048);
-    let id = db.store.create_session().unwrap().id;
+    let id = crate::agent_loop::block_on(db.store.create_session())
+        .unwrap()
+        .id;
     let outcome = sb.block_on(run(&agent, &id, Some("go")));
     assert_eq!(outcome.status, SessionStatus::Completed);
     let tool = tool_messages(&db.store, &id);
@@ -360,7 +362,9 @@ fn p4_the_system_prompt_travels_in_the_system_slot_and_is_never_stored() {
         tools.clone(),
         settings.clone(),
     );
-    let id = db.store.create_session().unwrap().id;
+    let id = crate::agent_loop::block_on(db.store.create_session())
+        .unwrap()
+        .id;
     let outcome = block_on(run(&agent, &id, Some("hello")));
     assert_eq!(outcome.status, SessionStatus::Error);
     // Any other error: lastError is the provider's message.
@@ -378,7 +382,9 @@ fn p4_the_system_prompt_travels_in_the_system_slot_and_is_never_stored() {
     // A completed run: the prompt is in every request's slot and in no stored message.
     let model = script(&[calls(&[("text", json!({"bytes": 10}))]), answer("hi")]);
     let agent = Agent::new(db.store.clone(), Arc::new(model.clone()), tools, settings);
-    let id = db.store.create_session().unwrap().id;
+    let id = crate::agent_loop::block_on(db.store.create_session())
+        .unwrap()
+        .id;
     let outcome = block_on(run(&agent, &id, Some("hello")));
     assert_eq!(outcome.status, SessionStatus::Completed);
     let requests = model.requests();
@@ -390,7 +396,7 @@ fn p4_the_system_prompt_travels_in_the_system_slot_and_is_never_stored() {
         roles(&db.store, &id),
         [Role::User, Role::Assistant, Role::Tool, Role::Assistant]
     );
-    for m in db.store.messages(&id).unwrap() {
+    for m in crate::agent_loop::block_on(db.store.messages(&id)).unwrap() {
         assert!(!m.message.content.contains(PROMPT), "{m:?}");
     }
 }
@@ -409,7 +415,9 @@ fn p5_an_overflow_shrinks_the_newest_results_and_the_retry_completes() {
     ]);
     let tools = Arc::new(FakeTools::default());
     let agent = agent(&db.store, model.clone(), tools.clone(), DEFAULT_CAP);
-    let id = db.store.create_session().unwrap().id;
+    let id = crate::agent_loop::block_on(db.store.create_session())
+        .unwrap()
+        .id;
     let outcome = block_on(agent.run(&id, Some("go"), &CancellationToken::new(), &|e| {
         events.lock().unwrap().push(e)
     }))
@@ -460,7 +468,7 @@ fn p5_an_overflow_shrinks_the_newest_results_and_the_retry_completes() {
     assert_eq!(request_tool_contents(&requests[2]), stored);
     assert_eq!(tools.calls(), 2);
     // The audit holds the originals.
-    let audit = db.store.audit(&id).unwrap();
+    let audit = crate::agent_loop::block_on(db.store.audit(&id)).unwrap();
     assert_eq!(audit.len(), 2);
     for (entry, m) in audit.iter().zip(&tool) {
         assert_eq!(entry.seq, m.seq);
@@ -503,7 +511,9 @@ fn p6_only_the_newest_group_with_a_large_result_is_shrunk() {
     ]);
     let tools = Arc::new(FakeTools::default());
     let agent = agent(&db.store, model.clone(), tools.clone(), DEFAULT_CAP);
-    let id = db.store.create_session().unwrap().id;
+    let id = crate::agent_loop::block_on(db.store.create_session())
+        .unwrap()
+        .id;
     for prompt in ["one", "two"] {
         let outcome = block_on(run(&agent, &id, Some(prompt)));
         assert_eq!(outcome.status, SessionStatus::Completed);
@@ -523,7 +533,7 @@ fn p6_only_the_newest_group_with_a_large_result_is_shrunk() {
     let shrunk = &after[2].message.content;
     assert!(shrunk.len() <= 2048);
     assert!(shrunk.contains("…[cut from 10000 bytes"), "{shrunk}");
-    let audit = db.store.audit(&id).unwrap();
+    let audit = crate::agent_loop::block_on(db.store.audit(&id)).unwrap();
     assert_eq!(audit.len(), 1);
     assert_eq!(audit[0].seq, before[2].seq);
     assert_eq!(audit[0].original, before[2].message.content);
@@ -533,7 +543,9 @@ fn p6_only_the_newest_group_with_a_large_result_is_shrunk() {
 #[test]
 fn p7_a_session_holding_a_huge_observation_recovers() {
     let db = db();
-    let id = db.store.create_session().unwrap().id;
+    let id = crate::agent_loop::block_on(db.store.create_session())
+        .unwrap()
+        .id;
     // As an older version (or another writer) would have stored it: one uncapped result.
     let huge = text_observation(1_000_000 - 32);
     assert_eq!(huge.len(), 1_000_000);
@@ -548,7 +560,7 @@ fn p7_a_session_holding_a_huge_observation_recovers() {
         Message::tool("call_old", huge.clone(), now_rfc3339()),
         Message::assistant("It is long.", vec![], now_rfc3339()),
     ] {
-        db.store.append(&id, &m).unwrap();
+        crate::agent_loop::block_on(db.store.append(&id, &m)).unwrap();
     }
     let model = script(&[answer("recovered")]);
     let window = Arc::new(sluice_backends::ContextWindow::new(model.clone(), 100_000));
@@ -568,7 +580,7 @@ fn p7_a_session_holding_a_huge_observation_recovers() {
     let stored = &tool[0].message.content;
     assert!(stored.len() <= 2048, "{} bytes", stored.len());
     assert!(stored.contains("…[cut from 1000000 bytes"), "{stored}");
-    let audit = db.store.audit(&id).unwrap();
+    let audit = crate::agent_loop::block_on(db.store.audit(&id)).unwrap();
     assert_eq!(audit.len(), 1);
     assert_eq!(audit[0].original, huge);
     assert_eq!(
@@ -610,7 +622,12 @@ fn p8_rejected_again_after_shrinking_is_an_error() {
     assert_eq!(outcome.requests, 3);
     assert_eq!(model.requests().len(), 3);
     // The shrink happened once and stays; the tool did not run again.
-    assert_eq!(db.store.audit(&id).unwrap().len(), 1);
+    assert_eq!(
+        crate::agent_loop::block_on(db.store.audit(&id))
+            .unwrap()
+            .len(),
+        1
+    );
     assert_eq!(tools.calls(), 1);
     assert!(tool_messages(&db.store, &id)[0].message.content.len() <= 2048);
 }
@@ -641,8 +658,17 @@ fn p9_an_overflow_with_nothing_to_shrink_is_an_error_after_one_request() {
     assert_eq!(outcome.requests, 1);
     assert_eq!(model.requests().len(), 1);
     assert_eq!(roles(&db.store, &id), [Role::User]);
-    assert_eq!(db.store.messages(&id).unwrap()[0].message.content, prompt);
-    assert!(db.store.audit(&id).unwrap().is_empty());
+    assert_eq!(
+        crate::agent_loop::block_on(db.store.messages(&id)).unwrap()[0]
+            .message
+            .content,
+        prompt
+    );
+    assert!(
+        crate::agent_loop::block_on(db.store.audit(&id))
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]
@@ -675,7 +701,11 @@ fn p10_a_rate_limit_is_not_an_overflow_and_shrinks_nothing() {
     let tool = tool_messages(&db.store, &id);
     assert_eq!(tool.len(), 1);
     assert_eq!(tool[0].message.content, text_observation(30_000));
-    assert!(db.store.audit(&id).unwrap().is_empty());
+    assert!(
+        crate::agent_loop::block_on(db.store.audit(&id))
+            .unwrap()
+            .is_empty()
+    );
 }
 
 /// Polls `done` until it holds, yielding to the runtime in between; fails after
@@ -698,7 +728,9 @@ fn p11_cancelling_while_the_model_answers_aborts_and_appends_nothing() {
         Arc::new(FakeTools::default()),
         DEFAULT_CAP,
     );
-    let id = db.store.create_session().unwrap().id;
+    let id = crate::agent_loop::block_on(db.store.create_session())
+        .unwrap()
+        .id;
     let cancel = CancellationToken::new();
     let started = Instant::now();
     let (outcome, busy) = block_on(async {
@@ -706,7 +738,7 @@ fn p11_cancelling_while_the_model_answers_aborts_and_appends_nothing() {
         let other = async {
             until("the request", || model.requests().len() == 1).await;
             assert_eq!(
-                db.store.session(&id).unwrap().status,
+                db.store.session(&id).await.unwrap().status,
                 SessionStatus::Running
             );
             // One run per session at a time.
@@ -734,7 +766,12 @@ fn p11_cancelling_while_the_model_answers_aborts_and_appends_nothing() {
         SessionStatus::Aborted
     );
     assert_eq!(roles(&db.store, &id), [Role::User]);
-    assert_eq!(db.store.messages(&id).unwrap()[0].message.content, "hello");
+    assert_eq!(
+        crate::agent_loop::block_on(db.store.messages(&id)).unwrap()[0]
+            .message
+            .content,
+        "hello"
+    );
     assert_eq!(model.requests().len(), 1);
 }
 
@@ -782,11 +819,17 @@ fn cancelled_during_recovery_aborts_and_shrinks_nothing() {
         Arc::new(FakeTools::default()),
         DEFAULT_CAP,
     );
-    let id = db.store.create_session().unwrap().id;
+    let id = crate::agent_loop::block_on(db.store.create_session())
+        .unwrap()
+        .id;
     let outcome = block_on(agent.run(&id, Some("go"), &cancel, &|_| {})).unwrap();
     assert_eq!(outcome.status, SessionStatus::Aborted);
     assert_eq!(model.requests().len(), 2);
-    assert!(db.store.audit(&id).unwrap().is_empty());
+    assert!(
+        crate::agent_loop::block_on(db.store.audit(&id))
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(
         tool_messages(&db.store, &id)[0].message.content,
         text_observation(30_000)
@@ -815,7 +858,9 @@ fn max_turns_completes_with_last_error() {
         Arc::new(FakeTools::default()),
         settings,
     );
-    let id = db.store.create_session().unwrap().id;
+    let id = crate::agent_loop::block_on(db.store.create_session())
+        .unwrap()
+        .id;
     let outcome = block_on(run(&agent, &id, Some("go")));
     assert_eq!(outcome.status, SessionStatus::Completed);
     assert_eq!(
@@ -862,7 +907,9 @@ fn approval_round(decision: Decision) -> (Db, String, ReplayModel, PathBuf, temp
         answer("written"),
     ]);
     let agent = agent(&db.store, model.clone(), toolbox, DEFAULT_CAP);
-    let id = db.store.create_session().unwrap().id;
+    let id = crate::agent_loop::block_on(db.store.create_session())
+        .unwrap()
+        .id;
 
     let outcome = sb.block_on(run(&agent, &id, Some("write it")));
     assert_eq!(outcome.status, SessionStatus::AwaitingApproval);
@@ -882,12 +929,14 @@ fn approval_round(decision: Decision) -> (Db, String, ReplayModel, PathBuf, temp
         "{refused:?}"
     );
     assert_eq!(
-        db.store.session(&id).unwrap().status,
+        crate::agent_loop::block_on(db.store.session(&id))
+            .unwrap()
+            .status,
         SessionStatus::AwaitingApproval
     );
     assert_eq!(roles(&db.store, &id), [Role::User, Role::Assistant]);
 
-    db.store.decide(&id, "call_1", decision).unwrap();
+    crate::agent_loop::block_on(db.store.decide(&id, "call_1", decision)).unwrap();
     let outcome = sb.block_on(run(&agent, &id, None));
     assert_eq!(outcome.status, SessionStatus::Completed);
     assert_eq!(outcome.answer.as_deref(), Some("written"));

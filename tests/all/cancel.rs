@@ -47,7 +47,7 @@ fn cancelling_a_run_stops_a_guest_sleeping_in_a_host_call() {
         answer("done"),
     ]);
     let agent = agent(&db.store, model.clone(), sb.toolbox.clone(), DEFAULT_CAP);
-    let id = db.store.create_session().unwrap().id;
+    let id = sb.block_on(db.store.create_session()).unwrap().id;
     let cancel = CancellationToken::new();
     let cancelled_at: Arc<Mutex<Option<Instant>>> = Arc::default();
     let events = {
@@ -78,7 +78,7 @@ fn cancelling_a_run_stops_a_guest_sleeping_in_a_host_call() {
 
     // Both calls of the turn have a result: the one cancelled while it ran, and the one
     // the run never started.
-    let messages = db.store.messages(&id).unwrap();
+    let messages = sb.block_on(db.store.messages(&id)).unwrap();
     let roles: Vec<Role> = messages.iter().map(|m| m.message.role).collect();
     assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool, Role::Tool]);
     let results: Vec<(Option<&str>, Value)> = messages[2..]

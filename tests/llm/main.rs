@@ -154,12 +154,12 @@ impl Tools for ReadFileOnly {
 }
 
 /// A store with one session holding `history`.
-fn session(history: &[Message]) -> (tempfile::TempDir, Arc<SqliteStore>, String) {
+async fn session(history: &[Message]) -> (tempfile::TempDir, Arc<SqliteStore>, String) {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(SqliteStore::open(&dir.path().join("sessions.db")).unwrap());
-    let id = store.create_session().unwrap().id;
+    let id = store.create_session().await.unwrap().id;
     for m in history {
-        store.append(&id, m).unwrap();
+        store.append(&id, m).await.unwrap();
     }
     (dir, store, id)
 }
@@ -199,7 +199,7 @@ async fn a_session_whose_history_holds_a_tool_only_turn_continues() {
             Message::tool("call_1", page_observation(600), T),
             Message::assistant("It is a list of lines about a fox.", vec![], T),
         ];
-        let (_dir, store, id) = session(&history);
+        let (_dir, store, id) = session(&history).await;
         let model = sluice_backends::provider::connect(config(
             &url,
             Provider::OpenAiCompatible,
@@ -263,7 +263,7 @@ async fn a_session_holding_a_32_kb_page_continues_streamed_and_not() {
             Message::assistant("", vec![read_call("call_1", "notes.txt")], T),
             Message::tool("call_1", page_observation(32_768), T),
         ];
-        let (_dir, store, id) = session(&history);
+        let (_dir, store, id) = session(&history).await;
         let model = sluice_backends::provider::connect(config(
             &url,
             Provider::OpenAiCompatible,
@@ -285,7 +285,7 @@ async fn a_session_holding_a_32_kb_page_continues_streamed_and_not() {
         // Streamed: the empty 200, the same request unstreamed (400 with the sizes), the
         // retry. Not streamed: the 400, the retry.
         assert_eq!(outcome.requests, if stream { 3 } else { 2 });
-        let messages = store.messages(&id).unwrap();
+        let messages = store.messages(&id).await.unwrap();
         assert_eq!(messages[2].message.role, Role::Tool);
         assert!(messages[2].message.content.len() <= 2048);
         assert!(
@@ -295,7 +295,7 @@ async fn a_session_holding_a_32_kb_page_continues_streamed_and_not() {
                 .contains("…[cut from 32768 bytes")
         );
         assert_eq!(
-            store.audit(&id).unwrap()[0].original,
+            store.audit(&id).await.unwrap()[0].original,
             page_observation(32_768)
         );
         // This server ignores include_usage: the streamed reply reports no tokens.

@@ -39,12 +39,18 @@ enum Asked {
 #[must_use = "a claimed run holds its session until it is run"]
 pub struct Claim {
     session: String,
+    run: String,
 }
 
 impl Claim {
     /// The session claimed.
     pub fn session(&self) -> &str {
         &self.session
+    }
+
+    /// The run's id, as the store recorded it ([`sluice_store::Store::begin_run`]).
+    pub fn run_id(&self) -> &str {
+        &self.run
     }
 }
 
@@ -60,12 +66,12 @@ impl Agent {
     /// claimed or stored. [`AgentError::Store`] with [`sluice_store::StoreError::Busy`] when
     /// the session has a run in progress (the prompt is not stored), or another store
     /// error (no such session).
-    pub fn claim(&self, session_id: &str, prompt: Option<&str>) -> Result<Claim, AgentError> {
+    pub async fn claim(&self, session_id: &str, prompt: Option<&str>) -> Result<Claim, AgentError> {
         if prompt.is_some() && !self.settings.auto_approve {
-            let messages = self.store.messages(session_id)?;
+            let messages = self.store.messages(session_id).await?;
             for call in pending_calls(&messages) {
                 if self.tools.is_destructive(&call.name)
-                    && self.store.decision(session_id, &call.id)?.is_none()
+                    && self.store.decision(session_id, &call.id).await?.is_none()
                 {
                     return Err(AgentError::AwaitingApproval {
                         session: session_id.to_string(),
@@ -75,9 +81,10 @@ impl Agent {
                 }
             }
         }
-        self.store.begin_run(session_id, prompt)?;
+        let run = self.store.begin_run(session_id, prompt).await?;
         Ok(Claim {
             session: session_id.to_string(),
+            run,
         })
     }
 
@@ -93,7 +100,7 @@ impl Agent {
         cancel: &CancellationToken,
         events: &(dyn Fn(RunEvent) + Send + Sync),
     ) -> Result<Outcome, AgentError> {
-        let claim = self.claim(session_id, prompt)?;
+        let claim = self.claim(session_id, prompt).await?;
         self.run_claimed(claim, cancel, events).await
     }
 
@@ -147,8 +154,13 @@ impl Agent {
             )),
             (_, e) => e,
         };
-        self.store
-            .end_run(session_id, status, last_error.as_deref())?;
+        let end = sluice_store::RunEnd {
+            status,
+            last_error: last_error.clone(),
+            answer: answer.clone(),
+            requests: Some(tally.requests),
+        };
+        self.store.end_run(session_id, &end).await?;
         result?;
         Ok(Outcome {
             session_id: session_id.to_string(),
@@ -173,7 +185,7 @@ impl Agent {
         if let Some(stop) = self.run_pending(id, cancel, events).await? {
             return Ok(stop);
         }
-        self.store.append_queued_prompts(id)?;
+        self.store.append_queued_prompts(id).await?;
         let tools = self.tools.specs();
         let mut turns = 0;
         loop {
@@ -184,7 +196,7 @@ impl Agent {
                 return Ok(Stop::Aborted);
             }
             turns += 1;
-            let messages = self.store.messages(id)?;
+            let messages = self.store.messages(id).await?;
             let reply = match self.ask(&messages, &tools, cancel, events, tally).await {
                 Asked::Reply(r) => r,
                 Asked::Cancelled => return Ok(Stop::Aborted),
@@ -203,10 +215,12 @@ impl Agent {
                 tool_calls: reply.tool_calls.len(),
             });
             let done = reply.tool_calls.is_empty();
-            self.store.append(
-                id,
-                &Message::assistant(reply.content.clone(), reply.tool_calls, now()),
-            )?;
+            self.store
+                .append(
+                    id,
+                    &Message::assistant(reply.content.clone(), reply.tool_calls, now()),
+                )
+                .await?;
             if done {
                 return Ok(Stop::Completed(Some(reply.content)));
             }
@@ -298,7 +312,7 @@ impl Agent {
         // A result shrunk by an earlier recovery is cut again from its original, so its
         // marker keeps saying how large the result really was.
         let mut originals: HashMap<u64, String> = HashMap::new();
-        for entry in self.store.audit(id)? {
+        for entry in self.store.audit(id).await? {
             originals.entry(entry.seq).or_insert(entry.original);
         }
         let (mut from_bytes, mut to_bytes) = (0, 0);
@@ -318,14 +332,16 @@ impl Agent {
             let shrunk = shrink_text(original, cut.limit_bytes, &hint_of(tools, tool));
             from_bytes += m.message.content.len();
             to_bytes += shrunk.len();
-            self.store.replace_content(id, m.seq, &shrunk, &reason)?;
+            self.store
+                .replace_content(id, m.seq, &shrunk, &reason)
+                .await?;
         }
         events(RunEvent::Shrunk {
             seqs: cuts.iter().map(|c| c.seq).collect(),
             from_bytes,
             to_bytes,
         });
-        let messages = self.store.messages(id)?;
+        let messages = self.store.messages(id).await?;
         Ok(
             match self.ask(&messages, tools, cancel, events, tally).await {
                 Asked::Reply(r) => Ok(r),
@@ -353,16 +369,16 @@ impl Agent {
         cancel: &CancellationToken,
         events: &(dyn Fn(RunEvent) + Send + Sync),
     ) -> Result<Option<Stop>, AgentError> {
-        let messages = self.store.messages(id)?;
+        let messages = self.store.messages(id).await?;
         let pending = pending_calls(&messages);
         for (i, call) in pending.iter().enumerate() {
             if cancel.is_cancelled() {
-                self.not_started(id, &pending[i..], events)?;
+                self.not_started(id, &pending[i..], events).await?;
                 return Ok(Some(Stop::Aborted));
             }
             let observation =
                 if self.tools.is_destructive(&call.name) && !self.settings.auto_approve {
-                    match self.store.decision(id, &call.id)? {
+                    match self.store.decision(id, &call.id).await? {
                         None => {
                             events(RunEvent::AwaitingApproval {
                                 call_id: call.id.clone(),
@@ -377,9 +393,10 @@ impl Agent {
                     self.call(call, cancel, events).await
                 };
             let cancelled = observation.status == CallStatus::Cancelled;
-            self.store_observation(id, call, &observation, events)?;
+            self.store_observation(id, call, &observation, events)
+                .await?;
             if cancelled {
-                self.not_started(id, &pending[i + 1..], events)?;
+                self.not_started(id, &pending[i + 1..], events).await?;
                 return Ok(Some(Stop::Aborted));
             }
         }
@@ -387,17 +404,19 @@ impl Agent {
     }
 
     /// Appends `observation` as the result of `call` and reports it.
-    fn store_observation(
+    async fn store_observation(
         &self,
         id: &str,
         call: &ToolCall,
         observation: &Observation,
         events: &(dyn Fn(RunEvent) + Send + Sync),
     ) -> Result<(), AgentError> {
-        self.store.append(
-            id,
-            &Message::tool(call.id.clone(), observation.text.clone(), now()),
-        )?;
+        self.store
+            .append(
+                id,
+                &Message::tool(call.id.clone(), observation.text.clone(), now()),
+            )
+            .await?;
         events(RunEvent::ToolFinished {
             call_id: call.id.clone(),
             name: call.name.clone(),
@@ -412,7 +431,7 @@ impl Agent {
 
     /// Stores a `cancelled` observation for each of `calls`, which the cancelled run did not
     /// start.
-    fn not_started(
+    async fn not_started(
         &self,
         id: &str,
         calls: &[ToolCall],
@@ -427,7 +446,8 @@ impl Agent {
                 self.settings.max_tool_result_bytes as usize,
                 &hint_of(&self.tools.specs(), &call.name),
             );
-            self.store_observation(id, call, &observation, events)?;
+            self.store_observation(id, call, &observation, events)
+                .await?;
         }
         Ok(())
     }

@@ -64,12 +64,20 @@ pub const ENV_AUTO_APPROVE: &str = "SLUICE_AGENT_AUTO_APPROVE";
 /// The environment variable that sets `store.path`.
 pub const ENV_STORE: &str = "SLUICE_STORE";
 
+/// The environment variable that sets `store.url`.
+pub const ENV_STORE_URL: &str = "SLUICE_STORE_URL";
+
+/// What `store.url` may be, as messages say it.
+pub const STORE_URL_RULE: &str =
+    "a PostgreSQL URL, postgres://USER:PASSWORD@HOST:PORT/DATABASE (or postgresql://…)";
+
 /// Every environment variable that sets a configuration key, with that key.
 pub const ENV_KEYS: &[(&str, &str)] = &[
     (ENV_MAX_TOOL_RESULT_BYTES, "agent.max_tool_result_bytes"),
     (ENV_MAX_TURNS, "agent.max_turns"),
     (ENV_AUTO_APPROVE, "agent.auto_approve"),
     (ENV_STORE, "store.path"),
+    (ENV_STORE_URL, "store.url"),
     (ENV_ALLOWED_HOSTS, "server.allowed_hosts"),
     (ENV_MCP_ALLOW_DESTRUCTIVE, "mcp.allow_destructive"),
     (ENV_MAX_CONCURRENT_CALLS, "runtime.max_concurrent_calls"),
@@ -189,6 +197,8 @@ pub struct Overrides {
     pub auto_approve: bool,
     /// `--store FILE`.
     pub store: Option<PathBuf>,
+    /// `--store-url URL`.
+    pub store_url: Option<String>,
     /// `--model PROVIDER:NAME`.
     pub model: Option<String>,
     /// `--max-concurrent-calls`, as typed.
@@ -217,6 +227,10 @@ pub struct Config {
     pub strict: bool,
     /// The session database (`store.path`), if set; `None` means the default location.
     pub store: Option<PathBuf>,
+    /// The PostgreSQL session database (`store.url`, `SLUICE_STORE_URL`, `--store-url`),
+    /// if set: then `store` is `None` (setting both is an error). It may hold a password:
+    /// show it only through `sluice_store::redact_url`.
+    pub store_url: Option<String>,
     /// The model (`[model]`, `--model`).
     pub model: ModelConfig,
     /// How tool calls run (`[runtime]`).
@@ -297,6 +311,7 @@ struct FileAgent {
 #[serde(deny_unknown_fields)]
 struct FileStore {
     path: Option<String>,
+    url: Option<String>,
 }
 
 /// One setting's value from the highest-precedence place that has it, as text, with where it
@@ -442,6 +457,45 @@ impl Config {
             (None, None, None) => None,
         };
 
+        let store_url = match (&overrides.store_url, env(ENV_STORE_URL), &parsed.store.url) {
+            (Some(u), _, _) => Some((u.clone(), "--store-url".to_string())),
+            (None, Some(u), _) if !u.is_empty() => Some((u, ENV_STORE_URL.to_string())),
+            (None, _, Some(u)) => Some((u.clone(), file_label.clone())),
+            _ => None,
+        };
+        if let Some((url, origin)) = &store_url {
+            if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+                return Err(ConfigError::Value {
+                    key: "store.url".into(),
+                    // The URL may hold a password: name its scheme only.
+                    value: match url.split_once("://") {
+                        Some((scheme, _))
+                            if !scheme.is_empty()
+                                && scheme.len() <= 20
+                                && scheme.chars().all(|c| {
+                                    c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')
+                                }) =>
+                        {
+                            format!("a URL starting {scheme:?} (not shown: it may hold a password)")
+                        }
+                        _ => "a value that is not a URL (not shown: it may hold a password)"
+                            .to_string(),
+                    },
+                    allowed: STORE_URL_RULE.into(),
+                    origin: origin.clone(),
+                });
+            }
+            if store.is_some() {
+                return Err(ConfigError::Value {
+                    key: "store".into(),
+                    value: "both a PostgreSQL URL and a database file".into(),
+                    allowed: "either store.url (--store-url, SLUICE_STORE_URL) or store.path (--store, SLUICE_STORE), not both".into(),
+                    origin: origin.clone(),
+                });
+            }
+        }
+        let store_url = store_url.map(|(url, _)| url);
+
         let mut roots = Vec::new();
         if !overrides.roots.is_empty() {
             for r in &overrides.roots {
@@ -521,6 +575,7 @@ impl Config {
             lock_file,
             strict: overrides.strict || parsed.strict.unwrap_or(false),
             store,
+            store_url,
             model,
             runtime,
             server,

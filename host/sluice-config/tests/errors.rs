@@ -207,3 +207,88 @@ fn a_variable_that_is_not_utf8_is_refused() {
         |k: &str| (k == "SLUICE_AGENT_MAX_TURNS" || k == "HOME").then(|| OsString::from("zero"));
     check_environment(&fine).unwrap();
 }
+
+/// Issue 17: `store.url` names a PostgreSQL database; its password must not show in any
+/// message, so a refused URL is named by its scheme alone.
+#[test]
+fn a_store_url_that_is_not_postgresql_is_refused_without_showing_it() {
+    let (text, e, path) = refused("[store]\nurl = \"mysql://u:hunter2@db/sessions\"\n");
+    assert!(matches!(e, ConfigError::Value { .. }), "{e:?}");
+    assert_eq!(
+        text,
+        format!(
+            "store.url must be a PostgreSQL URL, postgres://USER:PASSWORD@HOST:PORT/DATABASE (or postgresql://…); got a URL starting \"mysql\" (not shown: it may hold a password) (from {} line 2)",
+            shown(&path)
+        )
+    );
+    let env = |k: &str| (k == "SLUICE_STORE_URL").then(|| "sqlite://hunter2".to_string());
+    let text = Config::resolve(None, &env, &Overrides::default())
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        text,
+        "store.url must be a PostgreSQL URL, postgres://USER:PASSWORD@HOST:PORT/DATABASE (or postgresql://…); got a URL starting \"sqlite\" (not shown: it may hold a password) (from SLUICE_STORE_URL)"
+    );
+    let flag = Overrides {
+        store_url: Some("hunter2@db".into()),
+        ..Overrides::default()
+    };
+    let text = Config::resolve(None, &|_| None, &flag)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        text,
+        "store.url must be a PostgreSQL URL, postgres://USER:PASSWORD@HOST:PORT/DATABASE (or postgresql://…); got a value that is not a URL (not shown: it may hold a password) (from --store-url)"
+    );
+    // A libpq keyword string is not a URL either, and its password is not shown.
+    let flag = Overrides {
+        store_url: Some("host=db password=hunter2://x".into()),
+        ..Overrides::default()
+    };
+    let text = Config::resolve(None, &|_| None, &flag)
+        .unwrap_err()
+        .to_string();
+    assert!(!text.contains("hunter2"), "{text}");
+    assert!(text.contains("got a value that is not a URL"), "{text}");
+}
+
+#[test]
+fn a_store_url_and_a_store_path_together_are_refused() {
+    let (text, _, path) =
+        refused("[store]\npath = \"sessions.db\"\nurl = \"postgres://u:hunter2@db/s\"\n");
+    assert_eq!(
+        text,
+        format!(
+            "store must be either store.url (--store-url, SLUICE_STORE_URL) or store.path (--store, SLUICE_STORE), not both; got both a PostgreSQL URL and a database file (from {} line 1)",
+            shown(&path)
+        )
+    );
+}
+
+#[test]
+fn the_store_url_flag_beats_the_variable_and_the_file() {
+    let (_dir, path) = file("[store]\nurl = \"postgres://file@db/s\"\n");
+    let env = |k: &str| (k == "SLUICE_STORE_URL").then(|| "postgres://env@db/s".to_string());
+    let resolve = |flag: Option<&str>, env: &dyn Fn(&str) -> Option<String>| {
+        let o = Overrides {
+            store_url: flag.map(str::to_owned),
+            ..Overrides::default()
+        };
+        Config::resolve(Some(&path), env, &o).unwrap().store_url
+    };
+    assert_eq!(
+        resolve(Some("postgres://flag@db/s"), &env).as_deref(),
+        Some("postgres://flag@db/s")
+    );
+    assert_eq!(resolve(None, &env).as_deref(), Some("postgres://env@db/s"));
+    assert_eq!(
+        resolve(None, &|_| None).as_deref(),
+        Some("postgres://file@db/s")
+    );
+    // An empty variable is unset.
+    let empty = |k: &str| (k == "SLUICE_STORE_URL").then(String::new);
+    assert_eq!(
+        resolve(None, &empty).as_deref(),
+        Some("postgres://file@db/s")
+    );
+}

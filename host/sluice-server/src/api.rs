@@ -13,7 +13,7 @@ use sluice_store::Decision;
 use crate::error::ApiError;
 use crate::events::{self, Follow};
 use crate::request::{JsonBody, flag, param};
-use crate::runs::Run;
+use crate::runs::{LocalRun, RunEnd};
 use crate::state::AppState;
 
 /// The router over `state`: every route of [`crate::ROUTES`], JSON 404 and 405 answers.
@@ -63,11 +63,11 @@ async fn wrong_method(method: Method, uri: Uri) -> ApiError {
 }
 
 async fn healthz(State(state): State<AppState>) -> ApiResult {
-    ok(json!({"ok": true, "runsInProgress": state.runs().all_running().len()}))
+    ok(json!({"ok": true, "runsInProgress": state.runs().all().len()}))
 }
 
 async fn create_session(State(state): State<AppState>) -> ApiResult {
-    let session = state.store().create_session()?;
+    let session = state.store().create_session().await?;
     let location = format!("/sessions/{}", session.id);
     Ok((
         StatusCode::CREATED,
@@ -78,22 +78,23 @@ async fn create_session(State(state): State<AppState>) -> ApiResult {
 }
 
 async fn list_sessions(State(state): State<AppState>) -> ApiResult {
-    ok(json!({"sessions": state.store().list_sessions()?}))
+    ok(json!({"sessions": state.store().list_sessions().await?}))
 }
 
-/// The session's latest run, as `GET /sessions/{id}` shows it.
-fn run_json(run: Option<&Run>) -> Value {
+/// The session's latest run, as `GET /sessions/{id}` shows it (`running` while it is in
+/// progress, on any replica).
+fn run_json(run: Option<&sluice_store::RunRecord>) -> Value {
     match run {
-        Some(r) => json!({"runId": r.id, "running": r.running()}),
+        Some(r) => json!({"runId": r.id, "running": r.live}),
         None => Value::Null,
     }
 }
 
 async fn get_session(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
-    let session = state.store().session(&id)?;
-    let messages = state.store().messages(&id)?;
-    let run = state.runs().latest(&id);
-    ok(json!({"session": session, "messages": messages, "run": run_json(run.as_deref())}))
+    let session = state.store().session(&id).await?;
+    let messages = state.store().messages(&id).await?;
+    let run = state.store().latest_run(&id).await?;
+    ok(json!({"session": session, "messages": messages, "run": run_json(run.as_ref())}))
 }
 
 #[derive(Deserialize)]
@@ -128,10 +129,10 @@ async fn resume(
 
 /// Starts a run; with `wait`, answers 200 with how it ended, else 202 at once.
 async fn start(state: &AppState, id: &str, prompt: Option<String>, wait: bool) -> ApiResult {
-    let run = state.start_run(id, prompt)?;
+    let run = state.start_run(id, prompt).await?;
     if wait {
         let end = run.wait().await;
-        return ok(ended(&run, &end));
+        return ok(ended(&run.id, &run.session, &end));
     }
     Ok((
         StatusCode::ACCEPTED,
@@ -146,18 +147,19 @@ async fn start(state: &AppState, id: &str, prompt: Option<String>, wait: bool) -
         .into_response())
 }
 
-fn events_url(run: &Run) -> String {
+fn events_url(run: &LocalRun) -> String {
     format!("/sessions/{}/events?runId={}", run.session, run.id)
 }
 
-/// `{runId, session, status, lastError, answer, requests}` from a `finished` event.
-fn ended(run: &Run, end: &Value) -> Value {
+/// `{runId, session, status, lastError, answer, requests}` of a run that ended.
+fn ended(run_id: &str, session: &str, end: &RunEnd) -> Value {
     let mut out = Map::new();
-    out.insert("runId".into(), json!(run.id));
-    out.insert("session".into(), json!(run.session));
-    for key in ["status", "lastError", "answer", "requests"] {
-        out.insert(key.into(), end.get(key).cloned().unwrap_or(Value::Null));
-    }
+    out.insert("runId".into(), json!(run_id));
+    out.insert("session".into(), json!(session));
+    out.insert("status".into(), json!(end.status));
+    out.insert("lastError".into(), json!(end.last_error));
+    out.insert("answer".into(), json!(end.answer));
+    out.insert("requests".into(), json!(end.requests));
     Value::Object(out)
 }
 
@@ -166,25 +168,23 @@ async fn run_events(
     Path(id): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
-    state.store().session(&id)?;
+    state.store().session(&id).await?;
     let follow = match param(query.as_deref(), "runId") {
-        Some(run_id) => match state.runs().latest(&id) {
-            Some(run) if run.id == run_id => Follow::Run(run),
-            _ => {
+        Some(run_id) => match state.store().run(&run_id).await {
+            Ok(run) if run.session_id == id => Follow::Run(run.id),
+            Ok(_) | Err(sluice_store::StoreError::NoRun(_)) => {
                 return Err(ApiError::not_found(format!(
-                    "session {id} has no run {run_id:?} to follow (only its latest run's events are kept)"
+                    "session {id} has no run {run_id:?} to follow"
                 ))
                 .with("session", id)
                 .with("runId", run_id));
             }
+            Err(e) => return Err(e.into()),
         },
-        None => {
-            let next = state.runs().subscribe_started();
-            match state.runs().current(&id) {
-                Some(run) => Follow::Run(run),
-                None => Follow::Next(next),
-            }
-        }
+        None => match state.store().latest_run(&id).await? {
+            Some(run) if run.live => Follow::Run(run.id),
+            latest => Follow::Next(latest.map(|r| r.id)),
+        },
     };
     Ok(events::stream(state, id, follow).into_response())
 }
@@ -195,30 +195,38 @@ async fn cancel(
     RawQuery(query): RawQuery,
 ) -> ApiResult {
     let wait = flag(query.as_deref(), "wait")?;
-    state.store().session(&id)?;
-    let Some(run) = state.runs().current(&id) else {
+    // Recorded in the store, so the replica running it (this one or another) sees it.
+    let requested = state.store().request_cancel(&id).await?;
+    let Some(run) = requested.filter(|r| r.live) else {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
             format!("session {id} has no run in progress to cancel"),
         )
         .with("session", id));
     };
-    run.cancel.cancel();
+    let local = state.runs().current(&id).filter(|r| r.id == run.id);
+    if let Some(local) = &local {
+        local.cancel.cancel();
+    }
     if wait {
-        let end = run.wait().await;
-        return ok(ended(&run, &end));
+        let end = match local {
+            Some(local) => local.wait().await,
+            None => crate::wait::finished(&state, &run.id).await?,
+        };
+        return ok(ended(&run.id, &id, &end));
     }
     Ok((
         StatusCode::ACCEPTED,
-        axum::Json(json!({"runId": run.id, "session": run.session, "status": "cancelling"})),
+        axum::Json(json!({"runId": run.id, "session": id, "status": "cancelling"})),
     )
         .into_response())
 }
 
 async fn list_approvals(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
-    state.store().session(&id)?;
+    state.store().session(&id).await?;
     let approvals: Vec<Value> = state
-        .pending_approvals(&id)?
+        .pending_approvals(&id)
+        .await?
         .into_iter()
         .map(|p| {
             json!({
@@ -250,11 +258,11 @@ async fn decide(
     Path((id, call_id)): Path<(String, String)>,
     JsonBody(body): JsonBody<DecisionBody>,
 ) -> ApiResult {
-    state.store().session(&id)?;
-    if let Some(run) = state.runs().current(&id) {
+    state.store().session(&id).await?;
+    if let Some(run) = state.store().latest_run(&id).await?.filter(|r| r.live) {
         return Err(ApiError::busy(&id, Some(&run.id)));
     }
-    let pending = state.pending_calls(&id)?;
+    let pending = state.pending_calls(&id).await?;
     let Some(call) = pending.iter().find(|c| c.id == call_id) else {
         let waiting: Vec<&str> = pending.iter().map(|c| c.id.as_str()).collect();
         return Err(ApiError::not_found(format!(
@@ -272,7 +280,7 @@ async fn decide(
         DecisionWord::Approve => Decision::Approve,
         DecisionWord::Deny => Decision::Deny,
     };
-    state.store().decide(&id, &call_id, decision)?;
+    state.store().decide(&id, &call_id, decision).await?;
     ok(json!({
         "session": id,
         "callId": call_id,
@@ -283,12 +291,12 @@ async fn decide(
 }
 
 async fn audit(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
-    state.store().session(&id)?;
-    ok(json!({"session": id, "audit": state.store().audit(&id)?}))
+    state.store().session(&id).await?;
+    ok(json!({"session": id, "audit": state.store().audit(&id).await?}))
 }
 
 async fn get_config(State(state): State<AppState>) -> ApiResult {
-    ok(state.config_json())
+    ok(state.config_json().await?)
 }
 
 /// Checks every key first; applies all of them, or none.
@@ -315,6 +323,6 @@ async fn put_config(State(state): State<AppState>, JsonBody(body): JsonBody<Valu
             first.with("more", Value::Array(rest))
         });
     }
-    state.apply(&checked);
-    ok(state.config_json())
+    state.apply(&checked).await?;
+    ok(state.config_json().await?)
 }

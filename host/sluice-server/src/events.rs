@@ -1,22 +1,26 @@
-//! `GET /sessions/{id}/events`: a run's events as server-sent events.
+//! `GET /sessions/{id}/events`: a run's events as server-sent events, read from the store,
+//! so a run executing on another replica streams here too.
 //!
 //! Each SSE message has `event: <type>`, `id: <seq>` and `data: <the event as JSON>`.
 //! Types: `started`, `model_request`, `model_reply`, `tool_started`, `tool_finished`,
 //! `shrunk`, `awaiting_approval`, and last `finished` (with `status`: `completed`, `error`,
 //! `aborted` or `awaiting_approval`), after which the stream ends. A subscriber always gets
-//! the run from its first event, however late it subscribes.
+//! the run from its first event, however late it subscribes. New events arrive as the store
+//! signals them (at once on this replica; through LISTEN/NOTIFY from another PostgreSQL
+//! replica; within 100 ms from another process on a SQLite file). A run whose runner died
+//! (its process killed, its connection lost) ends the stream with a `finished` event of
+//! status `error` that is not stored (the session's next run stores one).
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
-use serde_json::Value;
-use tokio::sync::{broadcast, watch};
+use serde_json::{Value, json};
+use sluice_store::{ORPHANED_RUN, StoredEvent, Subscription, Topic, Woken};
 
-use crate::runs::Run;
+use crate::runs::event_json;
 use crate::state::AppState;
 
 /// How often an idle stream sends a comment, so proxies keep it open.
@@ -25,18 +29,21 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// Which run a stream follows.
 pub(crate) enum Follow {
     /// This run, from its first event.
-    Run(Arc<Run>),
-    /// The session's next run, when it starts (the receiver was subscribed before looking
-    /// for a run in progress, so none is missed).
-    Next(broadcast::Receiver<Arc<Run>>),
+    Run(String),
+    /// The session's next run, when it starts: the first run whose id is not this one
+    /// (the session's latest run when the stream was opened, if any).
+    Next(Option<String>),
 }
 
 enum Phase {
-    Waiting(broadcast::Receiver<Arc<Run>>),
+    Waiting {
+        after: Option<String>,
+        changes: Subscription,
+    },
     Streaming {
-        run: Arc<Run>,
-        next: usize,
-        changes: watch::Receiver<usize>,
+        run: String,
+        next: u64,
+        changes: Subscription,
     },
     Done,
 }
@@ -45,7 +52,7 @@ struct Tail {
     state: AppState,
     session: String,
     phase: Phase,
-    buffer: VecDeque<Arc<Value>>,
+    buffer: VecDeque<Value>,
 }
 
 /// The SSE response following `follow` for `session`.
@@ -55,8 +62,11 @@ pub(crate) fn stream(
     follow: Follow,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let phase = match follow {
-        Follow::Run(run) => streaming(run),
-        Follow::Next(rx) => Phase::Waiting(rx),
+        Follow::Run(run) => streaming(&state, run),
+        Follow::Next(after) => Phase::Waiting {
+            after,
+            changes: state.store().subscribe(Topic::Runs(session.clone())),
+        },
     };
     let tail = Tail {
         state,
@@ -71,9 +81,9 @@ pub(crate) fn stream(
     Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
 }
 
-fn streaming(run: Arc<Run>) -> Phase {
-    // Subscribe before reading the log: an event logged after this wakes the stream.
-    let changes = run.subscribe();
+fn streaming(state: &AppState, run: String) -> Phase {
+    // Subscribe before reading the store: an event stored after this wakes the stream.
+    let changes = state.store().subscribe(Topic::Events(run.clone()));
     Phase::Streaming {
         run,
         next: 0,
@@ -92,44 +102,84 @@ impl Tail {
                 }
                 return Some(sse(&event));
             }
+            let shutdown = self.state.shutdown_token().clone();
+            let store = self.state.store();
             match &mut self.phase {
                 Phase::Done => return None,
-                Phase::Waiting(rx) => {
-                    let shutdown = self.state.shutdown_token().clone();
-                    let started = tokio::select! {
-                        r = rx.recv() => r,
-                        () = shutdown.cancelled() => return None,
+                Phase::Waiting { after, changes } => {
+                    let latest = match store.latest_run(&self.session).await {
+                        Ok(latest) => latest,
+                        Err(e) => return self.failed(&e),
                     };
-                    match started {
-                        Ok(run) if run.session == self.session => self.phase = streaming(run),
-                        Ok(_) => {}
-                        Err(broadcast::error::RecvError::Lagged(_)) => {
-                            if let Some(run) = self.state.runs().current(&self.session) {
-                                self.phase = streaming(run);
-                            }
-                        }
-                        Err(broadcast::error::RecvError::Closed) => return None,
+                    if let Some(run) = latest.filter(|r| Some(&r.id) != after.as_ref()) {
+                        self.phase = streaming(&self.state, run.id);
+                        continue;
+                    }
+                    tokio::select! {
+                        _ = changes.changed() => {}
+                        () = shutdown.cancelled() => return None,
                     }
                 }
                 Phase::Streaming { run, next, changes } => {
-                    let (events, done) = run.events_from(*next);
-                    if !events.is_empty() {
-                        *next += events.len();
-                        self.buffer.extend(events);
+                    let events = match store.events(run, *next).await {
+                        Ok(events) => events,
+                        Err(e) => return self.failed(&e),
+                    };
+                    if let Some(last) = events.last() {
+                        *next = last.seq;
+                        let run = run.clone();
+                        self.buffer
+                            .extend(events.iter().map(|e| event_json(&run, e)));
                         continue;
                     }
-                    if done {
-                        self.phase = Phase::Done;
-                        continue;
-                    }
-                    // The run's sender lives as long as the run; a closed channel cannot
-                    // happen while we hold it, but end the stream rather than spin if it does.
-                    if changes.changed().await.is_err() {
-                        return None;
+                    let woken = tokio::select! {
+                        w = changes.changed() => w,
+                        () = shutdown.cancelled() => return None,
+                    };
+                    if woken == Woken::Polled {
+                        let (run, next) = (run.clone(), *next);
+                        if let Some(orphaned) = self.orphaned(&run, next).await {
+                            self.buffer.push_back(orphaned);
+                        }
                     }
                 }
             }
         }
+    }
+
+    /// When run `run` is not live and has no event after `next` (no `finished`): the
+    /// `finished` event to end the stream with. Its runner died before ending it.
+    async fn orphaned(&self, run: &str, next: u64) -> Option<Value> {
+        let store = self.state.store();
+        let record = store.run(run).await.ok()?;
+        if record.live {
+            return None;
+        }
+        // Read again: the run may have ended between the two reads.
+        if !store.events(run, next).await.ok()?.is_empty() {
+            return None;
+        }
+        let mut data = serde_json::Map::new();
+        data.insert("session".into(), json!(record.session_id));
+        data.insert("status".into(), json!("error"));
+        data.insert("lastError".into(), json!(ORPHANED_RUN));
+        data.insert("answer".into(), Value::Null);
+        data.insert("requests".into(), Value::Null);
+        Some(event_json(
+            run,
+            &StoredEvent {
+                seq: next + 1,
+                kind: "finished".into(),
+                data,
+            },
+        ))
+    }
+
+    /// Ends the stream after a store error (logged; the client sees the stream end).
+    fn failed(&mut self, e: &sluice_store::StoreError) -> Option<Event> {
+        tracing::warn!(session = %self.session, "an event stream ended: {e}");
+        self.phase = Phase::Done;
+        None
     }
 }
 

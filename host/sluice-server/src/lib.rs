@@ -50,6 +50,7 @@ pub mod reload;
 mod request;
 mod runs;
 mod state;
+mod wait;
 pub mod wiring;
 
 use std::future::Future;

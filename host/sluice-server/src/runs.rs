@@ -1,139 +1,78 @@
-//! Runs in progress and the latest run of each session: who may start a run, its event log,
-//! cancellation, and waiting for it to end.
+//! The runs this server executes, and reading any run's events from the store.
 //!
 //! One run per session: the store decides ([`sluice_agent::Agent::claim`],
-//! [`sluice_store::Store::begin_run`]), so the rule holds across every process sharing the
-//! store; a run is registered here only once the store has granted it. A session's latest
-//! [`Run`] is kept in [`Runs`] for its events and its cancellation.
+//! [`sluice_store::Store::begin_run`]), so the rule holds across every process and replica
+//! sharing the store. A run this server executes is registered here once the store has
+//! granted it, for its cancellation token and for `?wait=true`.
 //!
-//! Every event of a run is kept in its log, so a client that subscribes late (or
-//! reconnects) replays the run from its start; the log of a finished run is kept until the
-//! session's next run starts, or until [`KEPT_FINISHED_RUNS`] newer runs of other sessions
-//! have finished.
+//! Events live in the store (issue 17): the run's `started` and `finished` events are
+//! written with its claim and its end; the loop's events in between are queued
+//! ([`sluice_store::Store::push_event`]) and stored in order. Any replica streams any run
+//! from them, and replays it from `seq` 1 after it ended, also after a restart.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde_json::{Map, Value, json};
 use sluice_agent::{AgentError, Outcome, RunEvent};
 use sluice_protocol::SessionStatus;
-use tokio::sync::{broadcast, watch};
+use sluice_store::StoredEvent;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::error::ApiError;
-
-/// How many finished runs keep their event logs (the newest ones), at least.
-pub(crate) const KEPT_FINISHED_RUNS: usize = 1024;
-
-/// One run of a session.
-pub(crate) struct Run {
-    /// The run's id (`r-` and 12 characters), unique within this server.
+/// A run this server executes.
+pub(crate) struct LocalRun {
+    /// The run's id (`r-` and 12 characters), as the store recorded it.
     pub(crate) id: String,
     /// The session.
     pub(crate) session: String,
     /// Fires to cancel the run.
     pub(crate) cancel: CancellationToken,
-    log: Mutex<Log>,
-    /// The number of events logged so far; changes wake subscribers.
-    version: watch::Sender<usize>,
+    /// How it ended, once it has.
+    end: watch::Sender<Option<RunEnd>>,
 }
 
-#[derive(Default)]
-struct Log {
-    events: Vec<Arc<Value>>,
-    /// The final event, once the run has ended.
-    finished: Option<Arc<Value>>,
-}
-
-impl Run {
-    fn new(id: String, session: String) -> Run {
-        Run {
-            id,
-            session,
-            cancel: CancellationToken::new(),
-            log: Mutex::new(Log::default()),
-            version: watch::Sender::new(0),
-        }
+impl LocalRun {
+    /// Records how the run ended and wakes its waiters.
+    pub(crate) fn finish(&self, end: RunEnd) {
+        self.end.send_replace(Some(end));
     }
 
-    fn log(&self) -> MutexGuard<'_, Log> {
-        self.log.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Appends an event (`kind` and its fields) to the log, numbered from 1.
-    pub(crate) fn push(&self, kind: &str, fields: Map<String, Value>) -> Arc<Value> {
-        let mut log = self.log();
-        let mut event = Map::new();
-        event.insert("type".into(), json!(kind));
-        event.insert("runId".into(), json!(self.id));
-        event.insert("seq".into(), json!(log.events.len() + 1));
-        event.extend(fields);
-        let event = Arc::new(Value::Object(event));
-        log.events.push(event.clone());
-        let n = log.events.len();
-        drop(log);
-        self.version.send_replace(n);
-        event
-    }
-
-    /// Logs a loop event (its fields come in camelCase from its serde form).
-    pub(crate) fn push_run_event(&self, e: &RunEvent) {
-        let Ok(Value::Object(fields)) = serde_json::to_value(e) else {
-            return;
-        };
-        let kind = fields
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("event")
-            .to_string();
-        let fields = fields.into_iter().filter(|(k, _)| k != "type").collect();
-        self.push(&kind, fields);
-    }
-
-    /// Logs the final `finished` event: `status`, `lastError`, `answer`, `requests`.
-    pub(crate) fn finish(&self, end: &RunEnd) {
-        let mut fields = Map::new();
-        fields.insert("session".into(), json!(self.session));
-        fields.insert("status".into(), json!(end.status));
-        fields.insert("lastError".into(), json!(end.last_error));
-        fields.insert("answer".into(), json!(end.answer));
-        fields.insert("requests".into(), json!(end.requests));
-        let event = self.push("finished", fields);
-        self.log().finished = Some(event);
-        // Wake waiters that saw the `finished` event's number before `finished` was set.
-        self.version.send_modify(|_| {});
-    }
-
-    /// True while the run has not ended.
-    pub(crate) fn running(&self) -> bool {
-        self.log().finished.is_none()
-    }
-
-    /// Events `from..` (0-based) of the log, and whether the run has ended.
-    pub(crate) fn events_from(&self, from: usize) -> (Vec<Arc<Value>>, bool) {
-        let log = self.log();
-        let events = log.events.get(from..).unwrap_or_default().to_vec();
-        (events, log.finished.is_some())
-    }
-
-    /// A receiver that changes whenever an event is logged.
-    pub(crate) fn subscribe(&self) -> watch::Receiver<usize> {
-        self.version.subscribe()
-    }
-
-    /// Waits for the run to end and returns its `finished` event.
-    pub(crate) async fn wait(&self) -> Arc<Value> {
-        let mut rx = self.subscribe();
+    /// Waits for the run to end.
+    pub(crate) async fn wait(&self) -> RunEnd {
+        let mut rx = self.end.subscribe();
         loop {
-            if let Some(end) = self.log().finished.clone() {
+            if let Some(end) = rx.borrow_and_update().clone() {
                 return end;
             }
-            // The sender lives as long as `self`, so `changed` cannot fail while we wait.
+            // The sender lives as long as `self`.
             if rx.changed().await.is_err() {
                 tokio::task::yield_now().await;
             }
         }
     }
+}
+
+/// The fields of a loop event, as stored (camelCase, without `type`), and its type.
+pub(crate) fn event_fields(e: &RunEvent) -> Option<(String, Map<String, Value>)> {
+    let Ok(Value::Object(mut fields)) = serde_json::to_value(e) else {
+        return None;
+    };
+    let kind = match fields.remove("type") {
+        Some(Value::String(k)) => k,
+        _ => "event".to_string(),
+    };
+    Some((kind, fields))
+}
+
+/// A stored event as the API shows it: `{"type", "runId", "seq", …its fields}`.
+pub(crate) fn event_json(run_id: &str, e: &StoredEvent) -> Value {
+    let mut out = Map::new();
+    out.insert("type".into(), json!(e.kind));
+    out.insert("runId".into(), json!(run_id));
+    out.insert("seq".into(), json!(e.seq));
+    out.extend(e.data.clone());
+    Value::Object(out)
 }
 
 /// How a run ended, as its `finished` event and `?wait=true` replies say.
@@ -143,24 +82,24 @@ pub(crate) struct RunEnd {
     pub(crate) status: SessionStatus,
     pub(crate) last_error: Option<String>,
     pub(crate) answer: Option<String>,
-    pub(crate) requests: u32,
+    pub(crate) requests: Option<u32>,
 }
 
 impl RunEnd {
-    /// The end of a run from what [`sluice_agent::Agent::run`] returned.
+    /// The end of a run from what [`sluice_agent::Agent::run_claimed`] returned.
     pub(crate) fn from_result(result: Result<Outcome, AgentError>) -> RunEnd {
         match result {
             Ok(o) => RunEnd {
                 status: o.status,
                 last_error: o.last_error,
                 answer: o.answer,
-                requests: o.requests,
+                requests: Some(o.requests),
             },
             Err(e @ AgentError::AwaitingApproval { .. }) => RunEnd {
                 status: SessionStatus::AwaitingApproval,
                 last_error: Some(e.to_string()),
                 answer: None,
-                requests: 0,
+                requests: Some(0),
             },
             Err(e) => RunEnd::failed(e.to_string()),
         }
@@ -172,108 +111,74 @@ impl RunEnd {
             status: SessionStatus::Error,
             last_error: Some(message),
             answer: None,
-            requests: 0,
+            requests: None,
+        }
+    }
+
+    /// The end a `finished` event's fields record.
+    pub(crate) fn from_event(data: &Map<String, Value>) -> RunEnd {
+        RunEnd {
+            status: data
+                .get("status")
+                .and_then(Value::as_str)
+                .and_then(SessionStatus::parse)
+                .unwrap_or(SessionStatus::Error),
+            last_error: data
+                .get("lastError")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            answer: data
+                .get("answer")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            requests: data
+                .get("requests")
+                .and_then(Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok()),
         }
     }
 }
 
-/// The latest run of every session that has one.
-pub(crate) struct Runs {
-    inner: Mutex<RunsInner>,
-    /// Every run that starts, for event streams waiting for a session's next run.
-    started: broadcast::Sender<Arc<Run>>,
-}
-
+/// The runs this server executes, by session.
 #[derive(Default)]
-struct RunsInner {
-    latest: HashMap<String, Arc<Run>>,
-    /// Finished runs, oldest first, for eviction: (session, run id).
-    finished: VecDeque<(String, String)>,
+pub(crate) struct Runs {
+    running: Mutex<HashMap<String, Arc<LocalRun>>>,
 }
 
 impl Runs {
-    pub(crate) fn new() -> Runs {
-        Runs {
-            inner: Mutex::new(RunsInner::default()),
-            started: broadcast::Sender::new(256),
-        }
+    fn running(&self) -> MutexGuard<'_, HashMap<String, Arc<LocalRun>>> {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn inner(&self) -> MutexGuard<'_, RunsInner> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Registers a new run `id` of `session`, which the store has granted: it becomes the
-    /// session's latest run.
-    pub(crate) fn begin(&self, session: &str, id: String) -> Arc<Run> {
-        let run = Arc::new(Run::new(id, session.to_string()));
-        self.inner().latest.insert(session.to_string(), run.clone());
-        // Nobody may be listening: that is fine.
-        let _ = self.started.send(run.clone());
+    /// Registers run `id` of `session`, which the store has granted.
+    pub(crate) fn begin(&self, session: &str, id: &str) -> Arc<LocalRun> {
+        let run = Arc::new(LocalRun {
+            id: id.to_string(),
+            session: session.to_string(),
+            cancel: CancellationToken::new(),
+            end: watch::Sender::new(None),
+        });
+        self.running().insert(session.to_string(), run.clone());
         run
     }
 
-    /// Notes that `run` has ended, and forgets the logs of the oldest finished runs beyond
-    /// [`KEPT_FINISHED_RUNS`].
-    pub(crate) fn ended(&self, run: &Run) {
-        let mut inner = self.inner();
-        inner
-            .finished
-            .push_back((run.session.clone(), run.id.clone()));
-        while inner.finished.len() > KEPT_FINISHED_RUNS {
-            let Some((session, id)) = inner.finished.pop_front() else {
-                break;
-            };
-            if inner
-                .latest
-                .get(&session)
-                .is_some_and(|r| r.id == id && !r.running())
-            {
-                inner.latest.remove(&session);
-            }
+    /// Forgets `run`, which has ended.
+    pub(crate) fn ended(&self, run: &LocalRun) {
+        let mut running = self.running();
+        if running.get(&run.session).is_some_and(|r| r.id == run.id) {
+            running.remove(&run.session);
         }
     }
 
-    /// The latest run of `session`, running or not.
-    pub(crate) fn latest(&self, session: &str) -> Option<Arc<Run>> {
-        self.inner().latest.get(session).cloned()
+    /// The run of `session` this server executes, if any.
+    pub(crate) fn current(&self, session: &str) -> Option<Arc<LocalRun>> {
+        self.running().get(session).cloned()
     }
 
-    /// The run of `session` in progress, if any.
-    pub(crate) fn current(&self, session: &str) -> Option<Arc<Run>> {
-        self.latest(session).filter(|r| r.running())
+    /// Every run this server executes.
+    pub(crate) fn all(&self) -> Vec<Arc<LocalRun>> {
+        self.running().values().cloned().collect()
     }
-
-    /// Every run in progress.
-    pub(crate) fn all_running(&self) -> Vec<Arc<Run>> {
-        self.inner()
-            .latest
-            .values()
-            .filter(|r| r.running())
-            .cloned()
-            .collect()
-    }
-
-    /// A receiver of every run that starts from now on.
-    pub(crate) fn subscribe_started(&self) -> broadcast::Receiver<Arc<Run>> {
-        self.started.subscribe()
-    }
-}
-
-/// A fresh run id: `r-` and 12 characters of Crockford-style base32.
-pub(crate) fn new_run_id() -> Result<String, ApiError> {
-    const ALPHABET: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
-    let mut bytes = [0u8; 8];
-    getrandom::fill(&mut bytes)
-        .map_err(|e| ApiError::internal(format!("cannot read random bytes for a run id: {e}")))?;
-    let mut bits = u64::from_le_bytes(bytes);
-    let mut id = String::with_capacity(14);
-    id.push_str("r-");
-    for _ in 0..12 {
-        id.push(char::from(ALPHABET[(bits & 31) as usize]));
-        bits >>= 5;
-    }
-    Ok(id)
 }
 
 #[cfg(test)]
@@ -281,9 +186,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn events_are_numbered_camel_cased_and_end_with_finished() {
-        let run = Run::new("r-1".into(), "s-1".into());
-        run.push_run_event(&RunEvent::ToolFinished {
+    fn events_are_camel_cased_with_their_type_apart() {
+        let (kind, fields) = event_fields(&RunEvent::ToolFinished {
             call_id: "c1".into(),
             name: "read_file".into(),
             bytes: 10,
@@ -291,34 +195,33 @@ mod tests {
             truncated: false,
             paged: true,
             error: false,
-        });
-        assert!(run.running());
-        run.finish(&RunEnd::failed("x".into()));
-        assert!(!run.running());
-        let (events, done) = run.events_from(0);
-        assert!(done);
+        })
+        .unwrap();
+        assert_eq!(kind, "tool_finished");
+        let stored = StoredEvent {
+            seq: 3,
+            kind,
+            data: fields,
+        };
         assert_eq!(
-            events[0].as_ref(),
-            &json!({"type": "tool_finished", "runId": "r-1", "seq": 1, "callId": "c1", "name": "read_file", "bytes": 10, "fullBytes": 10, "truncated": false, "paged": true, "error": false})
+            event_json("r-1", &stored),
+            json!({"type": "tool_finished", "runId": "r-1", "seq": 3, "callId": "c1", "name": "read_file", "bytes": 10, "fullBytes": 10, "truncated": false, "paged": true, "error": false})
         );
-        assert_eq!(events[1]["type"], "finished");
-        assert_eq!(events[1]["status"], "error");
-        assert_eq!(run.events_from(2).0.len(), 0);
-        assert_eq!(run.events_from(5).0.len(), 0);
     }
 
     #[test]
-    fn the_latest_run_of_each_session() {
-        let runs = Runs::new();
-        let a = runs.begin("s-1", new_run_id().unwrap());
-        runs.begin("s-2", new_run_id().unwrap());
-        assert_eq!(runs.current("s-1").unwrap().id, a.id);
-        a.finish(&RunEnd::failed("x".into()));
+    fn the_runs_of_this_server() {
+        let runs = Runs::default();
+        let a = runs.begin("s-1", "r-1");
+        runs.begin("s-2", "r-2");
+        assert_eq!(runs.current("s-1").unwrap().id, "r-1");
+        a.finish(RunEnd::failed("x".into()));
+        assert_eq!(
+            a.end.borrow().as_ref().unwrap().status,
+            SessionStatus::Error
+        );
         runs.ended(&a);
         assert!(runs.current("s-1").is_none());
-        assert_eq!(runs.latest("s-1").unwrap().id, a.id);
-        let b = runs.begin("s-1", new_run_id().unwrap());
-        assert_ne!(a.id, b.id);
-        assert_eq!(runs.all_running().len(), 2);
+        assert_eq!(runs.all().len(), 1);
     }
 }

@@ -16,7 +16,7 @@ use sluice_runtime::{
     ComponentSpec, EngineOptions, FunctionPolicy, LiveToolbox, PolicyOrigin, PoolOptions,
     RootGrant, RuntimeError, Source, ToolEngine, ToolPolicy, Toolbox,
 };
-use sluice_store::{SqliteStore, StoreError};
+use sluice_store::{PgStore, SqliteStore, Store, StoreError};
 
 use crate::Services;
 pub use crate::loader::{Loaded, ToolLoader, oci_cache_dir, oci_source, public_keys};
@@ -61,18 +61,22 @@ pub enum WiringError {
     Model(String),
 }
 
-/// The session store: `config.store` (`--store`, `SLUICE_STORE`, `store.path`), else
-/// [`SqliteStore::default_path`].
+/// The session store: PostgreSQL at `config.store_url` (`--store-url`, `SLUICE_STORE_URL`,
+/// `store.url`; its migrations are applied), else SQLite at `config.store` (`--store`,
+/// `SLUICE_STORE`, `store.path`), else at [`SqliteStore::default_path`].
 ///
 /// # Errors
-/// [`WiringError::NoStorePath`] when neither is available, [`WiringError::Store`] when the
-/// database cannot be opened.
-pub fn open_store(config: &Config) -> Result<SqliteStore, WiringError> {
+/// [`WiringError::NoStorePath`] when no place is available, [`WiringError::Store`] when the
+/// database cannot be opened or reached (naming the URL without its password).
+pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, WiringError> {
+    if let Some(url) = &config.store_url {
+        return Ok(Arc::new(PgStore::connect(url).await?));
+    }
     let path = match &config.store {
         Some(p) => p.clone(),
         None => SqliteStore::default_path().ok_or(WiringError::NoStorePath)?,
     };
-    Ok(SqliteStore::open(&path)?)
+    Ok(Arc::new(SqliteStore::open(&path)?))
 }
 
 /// Loads the configured tools with a new engine (see [`ToolLoader::load`]). With `only`
@@ -315,7 +319,7 @@ pub fn settings(config: &Config) -> Settings {
 /// # Errors
 /// [`WiringError`] from [`open_store`], [`load_tools`] or [`backend`].
 pub async fn services(config: &Config) -> Result<Services, WiringError> {
-    services_with_tools(config, Arc::new(load_tools(config, None).await?))
+    services_with_tools(config, Arc::new(load_tools(config, None).await?)).await
 }
 
 /// [`services`] over tools already loaded (so `sluice serve` can share them with `/mcp`,
@@ -323,12 +327,12 @@ pub async fn services(config: &Config) -> Result<Services, WiringError> {
 ///
 /// # Errors
 /// [`WiringError`] from [`open_store`] or [`backend`].
-pub fn services_with_tools(
+pub async fn services_with_tools(
     config: &Config,
     tools: Arc<dyn sluice_agent::Tools>,
 ) -> Result<Services, WiringError> {
     Ok(Services {
-        store: Arc::new(open_store(config)?),
+        store: open_store(config).await?,
         backend: backend(config)?,
         tools,
         settings: settings(config),

@@ -17,26 +17,39 @@
 //! use sluice_protocol::Message;
 //! use sluice_store::{SqliteStore, Store, now_rfc3339};
 //!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let dir = tempfile::tempdir()?;
 //! let store = SqliteStore::open(&dir.path().join("sessions.db"))?;
-//! let session = store.create_session()?;
-//! let seq = store.append(&session.id, &Message::user("hello", now_rfc3339()))?;
+//! let session = store.create_session().await?;
+//! let seq = store
+//!     .append(&session.id, &Message::user("hello", now_rfc3339()))
+//!     .await?;
 //! assert_eq!(seq, 1);
-//! assert_eq!(store.messages(&session.id)?[0].message.content, "hello");
-//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! assert_eq!(store.messages(&session.id).await?[0].message.content, "hello");
+//! # Ok(())
+//! # }
 //! ```
 
 use sluice_protocol::{Message, SessionStatus};
 
 mod clock;
+mod ids;
 mod name;
+mod postgres;
+mod queue;
 mod runner;
 mod schema;
+mod signals;
 mod sqlite;
+mod url;
 
 pub use clock::now_rfc3339;
 pub use name::{SESSION_NAME_RULE, valid_session_name};
+pub use postgres::{MAX_RUNS, POOL_SIZE, PgStore, is_postgres_url};
+pub use signals::Woken;
 pub use sqlite::SqliteStore;
+pub use url::redact_url;
 
 /// A session as listed.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -137,6 +150,9 @@ pub enum StoreError {
     /// A session with this name exists already.
     #[error("a session named {0:?} exists already")]
     SessionExists(String),
+    /// No run has this id (in this session, where a session is given).
+    #[error("no run {0:?}")]
+    NoRun(String),
     /// No message has this position.
     #[error("session {session:?} has no message {seq}")]
     NoMessage {
@@ -148,7 +164,7 @@ pub enum StoreError {
     /// The database could not be opened, read or written.
     #[error("session store {path}: {message}")]
     Database {
-        /// The database file.
+        /// The database file, or the PostgreSQL URL without its password.
         path: String,
         /// What was being done and what went wrong (usually SQLite's message).
         message: String,
@@ -169,7 +185,7 @@ pub enum StoreError {
         "session store {path} has schema version {found}; this Sluice knows up to {known}: upgrade Sluice"
     )]
     TooNew {
-        /// The database file.
+        /// The database file, or the PostgreSQL URL without its password.
         path: String,
         /// Its schema version.
         found: i64,
@@ -178,44 +194,148 @@ pub enum StoreError {
     },
 }
 
-/// What the agent loop needs from a session store. Every method is one transaction: after
-/// it returns `Ok`, the change survives a crash of the process (see [`SqliteStore`] for
-/// what a power loss may undo).
+/// A run of a session, as the store keeps it: its frame (`started` … `finished` events) and
+/// whether it is still going on.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRecord {
+    /// The run's id: `r-` and 12 characters of lowercase Crockford base32.
+    pub id: String,
+    /// The session it runs.
+    pub session_id: String,
+    /// When it began, RFC 3339 UTC with milliseconds.
+    pub started_at: String,
+    /// When it ended, if it has.
+    pub ended_at: Option<String>,
+    /// How it ended, if it has.
+    pub status: Option<SessionStatus>,
+    /// A cancellation was requested ([`Store::request_cancel`]).
+    pub cancel_requested: bool,
+    /// The run is in progress: not ended, still the session's run, and its runner (a
+    /// process, or a PostgreSQL connection holding the session's lock) is alive. A run whose
+    /// runner died is not live, and the session's next run closes it.
+    pub live: bool,
+}
+
+/// One stored event of a run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredEvent {
+    /// Position in the run's events, from 1, gapless.
+    pub seq: u64,
+    /// The event's type (`started`, `tool_finished`, …, `finished`).
+    pub kind: String,
+    /// Its fields, a JSON object.
+    pub data: serde_json::Map<String, serde_json::Value>,
+}
+
+/// How a run ended: what [`Store::end_run`] records on the session and in the run's
+/// `finished` event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunEnd {
+    /// The session's status after the run.
+    pub status: SessionStatus,
+    /// Why it stopped early or failed (`None` clears the session's `lastError`).
+    pub last_error: Option<String>,
+    /// The model's final answer, if it gave one.
+    pub answer: Option<String>,
+    /// Model requests made, when known.
+    pub requests: Option<u32>,
+}
+
+impl RunEnd {
+    /// A run end with only a status and a `lastError`.
+    pub fn status(status: SessionStatus, last_error: Option<&str>) -> RunEnd {
+        RunEnd {
+            status,
+            last_error: last_error.map(str::to_owned),
+            answer: None,
+            requests: None,
+        }
+    }
+
+    /// The fields of the `finished` event: `session`, `status`, `lastError`, `answer`,
+    /// `requests`.
+    pub fn finished_event(&self, session: &str) -> serde_json::Map<String, serde_json::Value> {
+        let mut m = serde_json::Map::new();
+        m.insert("session".into(), session.into());
+        m.insert("status".into(), self.status.as_str().into());
+        m.insert("lastError".into(), self.last_error.clone().into());
+        m.insert("answer".into(), self.answer.clone().into());
+        m.insert("requests".into(), self.requests.into());
+        m
+    }
+}
+
+/// `lastError` of a run closed because its runner stopped before it ended.
+pub const ORPHANED_RUN: &str = "the process running this run stopped before the run ended (it was killed, or lost its connection to the store); resume the session to go on";
+
+/// What the store's change signals are about ([`Store::subscribe`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Topic {
+    /// New events of this run (or its end).
+    Events(String),
+    /// A cancellation of this run was requested.
+    Cancel(String),
+    /// A run of this session began.
+    Runs(String),
+}
+
+pub use signals::Subscription;
+
+/// What the agent loop and the operator API need from a session store: sessions,
+/// transcripts, the audit, one run per session with its events, cancellation, decisions
+/// and the run-time configuration. Every method that changes something is one transaction:
+/// after it returns `Ok`, the change survives a crash of the process.
+///
+/// Both backends implement it: [`SqliteStore`] (the embedded default) and [`PgStore`]
+/// (several `sluice serve` replicas on one PostgreSQL database); the test suite in
+/// `tests/store` runs against both.
+///
+/// The trait is async: a network database waits on round trips, and those must not block a
+/// runtime worker. [`SqliteStore`] runs each call on tokio's blocking pool (its calls take
+/// microseconds, but a write may wait up to 5 s for another process's write lock). Calls
+/// need a tokio runtime.
 ///
 /// Errors common to every method: [`StoreError::NoSession`] when no session has the id
-/// given, and [`StoreError::Database`] when the database cannot be read or written (for
-/// example another process held its write lock longer than the busy timeout).
+/// given, and [`StoreError::Database`] when the database cannot be read or written (a
+/// lock held longer than the busy timeout, a lost connection).
+#[async_trait::async_trait]
 pub trait Store: Send + Sync {
+    /// Where the store is, for messages: the SQLite file, or the PostgreSQL URL without
+    /// its password.
+    fn location(&self) -> String;
+
     /// Creates a session (status `idle`, no messages) with a fresh id.
-    fn create_session(&self) -> Result<SessionRecord, StoreError>;
+    async fn create_session(&self) -> Result<SessionRecord, StoreError>;
 
     /// Creates a session (status `idle`, no messages) whose id is `name`, as the operator
     /// chose it (`sluice run --session NAME`).
     ///
     /// Errors: [`StoreError::BadSessionName`] when `name` breaks [`SESSION_NAME_RULE`];
     /// [`StoreError::SessionExists`] when a session has that id already.
-    fn create_named_session(&self, name: &str) -> Result<SessionRecord, StoreError>;
+    async fn create_named_session(&self, name: &str) -> Result<SessionRecord, StoreError>;
 
     /// The session `id`.
-    fn session(&self, id: &str) -> Result<SessionRecord, StoreError>;
+    async fn session(&self, id: &str) -> Result<SessionRecord, StoreError>;
 
     /// Every session, newest (by creation) first.
-    fn list_sessions(&self) -> Result<Vec<SessionRecord>, StoreError>;
+    async fn list_sessions(&self) -> Result<Vec<SessionRecord>, StoreError>;
 
     /// The transcript of session `id`, in order (seq 1, 2, …), exactly as appended apart
     /// from contents changed by [`Store::replace_content`].
-    fn messages(&self, id: &str) -> Result<Vec<StoredMessage>, StoreError>;
+    async fn messages(&self, id: &str) -> Result<Vec<StoredMessage>, StoreError>;
 
     /// Appends `message` to session `id` and returns its position (1 for the first
-    /// message; positions are gapless). Writes one row; the message's `created_at` is
-    /// stored as given.
-    fn append(&self, id: &str, message: &Message) -> Result<u64, StoreError>;
+    /// message; positions are gapless). Writes one row (and bumps the session's
+    /// `updatedAt`): O(size of the message), whatever the length of the transcript. The
+    /// message's `created_at` is stored as given.
+    async fn append(&self, id: &str, message: &Message) -> Result<u64, StoreError>;
 
     /// Replaces the content of message `seq` of session `id` with `content`, keeping the
     /// original in the audit with `reason` and the time, in the same transaction.
     ///
     /// Errors: [`StoreError::NoMessage`] when the session has no message `seq`.
-    fn replace_content(
+    async fn replace_content(
         &self,
         id: &str,
         seq: u64,
@@ -224,40 +344,85 @@ pub trait Store: Send + Sync {
     ) -> Result<(), StoreError>;
 
     /// The audit of session `id`, oldest first.
-    fn audit(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError>;
+    async fn audit(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError>;
 
-    /// Claims the run of session `id` for this process, unless a run is in progress (a
-    /// session left `running` by a process that no longer exists is taken over), and with
-    /// `prompt` accepts it for the run: both in one transaction, so the prompt is stored
-    /// exactly when the claim succeeds. The prompt waits in the store (queued, time-stamped
-    /// now) until [`Store::append_queued_prompts`] puts it in the transcript; a run that
-    /// stops before that (a crash, a cancellation, a call that waits for approval) leaves
-    /// it queued for the session's next run.
+    /// Claims the run of session `id` for this process and returns the new run's id, unless
+    /// a run is in progress. With `prompt`, accepts the prompt for the run. One
+    /// transaction: the claim, the run's record, its `started` event (`session`,
+    /// `prompt`) and the prompt are stored together or not at all. The prompt waits in the
+    /// store (queued, time-stamped now) until [`Store::append_queued_prompts`] puts it in
+    /// the transcript; a run that stops before that leaves it queued for the session's
+    /// next run.
     ///
-    /// Errors: [`StoreError::Busy`] when another live process runs the session, or this
-    /// process already does (a `begin_run` not yet followed by [`Store::end_run`], through
-    /// this or any other handle on the file); the prompt is then not stored.
-    fn begin_run(&self, id: &str, prompt: Option<&str>) -> Result<(), StoreError>;
+    /// A session whose runner has died (a killed process; for PostgreSQL, a lost
+    /// connection) is taken over: its unfinished run is closed with a `finished` event of
+    /// status `error` and lastError [`ORPHANED_RUN`].
+    ///
+    /// Errors: [`StoreError::Busy`] when a live runner (this process through any handle,
+    /// another process, another replica) has the session; nothing is stored then.
+    async fn begin_run(&self, id: &str, prompt: Option<&str>) -> Result<String, StoreError>;
 
     /// Appends the prompts queued for session `id` by [`Store::begin_run`] to its
     /// transcript, oldest first, as user messages with the time each was accepted, and
     /// returns their positions (empty when none waits). One transaction: each queued prompt
     /// is appended exactly once.
-    fn append_queued_prompts(&self, id: &str) -> Result<Vec<u64>, StoreError>;
+    async fn append_queued_prompts(&self, id: &str) -> Result<Vec<u64>, StoreError>;
 
-    /// Ends the run of session `id` with `status` and `last_error` (`None` clears it).
-    /// Always allowed, whoever runs the session: the run's process is forgotten.
-    fn end_run(
+    /// Ends the run of session `id`: stores `end.status` and `end.last_error` on the
+    /// session and, when a run is open, writes the run's `finished` event
+    /// ([`RunEnd::finished_event`]) after every event pushed before this call
+    /// ([`Store::push_event`]), all in one transaction, and lets go of the session. Always
+    /// allowed, whoever runs the session.
+    async fn end_run(&self, id: &str, end: &RunEnd) -> Result<(), StoreError>;
+
+    /// Queues event `kind` with `data` (a JSON object) for run `run_id`, to be stored after
+    /// every event queued before it; never blocks. The store writes queued events in the
+    /// background, in batches, and [`Store::end_run`] waits for them. A failed write is
+    /// logged, not retried (events are a view of the run; the transcript is the record).
+    fn push_event(
         &self,
-        id: &str,
-        status: SessionStatus,
-        last_error: Option<&str>,
-    ) -> Result<(), StoreError>;
+        run_id: &str,
+        kind: &str,
+        data: serde_json::Map<String, serde_json::Value>,
+    );
+
+    /// Waits until every event queued by [`Store::push_event`] so far is stored (or failed).
+    async fn flush_events(&self);
+
+    /// The run `run_id`. Errors: [`StoreError::NoRun`].
+    async fn run(&self, run_id: &str) -> Result<RunRecord, StoreError>;
+
+    /// The latest run of session `id`, if it ever ran.
+    async fn latest_run(&self, id: &str) -> Result<Option<RunRecord>, StoreError>;
+
+    /// The events of run `run_id` after position `after` (0 for all), in order.
+    /// Errors: [`StoreError::NoRun`].
+    async fn events(&self, run_id: &str, after: u64) -> Result<Vec<StoredEvent>, StoreError>;
+
+    /// Requests the cancellation of the run in progress of session `id` and returns that
+    /// run (with `cancel_requested` set), or `None` when no run is open. The runner sees it
+    /// through [`Store::subscribe`] with [`Topic::Cancel`], wherever it runs.
+    async fn request_cancel(&self, id: &str) -> Result<Option<RunRecord>, StoreError>;
+
+    /// A subscription to changes about `topic`. Subscribe first, then read the store, then
+    /// wait on [`Subscription::changed`]: nothing is missed. Changes made through this
+    /// handle wake it at once; changes made elsewhere within the store's poll interval
+    /// (PostgreSQL: LISTEN/NOTIFY, at once, with a 1 s poll as a safety net; SQLite: a
+    /// 100 ms poll).
+    fn subscribe(&self, topic: Topic) -> Subscription;
+
+    /// The run-time configuration values set with [`Store::set_config`], by key, as JSON
+    /// values, sorted by key.
+    async fn config(&self) -> Result<Vec<(String, serde_json::Value)>, StoreError>;
+
+    /// Sets run-time configuration values (already checked by the caller), all in one
+    /// transaction.
+    async fn set_config(&self, values: &[(String, serde_json::Value)]) -> Result<(), StoreError>;
 
     /// Records the operator's decision on call `call_id` of session `id`, replacing an
     /// earlier decision on the same call.
-    fn decide(&self, id: &str, call_id: &str, decision: Decision) -> Result<(), StoreError>;
+    async fn decide(&self, id: &str, call_id: &str, decision: Decision) -> Result<(), StoreError>;
 
     /// The decision on call `call_id` of session `id`, if one was made.
-    fn decision(&self, id: &str, call_id: &str) -> Result<Option<Decision>, StoreError>;
+    async fn decision(&self, id: &str, call_id: &str) -> Result<Option<Decision>, StoreError>;
 }

@@ -31,6 +31,14 @@ use crate::sqlite::SqliteStore;
 /// - `queued_prompts`: prompts accepted by `begin_run` that the run has not yet appended to
 ///   `messages`, oldest first by `id`.
 ///
+/// Version 3 (runs, their events, cancellation and the run-time configuration in the
+/// store, so every process sharing it sees them):
+/// - `sessions.run_id`: the session's latest run.
+/// - `runs`: one row per run; `ended_at` and `status` once it has ended; `cancel_requested`
+///   (0 or 1); `last_event`, the position of its last event.
+/// - `run_events`: the events of each run, keyed by `(run_id, seq)`, `data` a JSON object.
+/// - `config`: run-time configuration values (`PUT /agent/config`), JSON by key.
+///
 /// Tables are STRICT (a TEXT column refuses anything else). Status, role and decision
 /// values are not constrained in SQL, so a later version can add one without rebuilding a
 /// table; the code refuses values it does not know when it reads them.
@@ -87,6 +95,33 @@ CREATE TABLE queued_prompts (
     created_at  TEXT NOT NULL
 ) STRICT;
 CREATE INDEX queued_prompts_by_session ON queued_prompts (session_id, id);
+",
+    "
+ALTER TABLE sessions ADD COLUMN run_id TEXT;
+
+CREATE TABLE runs (
+    id               TEXT PRIMARY KEY NOT NULL,
+    session_id       TEXT NOT NULL REFERENCES sessions (id),
+    started_at       TEXT NOT NULL,
+    ended_at         TEXT,
+    status           TEXT,
+    cancel_requested INTEGER NOT NULL DEFAULT 0,
+    last_event       INTEGER NOT NULL DEFAULT 0
+) STRICT;
+
+CREATE TABLE run_events (
+    run_id TEXT NOT NULL REFERENCES runs (id),
+    seq    INTEGER NOT NULL CHECK (seq >= 1),
+    kind   TEXT NOT NULL,
+    data   TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) STRICT;
+
+CREATE TABLE config (
+    key        TEXT PRIMARY KEY NOT NULL,
+    value      TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+) STRICT;
 ",
 ];
 

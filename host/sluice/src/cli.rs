@@ -56,6 +56,13 @@ pub(crate) struct Global {
     /// `$XDG_DATA_HOME/sluice/sessions.db` (`~/.local/share/sluice/sessions.db`).
     #[arg(long, global = true, value_name = "FILE")]
     pub(crate) store: Option<PathBuf>,
+
+    /// The session database in PostgreSQL, `postgres://USER:PASSWORD@HOST:PORT/DATABASE`,
+    /// shared by several `sluice serve` replicas and the CLI (env SLUICE_STORE_URL; store.url
+    /// in sluice.toml). Replaces the SQLite file; never shown with its password. Prefer the
+    /// environment variable or the file to keep the password out of the process list.
+    #[arg(long, global = true, value_name = "URL")]
+    pub(crate) store_url: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -100,6 +107,11 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: SessionCommand,
     },
+    /// The session store itself: `migrate` applies its schema migrations and exits.
+    Store {
+        #[command(subcommand)]
+        command: StoreCommand,
+    },
     /// Write the WIT a tool author builds against into DIR (default `wit`): the
     /// `sluice:tools` package (`sluice-tools.wit`) and the WASI 0.2 packages the host
     /// implements (`deps/*.wit`, WASI 0.2.12), so no Sluice build is needed to get them.
@@ -115,6 +127,15 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: Option<ToolsCommand>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum StoreCommand {
+    /// Bring the store's schema up to this Sluice's version and say which versions it went
+    /// from and to (every other command does this too, at start; run it alone before
+    /// rolling out replicas of a new version). A schema newer than this Sluice knows is
+    /// refused, untouched.
+    Migrate,
 }
 
 #[derive(Debug, Subcommand)]

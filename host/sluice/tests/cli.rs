@@ -524,7 +524,7 @@ fn only_session(db: &Path) -> Option<String> {
 /// known, tool calls and observations valid JSON, every observation answering a call.
 fn assert_whole(store: &sluice_store::SqliteStore, id: &str) -> Vec<sluice_store::StoredMessage> {
     use sluice_store::Store;
-    let messages = store.messages(id).unwrap();
+    let messages = block(store.messages(id)).unwrap();
     let mut calls = Vec::new();
     for (i, m) in messages.iter().enumerate() {
         assert_eq!(m.seq, i as u64 + 1, "gapless");
@@ -614,7 +614,7 @@ fn a_killed_run_keeps_every_acknowledged_message_and_resumes() {
     drop(conn);
     let store = sluice_store::SqliteStore::open(&db).unwrap();
     use sluice_store::Store;
-    let session = store.session(&id).unwrap();
+    let session = block(store.session(&id)).unwrap();
     assert_eq!(session.status, sluice_protocol::SessionStatus::Running);
     let after = rows(&db, &id);
     assert!(after.len() >= acknowledged.len());
@@ -650,7 +650,7 @@ fn a_killed_run_keeps_every_acknowledged_message_and_resumes() {
     assert_eq!(v["answer"], "resumed and done");
     let store = sluice_store::SqliteStore::open(&db).unwrap();
     assert_eq!(
-        store.session(&id).unwrap().status,
+        block(store.session(&id)).unwrap().status,
         sluice_protocol::SessionStatus::Completed
     );
     let resumed = assert_whole(&store, &id);
@@ -783,7 +783,7 @@ fn serve_answers_over_http() {
     let store = sluice_store::SqliteStore::open(&store).unwrap();
     use sluice_store::Store as _;
     assert_eq!(
-        store.session(&id).unwrap().status,
+        block(store.session(&id)).unwrap().status,
         sluice_protocol::SessionStatus::Completed
     );
 }
@@ -959,10 +959,10 @@ fn ctrl_c_stops_a_run_whose_guest_sleeps() {
     );
     let store = sluice_store::SqliteStore::open(&db).unwrap();
     assert_eq!(
-        store.session(&id).unwrap().status,
+        block(store.session(&id)).unwrap().status,
         sluice_protocol::SessionStatus::Aborted
     );
-    let messages = store.messages(&id).unwrap();
+    let messages = block(store.messages(&id)).unwrap();
     let last = messages.last().unwrap();
     assert_eq!(last.message.tool_call_id.as_deref(), Some("call_1"));
     assert_eq!(
@@ -1065,4 +1065,13 @@ fn bad_environment_and_store_files_stop_the_start() {
         )
     );
     assert_eq!(std::fs::read(&empty).unwrap(), b"");
+}
+
+/// Runs a store call to its end (the store is async; these tests are not).
+fn block<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
 }

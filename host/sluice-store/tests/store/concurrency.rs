@@ -1,18 +1,18 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use sluice_store::{SqliteStore, Store};
+use sluice_store::Store;
 
-use crate::util::{temp_store, user};
+use crate::util::{Harness, Kind, user};
 
 /// Each writer appends `per_writer` messages `w{writer}-{i}` and returns the positions it
 /// was given; then every position is checked against the transcript.
-fn check(store: &SqliteStore, id: &str, given: Vec<Vec<u64>>, per_writer: usize) {
+async fn check(store: &dyn Store, id: &str, given: Vec<Vec<u64>>, per_writer: usize) {
     let writers = given.len();
     let all: BTreeSet<u64> = given.iter().flatten().copied().collect();
     assert_eq!(all.len(), writers * per_writer, "no position given twice");
     assert_eq!(all, (1..=(writers * per_writer) as u64).collect(), "no gap");
-    let transcript = store.messages(id).unwrap();
+    let transcript = store.messages(id).await.unwrap();
     assert_eq!(transcript.len(), writers * per_writer);
     for (writer, seqs) in given.iter().enumerate() {
         assert!(
@@ -28,45 +28,53 @@ fn check(store: &SqliteStore, id: &str, given: Vec<Vec<u64>>, per_writer: usize)
     }
 }
 
-#[test]
-fn two_connections_appending_at_once() {
-    let t = temp_store();
-    let id = t.store.create_session().unwrap().id;
-    let per_writer = 300;
-    let given: Vec<Vec<u64>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..2)
-            .map(|writer| {
-                let (path, id) = (&t.path, &id);
-                scope.spawn(move || {
-                    // Its own connection, as a second process would have.
-                    let store = SqliteStore::open(path).unwrap();
-                    (0..per_writer)
-                        .map(|i| store.append(id, &user(&format!("w{writer}-{i}"))).unwrap())
-                        .collect::<Vec<u64>>()
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
-    check(&t.store, &id, given, per_writer);
-}
-
-#[test]
-fn threads_sharing_one_store() {
-    let t = temp_store();
-    let store = Arc::new(t.store);
-    let id = store.create_session().unwrap().id;
-    let per_writer = 100;
-    let handles: Vec<_> = (0..4)
-        .map(|writer| {
-            let (store, id) = (Arc::clone(&store), id.clone());
-            std::thread::spawn(move || {
-                (0..per_writer)
-                    .map(|i| store.append(&id, &user(&format!("w{writer}-{i}"))).unwrap())
-                    .collect::<Vec<u64>>()
+/// Appends from `stores` at once, `per_writer` each.
+async fn append_at_once(stores: Vec<Arc<dyn Store>>, id: &str, per_writer: usize) -> Vec<Vec<u64>> {
+    let tasks: Vec<_> = stores
+        .into_iter()
+        .enumerate()
+        .map(|(writer, store)| {
+            let id = id.to_string();
+            tokio::spawn(async move {
+                let mut seqs = Vec::new();
+                for i in 0..per_writer {
+                    seqs.push(
+                        store
+                            .append(&id, &user(&format!("w{writer}-{i}")))
+                            .await
+                            .unwrap(),
+                    );
+                }
+                seqs
             })
         })
         .collect();
-    let given = handles.into_iter().map(|h| h.join().unwrap()).collect();
-    check(&store, &id, given, per_writer);
+    let mut given = Vec::new();
+    for task in tasks {
+        given.push(task.await.unwrap());
+    }
+    given
 }
+
+async fn two_connections_appending_at_once(kind: Kind) {
+    let Some(t) = Harness::new(kind, "two_connections_appending_at_once").await else {
+        return;
+    };
+    let id = t.store.create_session().await.unwrap().id;
+    // Each its own handle, as a second process or replica would have.
+    let stores = vec![t.reopen().await, t.reopen().await];
+    let given = append_at_once(stores, &id, 300).await;
+    check(t.store.as_ref(), &id, given, 300).await;
+}
+
+async fn tasks_sharing_one_store(kind: Kind) {
+    let Some(t) = Harness::new(kind, "tasks_sharing_one_store").await else {
+        return;
+    };
+    let id = t.store.create_session().await.unwrap().id;
+    let stores = (0..4).map(|_| t.store.clone()).collect();
+    let given = append_at_once(stores, &id, 100).await;
+    check(t.store.as_ref(), &id, given, 100).await;
+}
+
+both!(two_connections_appending_at_once, tasks_sharing_one_store);

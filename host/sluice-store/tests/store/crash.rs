@@ -3,7 +3,7 @@
 //! The parent kills it with SIGKILL once enough are acknowledged, at whatever point it
 //! has reached (often mid-transaction, sometimes mid-checkpoint: every fifth message is
 //! 100 KB, so the WAL passes its 1,000-page checkpoint threshold within each round),
-//! reopens the file and checks that every acknowledged message is there, byte for byte,
+//! reopens the store and checks that every acknowledged message is there, byte for byte,
 //! and that there is nothing else but whole messages.
 
 use std::io::{BufRead, BufReader, Write};
@@ -11,10 +11,12 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use sluice_protocol::Message;
-use sluice_store::{SqliteStore, Store};
+use std::sync::Arc;
 
-use crate::util::{call, raw, temp_store};
+use sluice_protocol::Message;
+use sluice_store::{PgStore, SqliteStore, Store};
+
+use crate::util::{Harness, Kind, call, raw};
 
 const CHILD_TEST: &str = "crash::child_appends_until_killed";
 
@@ -53,21 +55,27 @@ fn payload(seq: u64) -> Message {
 }
 
 /// Not a test on its own: the child half of `sigkill_mid_append_loses_nothing_acknowledged`.
-/// Does nothing unless `SLUICE_STORE_CHILD=1`.
-#[test]
-fn child_appends_until_killed() {
+/// Does nothing unless `SLUICE_STORE_CHILD=1`. Appends to the SQLite file
+/// `SLUICE_STORE_CHILD_DB`, or the PostgreSQL database `SLUICE_STORE_CHILD_URL`.
+#[tokio::test]
+async fn child_appends_until_killed() {
     if std::env::var_os("SLUICE_STORE_CHILD").is_none_or(|v| v != "1") {
         return;
     }
-    let path = std::env::var_os("SLUICE_STORE_CHILD_DB").unwrap();
     let id = std::env::var("SLUICE_STORE_CHILD_SESSION").unwrap();
-    let store = SqliteStore::open(Path::new(&path)).unwrap();
-    let mut next = store.session(&id).unwrap().message_count + 1;
+    let store: Arc<dyn Store> = match std::env::var("SLUICE_STORE_CHILD_URL") {
+        Ok(url) => Arc::new(PgStore::connect(&url).await.unwrap()),
+        Err(_) => {
+            let path = std::env::var_os("SLUICE_STORE_CHILD_DB").unwrap();
+            Arc::new(SqliteStore::open(Path::new(&path)).unwrap())
+        }
+    };
+    let mut next = store.session(&id).await.unwrap().message_count + 1;
     let mut out = std::io::stdout().lock();
     // Never outlive a parent that failed to kill us.
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
-        let seq = store.append(&id, &payload(next)).unwrap();
+        let seq = store.append(&id, &payload(next)).await.unwrap();
         assert_eq!(seq, next);
         if writeln!(out, "{ACK}{seq}")
             .and_then(|()| out.flush())
@@ -81,15 +89,19 @@ fn child_appends_until_killed() {
 
 /// Starts the child, waits for `at_least` acknowledgements, kills it with SIGKILL and
 /// returns the last position it acknowledged.
-fn run_child_and_kill(path: &Path, id: &str, at_least: u64) -> u64 {
-    let mut child = Command::new(std::env::current_exe().unwrap())
+fn run_child_and_kill(t: &Harness, id: &str, at_least: u64) -> u64 {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command
         .args([CHILD_TEST, "--exact", "--nocapture", "--test-threads=1"])
         .env("SLUICE_STORE_CHILD", "1")
-        .env("SLUICE_STORE_CHILD_DB", path)
+        .env("SLUICE_STORE_CHILD_DB", &t.path)
         .env("SLUICE_STORE_CHILD_SESSION", id)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .env_remove("SLUICE_STORE_CHILD_URL")
+        .stdout(Stdio::piped());
+    if let Some(url) = &t.url {
+        command.env("SLUICE_STORE_CHILD_URL", url);
+    }
+    let mut child = command.spawn().unwrap();
     let stdout = child.stdout.take().unwrap();
     let mut acked = 0;
     let mut count = 0;
@@ -123,14 +135,14 @@ fn run_child_and_kill(path: &Path, id: &str, at_least: u64) -> u64 {
     acked
 }
 
-#[test]
-fn sigkill_mid_append_loses_nothing_acknowledged() {
-    let t = temp_store();
-    let id = t.store.create_session().unwrap().id;
-    drop(t.store);
+async fn sigkill_mid_append_loses_nothing_acknowledged(kind: Kind) {
+    let Some(t) = Harness::new(kind, "sigkill_mid_append_loses_nothing_acknowledged").await else {
+        return;
+    };
+    let id = t.store.create_session().await.unwrap().id;
     let mut acked = 0;
     for at_least in [200, 260, 230] {
-        let round_acked = run_child_and_kill(&t.path, &id, at_least);
+        let round_acked = tokio::task::block_in_place(|| run_child_and_kill(&t, &id, at_least));
         assert_eq!(
             round_acked,
             acked + at_least,
@@ -138,8 +150,8 @@ fn sigkill_mid_append_loses_nothing_acknowledged() {
         );
         acked = round_acked;
 
-        let store = SqliteStore::open(&t.path).unwrap();
-        let transcript = store.messages(&id).unwrap();
+        let store = t.reopen().await;
+        let transcript = store.messages(&id).await.unwrap();
         assert!(
             transcript.len() as u64 >= acked,
             "acknowledged {acked}, found {}",
@@ -156,13 +168,17 @@ fn sigkill_mid_append_loses_nothing_acknowledged() {
             );
         }
         assert_eq!(
-            store.session(&id).unwrap().message_count,
+            store.session(&id).await.unwrap().message_count,
             transcript.len() as u64
         );
-        let check: String = raw(&t.path)
-            .query_row("PRAGMA integrity_check", [], |row| row.get(0))
-            .unwrap();
-        assert_eq!(check, "ok");
+        if kind == Kind::Sqlite {
+            let check: String = raw(&t.path)
+                .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+                .unwrap();
+            assert_eq!(check, "ok");
+        }
         acked = transcript.len() as u64;
     }
 }
+
+both!(sigkill_mid_append_loses_nothing_acknowledged);

@@ -1,18 +1,45 @@
-//! Integration tests of the SQLite session store, as one binary.
+//! Integration tests of the session store, as one binary: one suite, run against both
+//! SQLite and PostgreSQL (`both!`). The PostgreSQL half needs `SLUICE_TEST_POSTGRES_URL`
+//! (util.rs); tests of one backend's own mechanics (the SQLite file, PostgreSQL's URL and
+//! schema table) run against that backend alone.
 
-/// Helpers: a store in a temporary directory, a raw connection, message builders.
+/// Runs `async fn $name(Kind)` as two tests, `$name::sqlite` and `$name::postgres`.
+macro_rules! both {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn sqlite() {
+                    super::$name(crate::util::Kind::Sqlite).await
+                }
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn postgres() {
+                    super::$name(crate::util::Kind::Postgres).await
+                }
+            }
+        )*
+    };
+}
+
+/// Helpers: a store of either kind in a fresh place, message builders.
 mod util;
 
 /// Transcripts: every field round-trips, positions are gapless, changes are audited.
 mod transcript;
 
-/// Runs and approvals: one run per session, stale runs taken over, decisions.
+/// Runs and approvals: one run per session, dead runners taken over, decisions.
 mod runs;
 
-/// The file: creation, migrations on reopen, a schema from a newer Sluice, bad files.
+/// Run events, cancellation and the run-time configuration (issue 17).
+mod events;
+
+/// The SQLite file: creation, migrations on reopen, a schema from a newer Sluice, bad files.
 mod schema;
 
-/// Appends from several threads and connections at once lose and duplicate nothing.
+/// PostgreSQL: the URL, an unreachable server, migrations, a schema from a newer Sluice.
+mod postgres;
+
+/// Appends from several tasks and connections at once lose and duplicate nothing.
 mod concurrency;
 
 /// A process killed with SIGKILL mid-append loses nothing it acknowledged.

@@ -1,7 +1,7 @@
 use sluice_protocol::SessionStatus;
-use sluice_store::{Decision, SqliteStore, Store, StoreError};
+use sluice_store::{Decision, RunEnd, StoreError};
 
-use crate::util::{raw, temp_store};
+use crate::util::{Harness, Kind, raw};
 
 /// `(status, runner_pid)` as stored.
 fn run_row(path: &std::path::Path, id: &str) -> (String, Option<i64>) {
@@ -27,50 +27,69 @@ fn ours() -> i64 {
     i64::from(std::process::id())
 }
 
-#[test]
-fn one_run_at_a_time_in_this_process() {
-    let t = temp_store();
-    let id = t.store.create_session().unwrap().id;
-    t.store.begin_run(&id, None).unwrap();
-    assert_eq!(t.store.session(&id).unwrap().status, SessionStatus::Running);
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_run_at_a_time_in_this_process() {
+    let t = Harness::new(Kind::Sqlite, "one_run_at_a_time_in_this_process")
+        .await
+        .unwrap();
+    let id = t.store.create_session().await.unwrap().id;
+    t.store.begin_run(&id, None).await.unwrap();
+    assert_eq!(
+        t.store.session(&id).await.unwrap().status,
+        SessionStatus::Running
+    );
     assert_eq!(run_row(&t.path, &id), ("running".to_owned(), Some(ours())));
 
     // A second run: refused, through this store or another connection to the file.
-    assert!(matches!(t.store.begin_run(&id, None), Err(StoreError::Busy(s)) if s == id));
-    let other = SqliteStore::open(&t.path).unwrap();
-    assert!(matches!(other.begin_run(&id, None), Err(StoreError::Busy(s)) if s == id));
+    assert!(matches!(t.store.begin_run(&id, None).await, Err(StoreError::Busy(s)) if s == id));
+    let other = t.reopen().await;
+    assert!(matches!(other.begin_run(&id, None).await, Err(StoreError::Busy(s)) if s == id));
     assert_eq!(
-        other.begin_run(&id, Some("lost?")).unwrap_err().to_string(),
+        other
+            .begin_run(&id, Some("lost?"))
+            .await
+            .unwrap_err()
+            .to_string(),
         format!(
             "session {id:?} already has a run in progress (one run per session, across every process using this store); nothing was added: wait for that run to end"
         )
     );
-    assert_eq!(other.append_queued_prompts(&id).unwrap(), Vec::<u64>::new());
+    assert_eq!(
+        other.append_queued_prompts(&id).await.unwrap(),
+        Vec::<u64>::new()
+    );
     // Another session is free.
-    let second = t.store.create_session().unwrap().id;
-    t.store.begin_run(&second, None).unwrap();
+    let second = t.store.create_session().await.unwrap().id;
+    t.store.begin_run(&second, None).await.unwrap();
 
     t.store
-        .end_run(&id, SessionStatus::Completed, None)
+        .end_run(&id, &RunEnd::status(SessionStatus::Completed, None))
+        .await
         .unwrap();
     assert_eq!(run_row(&t.path, &id), ("completed".to_owned(), None));
-    other.begin_run(&id, None).unwrap();
-    other.end_run(&id, SessionStatus::Aborted, None).unwrap();
+    other.begin_run(&id, None).await.unwrap();
+    other
+        .end_run(&id, &RunEnd::status(SessionStatus::Aborted, None))
+        .await
+        .unwrap();
     t.store
-        .end_run(&second, SessionStatus::Completed, None)
+        .end_run(&second, &RunEnd::status(SessionStatus::Completed, None))
+        .await
         .unwrap();
 }
 
-#[test]
-fn a_run_of_another_live_process_is_busy() {
-    let t = temp_store();
-    let id = t.store.create_session().unwrap().id;
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_of_another_live_process_is_busy() {
+    let t = Harness::new(Kind::Sqlite, "a_run_of_another_live_process_is_busy")
+        .await
+        .unwrap();
+    let id = t.store.create_session().await.unwrap().id;
     // The process that runs this test binary (cargo, nextest or a shell) is alive and
     // not us.
     let live = i64::from(std::os::unix::process::parent_id());
     set_running(&t.path, &id, Some(live));
     assert!(matches!(
-        t.store.begin_run(&id, None),
+        t.store.begin_run(&id, None).await,
         Err(StoreError::Busy(_))
     ));
     assert_eq!(
@@ -81,23 +100,27 @@ fn a_run_of_another_live_process_is_busy() {
     // The refusal left nothing behind in this process: once the other run ends, ours may
     // begin.
     t.store
-        .end_run(&id, SessionStatus::Completed, None)
+        .end_run(&id, &RunEnd::status(SessionStatus::Completed, None))
+        .await
         .unwrap();
-    t.store.begin_run(&id, None).unwrap();
+    t.store.begin_run(&id, None).await.unwrap();
     assert_eq!(run_row(&t.path, &id), ("running".to_owned(), Some(ours())));
 }
 
 #[cfg(target_os = "linux")]
-#[test]
-fn a_stale_running_session_is_taken_over() {
-    let t = temp_store();
-    let id = t.store.create_session().unwrap().id;
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_running_session_is_taken_over() {
+    let t = Harness::new(Kind::Sqlite, "a_stale_running_session_is_taken_over")
+        .await
+        .unwrap();
+    let id = t.store.create_session().await.unwrap().id;
     // No process has this pid: pid_max is at most 2^22 on Linux.
     set_running(&t.path, &id, Some(4_294_967_000));
-    t.store.begin_run(&id, None).unwrap();
+    t.store.begin_run(&id, None).await.unwrap();
     assert_eq!(run_row(&t.path, &id), ("running".to_owned(), Some(ours())));
     t.store
-        .end_run(&id, SessionStatus::Error, Some("boom"))
+        .end_run(&id, &RunEnd::status(SessionStatus::Error, Some("boom")))
+        .await
         .unwrap();
 
     // A runner that exited but was not yet reaped (a zombie) is gone too.
@@ -122,44 +145,54 @@ fn a_stale_running_session_is_taken_over() {
         std::thread::yield_now();
     }
     set_running(&t.path, &id, Some(i64::from(zombie)));
-    t.store.begin_run(&id, None).unwrap();
+    t.store.begin_run(&id, None).await.unwrap();
     child.wait().unwrap();
     t.store
-        .end_run(&id, SessionStatus::Completed, None)
+        .end_run(&id, &RunEnd::status(SessionStatus::Completed, None))
+        .await
         .unwrap();
 }
 
-#[test]
-fn running_rows_without_a_live_owner_are_stale() {
-    let t = temp_store();
-    let id = t.store.create_session().unwrap().id;
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn running_rows_without_a_live_owner_are_stale() {
+    let t = Harness::new(Kind::Sqlite, "running_rows_without_a_live_owner_are_stale")
+        .await
+        .unwrap();
+    let id = t.store.create_session().await.unwrap().id;
     // No runner recorded.
     set_running(&t.path, &id, None);
-    t.store.begin_run(&id, None).unwrap();
+    t.store.begin_run(&id, None).await.unwrap();
     t.store
-        .end_run(&id, SessionStatus::Completed, None)
+        .end_run(&id, &RunEnd::status(SessionStatus::Completed, None))
+        .await
         .unwrap();
     // Our own pid, but not a run of ours: an earlier process with the same pid left it
     // (as happens in containers).
     set_running(&t.path, &id, Some(ours()));
-    t.store.begin_run(&id, None).unwrap();
+    t.store.begin_run(&id, None).await.unwrap();
     assert_eq!(run_row(&t.path, &id), ("running".to_owned(), Some(ours())));
     t.store
-        .end_run(&id, SessionStatus::Completed, None)
+        .end_run(&id, &RunEnd::status(SessionStatus::Completed, None))
+        .await
         .unwrap();
 }
 
-#[test]
-fn end_run_records_status_and_last_error() {
-    let t = temp_store();
-    let id = t.store.create_session().unwrap().id;
-    let before = t.store.session(&id).unwrap();
-    t.store.begin_run(&id, None).unwrap();
+async fn end_run_records_status_and_last_error(kind: Kind) {
+    let Some(t) = Harness::new(kind, "end_run_records_status_and_last_error").await else {
+        return;
+    };
+    let id = t.store.create_session().await.unwrap().id;
+    let before = t.store.session(&id).await.unwrap();
+    t.store.begin_run(&id, None).await.unwrap();
     let message = "Reached maxTurns=50 without a final answer. ✓";
     t.store
-        .end_run(&id, SessionStatus::Completed, Some(message))
+        .end_run(
+            &id,
+            &RunEnd::status(SessionStatus::Completed, Some(message)),
+        )
+        .await
         .unwrap();
-    let after = t.store.session(&id).unwrap();
+    let after = t.store.session(&id).await.unwrap();
     assert_eq!(
         (after.status, after.last_error.as_deref()),
         (SessionStatus::Completed, Some(message))
@@ -171,66 +204,81 @@ fn end_run_records_status_and_last_error() {
         SessionStatus::Error,
         SessionStatus::Idle,
     ] {
-        t.store.begin_run(&id, None).unwrap();
-        t.store.end_run(&id, status, None).unwrap();
-        let s = t.store.session(&id).unwrap();
+        t.store.begin_run(&id, None).await.unwrap();
+        t.store
+            .end_run(&id, &RunEnd::status(status, None))
+            .await
+            .unwrap();
+        let s = t.store.session(&id).await.unwrap();
         assert_eq!((s.status, s.last_error), (status, None));
     }
 }
 
-#[test]
-fn decisions_are_per_call_and_the_last_one_counts() {
-    let t = temp_store();
-    let a = t.store.create_session().unwrap().id;
-    let b = t.store.create_session().unwrap().id;
-    assert_eq!(t.store.decision(&a, "call_1").unwrap(), None);
-    t.store.decide(&a, "call_1", Decision::Approve).unwrap();
+async fn decisions_are_per_call_and_the_last_one_counts(kind: Kind) {
+    let Some(t) = Harness::new(kind, "decisions_are_per_call_and_the_last_one_counts").await else {
+        return;
+    };
+    let a = t.store.create_session().await.unwrap().id;
+    let b = t.store.create_session().await.unwrap().id;
+    assert_eq!(t.store.decision(&a, "call_1").await.unwrap(), None);
+    t.store
+        .decide(&a, "call_1", Decision::Approve)
+        .await
+        .unwrap();
     assert_eq!(
-        t.store.decision(&a, "call_1").unwrap(),
+        t.store.decision(&a, "call_1").await.unwrap(),
         Some(Decision::Approve)
     );
-    assert_eq!(t.store.decision(&a, "call_2").unwrap(), None);
-    assert_eq!(t.store.decision(&b, "call_1").unwrap(), None);
-    t.store.decide(&a, "call_1", Decision::Deny).unwrap();
-    t.store.decide(&a, "call_2", Decision::Approve).unwrap();
+    assert_eq!(t.store.decision(&a, "call_2").await.unwrap(), None);
+    assert_eq!(t.store.decision(&b, "call_1").await.unwrap(), None);
+    t.store.decide(&a, "call_1", Decision::Deny).await.unwrap();
+    t.store
+        .decide(&a, "call_2", Decision::Approve)
+        .await
+        .unwrap();
     assert_eq!(
-        t.store.decision(&a, "call_1").unwrap(),
+        t.store.decision(&a, "call_1").await.unwrap(),
         Some(Decision::Deny)
     );
     assert_eq!(
-        t.store.decision(&a, "call_2").unwrap(),
+        t.store.decision(&a, "call_2").await.unwrap(),
         Some(Decision::Approve)
     );
     // Another process (the operator's CLI) sees them.
-    let other = SqliteStore::open(&t.path).unwrap();
-    assert_eq!(other.decision(&a, "call_1").unwrap(), Some(Decision::Deny));
+    let other = t.reopen().await;
+    assert_eq!(
+        other.decision(&a, "call_1").await.unwrap(),
+        Some(Decision::Deny)
+    );
 }
 
 /// Issue 12 item 6: a prompt is accepted together with its run, in one transaction, or
 /// refused with Busy; an accepted prompt waits in the store until the run appends it, and a
 /// run that dies first leaves it for the next run.
-#[test]
-fn a_prompt_is_accepted_with_its_run_and_never_lost() {
-    let t = temp_store();
-    let id = t.store.create_session().unwrap().id;
-    t.store.begin_run(&id, Some("first")).unwrap();
+async fn a_prompt_is_accepted_with_its_run_and_never_lost(kind: Kind) {
+    let Some(t) = Harness::new(kind, "a_prompt_is_accepted_with_its_run_and_never_lost").await
+    else {
+        return;
+    };
+    let id = t.store.create_session().await.unwrap().id;
+    t.store.begin_run(&id, Some("first")).await.unwrap();
     assert!(
-        t.store.messages(&id).unwrap().is_empty(),
+        t.store.messages(&id).await.unwrap().is_empty(),
         "queued, not yet in the transcript"
     );
     // Refused while the run holds the session: nothing is queued.
-    let other = SqliteStore::open(&t.path).unwrap();
+    let other = t.reopen().await;
     assert!(matches!(
-        other.begin_run(&id, Some("refused")),
+        other.begin_run(&id, Some("refused")).await,
         Err(StoreError::Busy(_))
     ));
-    assert_eq!(t.store.append_queued_prompts(&id).unwrap(), [1]);
+    assert_eq!(t.store.append_queued_prompts(&id).await.unwrap(), [1]);
     assert_eq!(
-        t.store.append_queued_prompts(&id).unwrap(),
+        t.store.append_queued_prompts(&id).await.unwrap(),
         Vec::<u64>::new(),
         "once"
     );
-    let messages = t.store.messages(&id).unwrap();
+    let messages = t.store.messages(&id).await.unwrap();
     assert_eq!(messages.len(), 1);
     assert_eq!(messages[0].message.content, "first");
     assert_eq!(messages[0].message.role, sluice_protocol::Role::User);
@@ -238,37 +286,46 @@ fn a_prompt_is_accepted_with_its_run_and_never_lost() {
     // The runner dies before appending its prompt: the next run (here another handle, as
     // another process would) takes the session over and appends both, in order.
     t.store
-        .end_run(&id, SessionStatus::Completed, None)
+        .end_run(&id, &RunEnd::status(SessionStatus::Completed, None))
+        .await
         .unwrap();
-    t.store.begin_run(&id, Some("second")).unwrap();
-    set_running(&t.path, &id, Some(4_294_967_000));
-    other.begin_run(&id, Some("third")).unwrap();
-    assert_eq!(other.append_queued_prompts(&id).unwrap(), [2, 3]);
+    t.store.begin_run(&id, Some("second")).await.unwrap();
+    t.kill_runners().await;
+    other.begin_run(&id, Some("third")).await.unwrap();
+    assert_eq!(other.append_queued_prompts(&id).await.unwrap(), [2, 3]);
     let contents: Vec<String> = other
         .messages(&id)
+        .await
         .unwrap()
         .into_iter()
         .map(|m| m.message.content)
         .collect();
     assert_eq!(contents, ["first", "second", "third"]);
-    other.end_run(&id, SessionStatus::Completed, None).unwrap();
+    other
+        .end_run(&id, &RunEnd::status(SessionStatus::Completed, None))
+        .await
+        .unwrap();
 }
 
-#[test]
-fn sessions_may_be_created_under_a_chosen_name() {
-    let t = temp_store();
-    let s = t.store.create_named_session("fix-login.2").unwrap();
+async fn sessions_may_be_created_under_a_chosen_name(kind: Kind) {
+    let Some(t) = Harness::new(kind, "sessions_may_be_created_under_a_chosen_name").await else {
+        return;
+    };
+    let s = t.store.create_named_session("fix-login.2").await.unwrap();
     assert_eq!(
         (s.id.as_str(), s.status, s.message_count),
         ("fix-login.2", SessionStatus::Idle, 0)
     );
-    assert_eq!(t.store.session("fix-login.2").unwrap().id, "fix-login.2");
+    assert_eq!(
+        t.store.session("fix-login.2").await.unwrap().id,
+        "fix-login.2"
+    );
     assert!(matches!(
-        t.store.create_named_session("fix-login.2"),
+        t.store.create_named_session("fix-login.2").await,
         Err(StoreError::SessionExists(n)) if n == "fix-login.2"
     ));
     for bad in ["", "../etc", "-x", "a b", &"n".repeat(65)] {
-        let e = t.store.create_named_session(bad).unwrap_err();
+        let e = t.store.create_named_session(bad).await.unwrap_err();
         assert_eq!(
             e.to_string(),
             format!(
@@ -276,5 +333,12 @@ fn sessions_may_be_created_under_a_chosen_name() {
             )
         );
     }
-    assert_eq!(t.store.list_sessions().unwrap().len(), 1);
+    assert_eq!(t.store.list_sessions().await.unwrap().len(), 1);
 }
+
+both!(
+    end_run_records_status_and_last_error,
+    decisions_are_per_call_and_the_last_one_counts,
+    a_prompt_is_accepted_with_its_run_and_never_lost,
+    sessions_may_be_created_under_a_chosen_name,
+);

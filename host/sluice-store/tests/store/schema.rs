@@ -1,6 +1,6 @@
 use sluice_store::{SqliteStore, Store, StoreError};
 
-use crate::util::{raw, temp_store, user};
+use crate::util::{Harness, Kind, raw, user};
 
 fn tables(path: &std::path::Path) -> Vec<String> {
     raw(path)
@@ -18,11 +18,16 @@ fn user_version(path: &std::path::Path) -> i64 {
         .unwrap()
 }
 
-#[test]
-fn reopening_migrates_nothing_and_keeps_everything() {
-    let t = temp_store();
-    let id = t.store.create_session().unwrap().id;
-    t.store.append(&id, &user("kept")).unwrap();
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reopening_migrates_nothing_and_keeps_everything() {
+    let t = Harness::new(
+        Kind::Sqlite,
+        "reopening_migrates_nothing_and_keeps_everything",
+    )
+    .await
+    .unwrap();
+    let id = t.store.create_session().await.unwrap().id;
+    t.store.append(&id, &user("kept")).await.unwrap();
     let schema_before: Vec<String> = raw(&t.path)
         .prepare("SELECT sql FROM sqlite_schema ORDER BY name")
         .unwrap()
@@ -36,15 +41,21 @@ fn reopening_migrates_nothing_and_keeps_everything() {
     drop(t.store);
     for _ in 0..3 {
         let store = SqliteStore::open(&t.path).unwrap();
-        assert_eq!(store.messages(&id).unwrap()[0].message.content, "kept");
+        assert_eq!(
+            store.messages(&id).await.unwrap()[0].message.content,
+            "kept"
+        );
     }
     assert_eq!(
         tables(&t.path),
         [
             "approvals",
             "audit",
+            "config",
             "messages",
             "queued_prompts",
+            "run_events",
+            "runs",
             "sessions"
         ]
     );
@@ -66,9 +77,11 @@ fn reopening_migrates_nothing_and_keeps_everything() {
     assert_eq!(mode, "wal", "WAL is a property of the file");
 }
 
-#[test]
-fn a_schema_from_a_newer_sluice_is_refused() {
-    let t = temp_store();
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_from_a_newer_sluice_is_refused() {
+    let t = Harness::new(Kind::Sqlite, "a_schema_from_a_newer_sluice_is_refused")
+        .await
+        .unwrap();
     drop(t.store);
     let newer = SqliteStore::SCHEMA_VERSION + 1;
     raw(&t.path)
@@ -88,14 +101,14 @@ fn a_schema_from_a_newer_sluice_is_refused() {
     assert_eq!(
         err.to_string(),
         format!(
-            "session store {shown} has schema version {newer}; this Sluice knows up to 2: upgrade Sluice"
+            "session store {shown} has schema version {newer}; this Sluice knows up to 3: upgrade Sluice"
         )
     );
     assert_eq!(user_version(&t.path), newer, "left alone");
 }
 
-#[test]
-fn open_creates_missing_directories() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_creates_missing_directories() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a/b/c/sessions.db");
     let store = SqliteStore::open(&path).unwrap();
@@ -116,8 +129,8 @@ fn open_creates_missing_directories() {
 /// silently made a database (an empty file), or refused with SQLite's "file is not a
 /// database" from setting the journal mode. Each is refused, naming the file and what it is,
 /// and the file is left exactly as it was.
-#[test]
-fn a_file_that_is_not_a_store_is_refused_and_left_alone() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_that_is_not_a_store_is_refused_and_left_alone() {
     let dir = tempfile::tempdir().unwrap();
     let refused = |path: &std::path::Path, what: &str| {
         let before = std::fs::read(path).ok();
@@ -195,29 +208,37 @@ fn a_file_that_is_not_a_store_is_refused_and_left_alone() {
     assert!(text.contains(&blocked.display().to_string()), "{text}");
 }
 
-/// A store of schema version 1 (before runs were claimed with their prompt) is migrated in
-/// place, keeping its sessions and messages.
-#[test]
-fn a_version_1_store_is_migrated() {
-    let t = temp_store();
-    let id = t.store.create_session().unwrap().id;
-    t.store.append(&id, &user("kept")).unwrap();
+/// A store of schema version 1 (before runs were claimed with their prompt, and before runs
+/// and their events were stored) is migrated in place, keeping its sessions and messages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_1_store_is_migrated() {
+    let t = Harness::new(Kind::Sqlite, "a_version_1_store_is_migrated")
+        .await
+        .unwrap();
+    let id = t.store.create_session().await.unwrap().id;
+    t.store.append(&id, &user("kept")).await.unwrap();
     drop(t.store);
     // Undo version 2 by hand, as a store written by the previous Sluice looks.
     raw(&t.path)
         .execute_batch(
-            "DROP TABLE queued_prompts; ALTER TABLE sessions DROP COLUMN runner_token; PRAGMA user_version = 1;",
+            "DROP TABLE run_events; DROP TABLE runs; DROP TABLE config; ALTER TABLE sessions DROP COLUMN run_id; DROP TABLE queued_prompts; ALTER TABLE sessions DROP COLUMN runner_token; PRAGMA user_version = 1;",
         )
         .unwrap();
     let store = SqliteStore::open(&t.path).unwrap();
     assert_eq!(user_version(&t.path), SqliteStore::SCHEMA_VERSION);
-    assert_eq!(store.messages(&id).unwrap()[0].message.content, "kept");
-    store.begin_run(&id, Some("after the upgrade")).unwrap();
-    assert_eq!(store.append_queued_prompts(&id).unwrap(), [2]);
+    assert_eq!(
+        store.messages(&id).await.unwrap()[0].message.content,
+        "kept"
+    );
+    store
+        .begin_run(&id, Some("after the upgrade"))
+        .await
+        .unwrap();
+    assert_eq!(store.append_queued_prompts(&id).await.unwrap(), [2]);
 }
 
-#[test]
-fn two_processes_may_open_a_new_file_at_once() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_may_open_a_new_file_at_once() {
     // Many connections racing to create and migrate the same new file: each migration
     // step re-reads the version under the write lock, so exactly one applies it.
     let dir = tempfile::tempdir().unwrap();

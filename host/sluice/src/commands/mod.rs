@@ -5,6 +5,7 @@ mod run;
 mod serve;
 mod session;
 mod tools;
+mod store;
 
 pub(crate) use run::RunEnded;
 
@@ -46,6 +47,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
         max_turns,
         auto_approve,
         store: cli.global.store.clone(),
+        store_url: cli.global.store_url.clone(),
         model,
         max_concurrent_calls: cli.global.max_concurrent_calls.clone(),
         allowed_hosts,
@@ -86,7 +88,11 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Session { command } => {
             drop(out);
-            return session::run(&config, command);
+            return runtime.block_on(session::run(&config, command));
+        }
+        Command::Store { command } => {
+            drop(out);
+            return runtime.block_on(store::run(&config, command));
         }
         Command::Call { tool, args } => {
             let toolbox = runtime.block_on(wiring::load_tools(&config, Some(&tool)))?;

@@ -16,15 +16,15 @@ use crate::cli::RunArgs;
 
 /// Runs the agent; the answer (or `--json`) on stdout.
 pub(crate) async fn run(config: &Config, args: RunArgs) -> anyhow::Result<()> {
-    let store: Arc<dyn Store> = Arc::new(wiring::open_store(config)?);
+    let store: Arc<dyn Store> = wiring::open_store(config).await?;
     let session_id = match &args.session {
-        Some(name) => session_named(store.as_ref(), name, args.prompt.is_some())?,
+        Some(name) => session_named(store.as_ref(), name, args.prompt.is_some()).await?,
         None => {
             anyhow::ensure!(
                 args.prompt.is_some(),
                 "give a prompt, or --session ID to resume a session"
             );
-            store.create_session()?.id
+            store.create_session().await?.id
         }
     };
     let backend = backend(config, &args)?;
@@ -39,7 +39,7 @@ pub(crate) async fn run(config: &Config, args: RunArgs) -> anyhow::Result<()> {
             on_ctrl_c.cancel();
         }
     });
-    let before = store.session(&session_id)?.message_count;
+    let before = store.session(&session_id).await?.message_count;
     let progress = Progress::new(&session_id);
     let outcome = agent
         .run(&session_id, args.prompt.as_deref(), &cancel, &|e| {
@@ -51,7 +51,8 @@ pub(crate) async fn run(config: &Config, args: RunArgs) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     if args.json {
         let added: Vec<_> = store
-            .messages(&session_id)?
+            .messages(&session_id)
+            .await?
             .into_iter()
             .filter(|m| m.seq > before)
             .collect();
@@ -86,10 +87,11 @@ pub(crate) async fn run(config: &Config, args: RunArgs) -> anyhow::Result<()> {
 /// The session `name`: the existing one, or, when there is none and a prompt starts it, a
 /// new session under that name (said on stderr). Without a prompt a missing session is an
 /// error: there is nothing to resume.
-fn session_named(store: &dyn Store, name: &str, has_prompt: bool) -> anyhow::Result<String> {
-    match store.session(name) {
+async fn session_named(store: &dyn Store, name: &str, has_prompt: bool) -> anyhow::Result<String> {
+    match store.session(name).await {
         Ok(s) => Ok(s.id),
-        Err(StoreError::NoSession(_)) if has_prompt => match store.create_named_session(name) {
+        Err(StoreError::NoSession(_)) if has_prompt => match store.create_named_session(name).await
+        {
             Ok(s) => {
                 #[allow(clippy::print_stderr)]
                 {
@@ -98,7 +100,7 @@ fn session_named(store: &dyn Store, name: &str, has_prompt: bool) -> anyhow::Res
                 Ok(s.id)
             }
             // Another process created it meanwhile: continue that one.
-            Err(StoreError::SessionExists(_)) => Ok(store.session(name)?.id),
+            Err(StoreError::SessionExists(_)) => Ok(store.session(name).await?.id),
             Err(e) => Err(e.into()),
         },
         Err(StoreError::NoSession(_)) => Err(anyhow::anyhow!(

@@ -32,8 +32,9 @@ pub(crate) async fn run(
     // Refuse a bad address/token pairing before loading anything.
     options.check()?;
     let (tools, _reloader) = live_tools(config, reload, !args.no_reload).await?;
-    let services =
-        wiring::services_with_tools(config, tools.clone()).context("failed to set up the agent")?;
+    let services = wiring::services_with_tools(config, tools.clone())
+        .await
+        .context("failed to set up the agent")?;
     let mcp = wiring::mcp_server(config, tools);
     let bound = Server::new(services, options)?.with_mcp(mcp).bind().await?;
     #[allow(clippy::print_stderr)]

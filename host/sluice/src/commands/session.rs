@@ -8,42 +8,42 @@ use sluice_store::{Decision, Store};
 use crate::cli::SessionCommand;
 
 /// Runs a session command; output is JSON on stdout.
-pub(crate) fn run(config: &Config, command: SessionCommand) -> anyhow::Result<()> {
-    let store = sluice_server::wiring::open_store(config)?;
-    let mut out = std::io::stdout().lock();
+pub(crate) async fn run(config: &Config, command: SessionCommand) -> anyhow::Result<()> {
+    let store = sluice_server::wiring::open_store(config).await?;
+    let mut out = std::io::stdout();
     match command {
         SessionCommand::List => {
-            serde_json::to_writer_pretty(&mut out, &store.list_sessions()?)?;
+            serde_json::to_writer_pretty(&mut out, &store.list_sessions().await?)?;
         }
         SessionCommand::Show { id } => {
-            let session = store.session(&id)?;
-            let messages = store.messages(&id)?;
+            let session = store.session(&id).await?;
+            let messages = store.messages(&id).await?;
             let shown = serde_json::json!({"session": session, "messages": messages});
             serde_json::to_writer_pretty(&mut out, &shown)?;
         }
         SessionCommand::Audit { id } => {
-            store.session(&id)?;
-            serde_json::to_writer_pretty(&mut out, &store.audit(&id)?)?;
+            store.session(&id).await?;
+            serde_json::to_writer_pretty(&mut out, &store.audit(&id).await?)?;
         }
         SessionCommand::Approve { id, call_id } => {
-            decide(&store, &id, &call_id, Decision::Approve, &mut out)?
+            decide(store.as_ref(), &id, &call_id, Decision::Approve, &mut out).await?
         }
         SessionCommand::Deny { id, call_id } => {
-            decide(&store, &id, &call_id, Decision::Deny, &mut out)?
+            decide(store.as_ref(), &id, &call_id, Decision::Deny, &mut out).await?
         }
     }
     writeln!(out)?;
     Ok(())
 }
 
-fn decide(
+async fn decide(
     store: &dyn Store,
     id: &str,
     call_id: &str,
     decision: Decision,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
-    let messages = store.messages(id)?;
+    let messages = store.messages(id).await?;
     let pending = sluice_agent::recovery::pending_calls(&messages);
     let Some(call) = pending.iter().find(|c| c.id == call_id) else {
         let ids: Vec<&str> = pending.iter().map(|c| c.id.as_str()).collect();
@@ -56,7 +56,7 @@ fn decide(
             }
         );
     };
-    store.decide(id, call_id, decision)?;
+    store.decide(id, call_id, decision).await?;
     let verb = match decision {
         Decision::Approve => "approved",
         Decision::Deny => "denied",

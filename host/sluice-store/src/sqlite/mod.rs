@@ -1,0 +1,592 @@
+//! [`SqliteStore`]: the embedded session store, one SQLite file in WAL mode.
+//!
+//! The operations themselves are synchronous (`sessions.rs`: transcripts, audit and
+//! decisions; `runs.rs`: runs, events, cancellation, configuration); the [`Store`] impl runs
+//! each on tokio's blocking pool.
+
+mod runs;
+mod sessions;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use rusqlite::{
+    Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params,
+};
+use sluice_protocol::{Message, SessionStatus};
+
+use crate::queue::{EventQueue, PendingEvent};
+use crate::schema::{
+    MIGRATIONS, check_file, check_not_foreign, create_private_dir_all, create_whole, migrate,
+};
+use crate::signals::Signals;
+use crate::{
+    AuditEntry, Decision, RunEnd, RunRecord, SessionRecord, Store, StoreError, StoredEvent,
+    StoredMessage, Subscription, Topic,
+};
+
+/// How often a subscription looks for changes made by other processes, which cannot
+/// signal this one.
+const POLL: Duration = Duration::from_millis(100);
+
+/// How long an operation waits for another connection's write transaction (in this or
+/// another process) before it fails with "database is locked": 5 s.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The one statement that appends a message. `MAX(seq)` is one descent of the primary
+/// key's index, so an append costs O(log n + size of the message) and writes one row.
+const APPEND_SQL: &str = "
+INSERT INTO messages (session_id, seq, role, content, tool_calls, tool_call_id, created_at)
+SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5, ?6 FROM messages WHERE session_id = ?1
+RETURNING seq";
+
+/// A session row with its message count (the last `seq`: positions are gapless and rows
+/// are never deleted, so this is one index descent, not a count of the transcript).
+const SESSION_SQL: &str = "
+SELECT s.id, s.created_at, s.updated_at, s.status, s.last_error,
+       (SELECT COALESCE(MAX(m.seq), 0) FROM messages m WHERE m.session_id = s.id)
+FROM sessions s";
+
+/// The embedded session store: one SQLite file in WAL mode.
+///
+/// Durability: `synchronous = NORMAL`. In WAL mode a transaction is committed once its
+/// frames are written to the WAL file, so a committed transaction survives a crash of the
+/// process (a panic, `kill -9`): the OS holds the written pages. Only a power loss or an
+/// OS crash can roll back the newest transactions, and the database stays consistent
+/// even then. `FULL` would add an fsync to every append for that case alone.
+///
+/// Concurrency: the store holds one connection behind a mutex, so calls from many threads
+/// are serialised; other processes may open the same file. Every write is an IMMEDIATE
+/// transaction (it takes the write lock before reading), and a writer waits up to 5 s for
+/// another's write lock before failing with [`StoreError::Database`] ("database is
+/// locked"). A reader in another connection never waits for a writer (WAL).
+///
+/// One run per session, across processes: the session row records the runner's pid and a
+/// token drawn once per process; [`Store::begin_run`] reads and writes them in one
+/// IMMEDIATE transaction, so two processes (or two handles in one process) cannot both
+/// claim a session, and a row left `running` by a process that has died is taken over.
+///
+/// Async: each call runs on tokio's blocking pool (an append takes tens of microseconds,
+/// but a write may wait up to 5 s for another process's write lock, which must not stall a
+/// runtime worker). Changes made through this store wake its subscriptions at once; those
+/// made by other processes are found within 100 ms by polling.
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+    queue: EventQueue,
+}
+
+/// The connection and what the blocking calls share.
+pub(crate) struct Inner {
+    /// The file as given to [`SqliteStore::open`], for messages.
+    path: String,
+    conn: Mutex<Connection>,
+    signals: Signals,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.inner.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// The newest schema version this build knows (`PRAGMA user_version`).
+    pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+    /// Opens the store at `path`, creating the file and its parent directories if missing
+    /// (directories this creates are private to the user on Unix: mode 0700), and brings
+    /// its schema up to [`SqliteStore::SCHEMA_VERSION`].
+    ///
+    /// A missing file is created whole: the database is made under a temporary name
+    /// beside it and linked into place, so a file at `path` is always either a complete
+    /// store or not one of Sluice's, even when several processes create it at once. An
+    /// existing file that is not a SQLite database, or a SQLite database that Sluice did
+    /// not make, is refused before anything is written to it.
+    ///
+    /// Errors: [`StoreError::NotAStore`] for a directory, an empty file, a file that is not
+    /// a SQLite database, or another program's database; [`StoreError::TooNew`] when a
+    /// newer Sluice wrote the schema; [`StoreError::Database`] when the directory cannot be
+    /// created, or WAL mode is not available (for example on a file system without shared
+    /// memory support).
+    pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        let shown = path.display().to_string();
+        let fail = |what: &str, e: &dyn std::fmt::Display| StoreError::Database {
+            path: shown.clone(),
+            message: format!("{what}: {e}"),
+        };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            create_private_dir_all(parent)
+                .map_err(|e| fail(&format!("cannot create directory {}", parent.display()), &e))?;
+        }
+        check_file(path, &shown)?;
+        if !path.exists() {
+            create_whole(path, &shown)?;
+        }
+        check_file(path, &shown)?;
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let mut conn =
+            Connection::open_with_flags(path, flags).map_err(|e| fail("cannot open", &e))?;
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(|e| fail("cannot set the busy timeout", &e))?;
+        check_not_foreign(&conn, &shown)?;
+        let mode: String = conn
+            .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
+            .map_err(|e| fail("cannot use WAL journal mode", &e))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(fail(
+                "cannot use WAL journal mode",
+                &format!("SQLite kept journal mode {mode:?}"),
+            ));
+        }
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(|e| fail("cannot set synchronous = NORMAL", &e))?;
+        conn.pragma_update(None, "foreign_keys", true)
+            .map_err(|e| fail("cannot enable foreign keys", &e))?;
+        migrate(&mut conn, &shown)?;
+        let inner = Arc::new(Inner {
+            path: shown,
+            conn: Mutex::new(conn),
+            signals: Signals::default(),
+        });
+        Ok(SqliteStore {
+            queue: EventQueue::new(inner.clone()),
+            inner,
+        })
+    }
+
+    /// Opens (creating or migrating) the store at `path` as [`SqliteStore::open`] does, for
+    /// `sluice store migrate`, and returns the schema version before and after.
+    ///
+    /// # Errors
+    /// As [`SqliteStore::open`].
+    pub fn migrate(path: &Path) -> Result<(i64, i64), StoreError> {
+        let shown = path.display().to_string();
+        check_file(path, &shown)?;
+        let before = if path.exists() {
+            Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .and_then(|c| c.pragma_query_value(None, "user_version", |row| row.get(0)))
+                .map_err(|e| StoreError::Database {
+                    path: shown.clone(),
+                    message: format!("cannot read the schema version: {e}"),
+                })?
+        } else {
+            0
+        };
+        Self::open(path)?;
+        Ok((before, Self::SCHEMA_VERSION))
+    }
+
+    /// Where the store lives by default: `$SLUICE_DATA_DIR/sessions.db`, else
+    /// `$XDG_DATA_HOME/sluice/sessions.db`, else `$HOME/.local/share/sluice/sessions.db`.
+    /// `None` when none of these variables is set.
+    pub fn default_path() -> Option<PathBuf> {
+        Self::default_path_from(|name| std::env::var_os(name))
+    }
+
+    /// [`SqliteStore::default_path`] with the environment read through `env` (a variable's
+    /// value, or `None` when it is unset). Empty values count as unset, and a relative
+    /// `XDG_DATA_HOME` is ignored, as the XDG base directory specification says.
+    pub fn default_path_from(env: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+        let var = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        if let Some(dir) = var("SLUICE_DATA_DIR") {
+            return Some(dir.join("sessions.db"));
+        }
+        if let Some(dir) = var("XDG_DATA_HOME").filter(|d| d.is_absolute()) {
+            return Some(dir.join("sluice").join("sessions.db"));
+        }
+        var("HOME").map(|home| home.join(".local/share/sluice/sessions.db"))
+    }
+
+    /// The database file, as given to [`SqliteStore::open`].
+    pub fn path(&self) -> &str {
+        &self.inner.path
+    }
+
+    /// Runs `f` on the blocking pool.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Inner) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || f(&inner))
+            .await
+            .map_err(|e| StoreError::Database {
+                path: self.inner.path.clone(),
+                message: format!("a store call stopped: {e}"),
+            })?
+    }
+}
+
+impl Inner {
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        // A panic while the lock was held dropped its transaction, which rolled back: the
+        // connection is usable.
+        self.conn.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `f` in an IMMEDIATE transaction (the write lock is taken before anything is
+    /// read, so no other writer can slip in between a read and the write that depends on
+    /// it) and commits it. `what` and `id` name the operation in error messages.
+    fn write<T>(
+        &self,
+        what: &str,
+        id: &str,
+        f: impl FnOnce(&Transaction<'_>) -> Result<T, Fail>,
+    ) -> Result<T, StoreError> {
+        self.transaction(TransactionBehavior::Immediate, what, id, f)
+    }
+
+    /// Runs `f` in a read transaction: one consistent snapshot.
+    fn read<T>(
+        &self,
+        what: &str,
+        id: &str,
+        f: impl FnOnce(&Transaction<'_>) -> Result<T, Fail>,
+    ) -> Result<T, StoreError> {
+        self.transaction(TransactionBehavior::Deferred, what, id, f)
+    }
+
+    /// Runs `f` in a transaction that begins as `behavior` says, and commits it.
+    fn transaction<T>(
+        &self,
+        behavior: TransactionBehavior,
+        what: &str,
+        id: &str,
+        f: impl FnOnce(&Transaction<'_>) -> Result<T, Fail>,
+    ) -> Result<T, StoreError> {
+        let mut conn = self.conn();
+        let result = (|| {
+            let tx = conn.transaction_with_behavior(behavior)?;
+            let value = f(&tx)?;
+            tx.commit()?;
+            Ok(value)
+        })();
+        result.map_err(|e| self.error(what, id, e))
+    }
+
+    fn error(&self, what: &str, id: &str, fail: Fail) -> StoreError {
+        let message = match fail {
+            Fail::Store(e) => return e,
+            Fail::Sql(e) => e.to_string(),
+            Fail::Other(message) => message,
+        };
+        let message = if id.is_empty() {
+            format!("{what}: {message}")
+        } else {
+            format!("{what} {id:?}: {message}")
+        };
+        StoreError::Database {
+            path: self.path.clone(),
+            message,
+        }
+    }
+}
+
+/// Why an operation failed, before it is named: `?` converts both SQLite's errors and
+/// the store's own.
+enum Fail {
+    Sql(rusqlite::Error),
+    Store(StoreError),
+    /// A row that does not decode, or a failure outside SQLite.
+    Other(String),
+}
+
+impl From<rusqlite::Error> for Fail {
+    fn from(e: rusqlite::Error) -> Self {
+        Fail::Sql(e)
+    }
+}
+
+impl From<StoreError> for Fail {
+    fn from(e: StoreError) -> Self {
+        Fail::Store(e)
+    }
+}
+
+/// A fresh id with `prefix` (`s` for sessions, `r` for runs).
+fn new_id(prefix: char) -> Result<String, Fail> {
+    crate::ids::new_id(prefix).map_err(Fail::Other)
+}
+
+/// Fails with [`StoreError::NoSession`] unless session `id` exists.
+fn require_session(tx: &Transaction<'_>, id: &str) -> Result<(), Fail> {
+    let found = tx
+        .prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")?
+        .query_row([id], |_| Ok(()))
+        .optional()?;
+    found.ok_or_else(|| Fail::Store(StoreError::NoSession(id.to_owned())))
+}
+
+/// Sets `updated_at` of session `id` to `now`; fails with [`StoreError::NoSession`]
+/// unless it exists.
+fn touch_session(tx: &Transaction<'_>, id: &str, now: &str) -> Result<(), Fail> {
+    let changed = tx
+        .prepare_cached("UPDATE sessions SET updated_at = ?2 WHERE id = ?1")?
+        .execute(params![id, now])?;
+    if changed == 0 {
+        return Err(Fail::Store(StoreError::NoSession(id.to_owned())));
+    }
+    Ok(())
+}
+
+/// A session row as [`SESSION_SQL`] selects it, decoded later.
+type SessionRow = (String, String, String, String, Option<String>, i64);
+
+fn session_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
+    Ok((
+        row.get(0)?,
+        row.get(1)?,
+        row.get(2)?,
+        row.get(3)?,
+        row.get(4)?,
+        row.get(5)?,
+    ))
+}
+
+fn session_record(
+    (id, created_at, updated_at, status, last_error, count): SessionRow,
+) -> Result<SessionRecord, Fail> {
+    let status = SessionStatus::parse(&status)
+        .ok_or_else(|| Fail::Other(format!("session {id:?} has unknown status {status:?}")))?;
+    Ok(SessionRecord {
+        id,
+        created_at,
+        updated_at,
+        status,
+        last_error,
+        message_count: count.max(0) as u64,
+    })
+}
+
+/// Owned copies of the arguments, for the blocking pool.
+fn own(s: &str) -> String {
+    s.to_owned()
+}
+
+#[async_trait::async_trait]
+impl Store for SqliteStore {
+    fn location(&self) -> String {
+        self.inner.path.clone()
+    }
+
+    async fn create_session(&self) -> Result<SessionRecord, StoreError> {
+        self.blocking(Inner::create_session).await
+    }
+
+    async fn create_named_session(&self, name: &str) -> Result<SessionRecord, StoreError> {
+        let name = own(name);
+        self.blocking(move |s| s.create_named_session(&name)).await
+    }
+
+    async fn session(&self, id: &str) -> Result<SessionRecord, StoreError> {
+        let id = own(id);
+        self.blocking(move |s| s.session(&id)).await
+    }
+
+    async fn list_sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
+        self.blocking(Inner::list_sessions).await
+    }
+
+    async fn messages(&self, id: &str) -> Result<Vec<StoredMessage>, StoreError> {
+        let id = own(id);
+        self.blocking(move |s| s.messages(&id)).await
+    }
+
+    async fn append(&self, id: &str, message: &Message) -> Result<u64, StoreError> {
+        let (id, message) = (own(id), message.clone());
+        self.blocking(move |s| s.append(&id, &message)).await
+    }
+
+    async fn replace_content(
+        &self,
+        id: &str,
+        seq: u64,
+        content: &str,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        let (id, content, reason) = (own(id), own(content), own(reason));
+        self.blocking(move |s| s.replace_content(&id, seq, &content, &reason))
+            .await
+    }
+
+    async fn audit(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError> {
+        let id = own(id);
+        self.blocking(move |s| s.audit(&id)).await
+    }
+
+    async fn begin_run(&self, id: &str, prompt: Option<&str>) -> Result<String, StoreError> {
+        let (id, prompt) = (own(id), prompt.map(own));
+        self.blocking(move |s| s.begin_run(&id, prompt.as_deref()))
+            .await
+    }
+
+    async fn append_queued_prompts(&self, id: &str) -> Result<Vec<u64>, StoreError> {
+        let id = own(id);
+        self.blocking(move |s| s.append_queued_prompts(&id)).await
+    }
+
+    async fn end_run(&self, id: &str, end: &RunEnd) -> Result<(), StoreError> {
+        self.queue.flush().await;
+        let (id, end) = (own(id), end.clone());
+        self.blocking(move |s| s.end_run(&id, &end)).await
+    }
+
+    fn push_event(
+        &self,
+        run_id: &str,
+        kind: &str,
+        data: serde_json::Map<String, serde_json::Value>,
+    ) {
+        self.queue.push(PendingEvent {
+            run_id: own(run_id),
+            kind: own(kind),
+            data,
+        });
+    }
+
+    async fn flush_events(&self) {
+        self.queue.flush().await;
+    }
+
+    async fn run(&self, run_id: &str) -> Result<RunRecord, StoreError> {
+        let run_id = own(run_id);
+        self.blocking(move |s| s.run(&run_id)).await
+    }
+
+    async fn latest_run(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
+        let id = own(id);
+        self.blocking(move |s| s.latest_run(&id)).await
+    }
+
+    async fn events(&self, run_id: &str, after: u64) -> Result<Vec<StoredEvent>, StoreError> {
+        let run_id = own(run_id);
+        self.blocking(move |s| s.events(&run_id, after)).await
+    }
+
+    async fn request_cancel(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
+        let id = own(id);
+        self.blocking(move |s| s.request_cancel(&id)).await
+    }
+
+    fn subscribe(&self, topic: Topic) -> Subscription {
+        self.inner.signals.subscribe(topic, POLL)
+    }
+
+    async fn config(&self) -> Result<Vec<(String, serde_json::Value)>, StoreError> {
+        self.blocking(Inner::config).await
+    }
+
+    async fn set_config(&self, values: &[(String, serde_json::Value)]) -> Result<(), StoreError> {
+        let values = values.to_vec();
+        self.blocking(move |s| s.set_config(&values)).await
+    }
+
+    async fn decide(&self, id: &str, call_id: &str, decision: Decision) -> Result<(), StoreError> {
+        let (id, call_id) = (own(id), own(call_id));
+        self.blocking(move |s| s.decide(&id, &call_id, decision))
+            .await
+    }
+
+    async fn decision(&self, id: &str, call_id: &str) -> Result<Option<Decision>, StoreError> {
+        let (id, call_id) = (own(id), own(call_id));
+        self.blocking(move |s| s.decision(&id, &call_id)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rusqlite::params;
+
+    fn open() -> (tempfile::TempDir, SqliteStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("sessions.db")).unwrap();
+        (dir, store)
+    }
+
+    fn plan(store: &SqliteStore, sql: &str) -> String {
+        let conn = store.inner.conn();
+        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        let details = stmt
+            .query_map(
+                params!["s-x", "user", "c", None::<String>, None::<String>, "t"],
+                |row| row.get::<_, String>(3),
+            )
+            .unwrap()
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        details.join("\n")
+    }
+
+    /// The append reads one entry of the primary key's index, never the transcript: that
+    /// is what keeps message 10,000 as cheap as message 1.
+    #[test]
+    fn append_searches_the_primary_key() {
+        let (_dir, store) = open();
+        let plan = plan(&store, APPEND_SQL);
+        assert!(plan.contains("SEARCH messages USING"), "{plan}");
+        assert!(
+            plan.contains("INDEX sqlite_autoindex_messages_1 (session_id=?)"),
+            "{plan}"
+        );
+        assert!(!plan.contains("SCAN"), "{plan}");
+    }
+
+    #[test]
+    fn default_path_precedence() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| OsString::from(*v))
+            }
+        };
+        let path = |vars| SqliteStore::default_path_from(env(vars));
+        let all = &[
+            ("SLUICE_DATA_DIR", "/d"),
+            ("XDG_DATA_HOME", "/x"),
+            ("HOME", "/h"),
+        ];
+        assert_eq!(path(all), Some(PathBuf::from("/d/sessions.db")));
+        assert_eq!(
+            path(&[
+                ("SLUICE_DATA_DIR", ""),
+                ("XDG_DATA_HOME", "/x"),
+                ("HOME", "/h")
+            ]),
+            Some(PathBuf::from("/x/sluice/sessions.db"))
+        );
+        assert_eq!(
+            path(&[("XDG_DATA_HOME", "relative"), ("HOME", "/h")]),
+            Some(PathBuf::from("/h/.local/share/sluice/sessions.db"))
+        );
+        assert_eq!(
+            path(&[("HOME", "/h")]),
+            Some(PathBuf::from("/h/.local/share/sluice/sessions.db"))
+        );
+        assert_eq!(path(&[]), None);
+    }
+
+    #[test]
+    fn pragmas_are_set() {
+        let (_dir, store) = open();
+        let conn = store.inner.conn();
+        let get = |name: &str| -> String {
+            conn.pragma_query_value(None, name, |row| row.get::<_, rusqlite::types::Value>(0))
+                .map(|v| format!("{v:?}"))
+                .unwrap()
+        };
+        assert_eq!(get("journal_mode"), "Text(\"wal\")");
+        assert_eq!(get("synchronous"), "Integer(1)"); // NORMAL
+        assert_eq!(get("foreign_keys"), "Integer(1)");
+        assert_eq!(get("busy_timeout"), "Integer(5000)");
+        assert_eq!(
+            get("user_version"),
+            format!("Integer({})", SqliteStore::SCHEMA_VERSION)
+        );
+    }
+}

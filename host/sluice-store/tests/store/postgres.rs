@@ -1,0 +1,117 @@
+//! PostgreSQL's own mechanics: the URL in errors (never its password), an unreachable
+//! server, migrations recorded in `sluice_schema`, a schema from a newer Sluice refused.
+
+use sluice_store::{PgStore, StoreError};
+
+use crate::util::postgres_url;
+
+#[tokio::test]
+async fn an_unreachable_database_is_named_without_its_password() {
+    // Nothing listens on port 1 of 127.0.0.1.
+    let url = "postgres://sluice:hunter2-secret@127.0.0.1:1/sluice?connect_timeout=5";
+    let err = PgStore::connect(url).await.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.starts_with("session store postgres://sluice:***@127.0.0.1:1/sluice?connect_timeout=5: cannot connect to the database: "),
+        "{text}"
+    );
+    assert!(!text.contains("hunter2"), "{text}");
+    assert!(!format!("{err:?}").contains("hunter2"));
+    let text = PgStore::connect("mysql://u:hunter2@h/db")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        text,
+        "session store mysql://u:***@h/db: not a PostgreSQL URL: it must start with postgres:// or postgresql://"
+    );
+    // Not even a URL: not shown at all.
+    let text = PgStore::connect("postgres://u:hunter2@h:notaport/db")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        text,
+        "session store (a store URL that is not a URL; not shown): not a valid PostgreSQL URL: invalid connection string"
+    );
+}
+
+#[tokio::test]
+async fn a_wrong_password_is_refused_without_showing_it() {
+    let Some(server) = postgres_url("a_wrong_password_is_refused_without_showing_it") else {
+        return;
+    };
+    let mut url = url::Url::parse(&server).unwrap();
+    url.set_password(Some("not-the-password-x9")).unwrap();
+    let text = PgStore::connect(url.as_str())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(text.contains("password authentication failed"), "{text}");
+    assert!(!text.contains("not-the-password-x9"), "{text}");
+    if let Some(real) = url::Url::parse(&server).unwrap().password() {
+        assert!(!text.contains(real), "{text}");
+    }
+}
+
+#[tokio::test]
+async fn migrations_are_recorded_and_a_newer_schema_is_refused() {
+    let Some(server) = postgres_url("migrations_are_recorded_and_a_newer_schema_is_refused") else {
+        return;
+    };
+    let url = PgStore::create_scratch_database(&server).await.unwrap();
+    assert_eq!(
+        PgStore::migrate(&url).await.unwrap(),
+        (0, PgStore::SCHEMA_VERSION)
+    );
+    assert_eq!(
+        PgStore::migrate(&url).await.unwrap(),
+        (PgStore::SCHEMA_VERSION, PgStore::SCHEMA_VERSION),
+        "nothing to do the second time"
+    );
+    // Several replicas starting at once: each migration applied once.
+    let tasks: Vec<_> = (0..4)
+        .map(|_| {
+            let url = url.clone();
+            tokio::spawn(async move { PgStore::connect(&url).await.map(drop) })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap().unwrap();
+    }
+    let config: tokio_postgres::Config = url.parse().unwrap();
+    let (client, connection) = config.connect(tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    let versions: Vec<i32> = client
+        .query("SELECT version FROM sluice_schema ORDER BY version", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(
+        versions,
+        (1..=PgStore::SCHEMA_VERSION as i32).collect::<Vec<_>>()
+    );
+    let newer = PgStore::SCHEMA_VERSION as i32 + 1;
+    client
+        .execute(
+            "INSERT INTO sluice_schema (version, applied_at) VALUES ($1, 'later')",
+            &[&newer],
+        )
+        .await
+        .unwrap();
+    let err = PgStore::connect(&url).await.unwrap_err();
+    match &err {
+        StoreError::TooNew { path, found, known } => {
+            assert_eq!(
+                (*found, *known),
+                (i64::from(newer), PgStore::SCHEMA_VERSION)
+            );
+            assert!(!path.contains(url::Url::parse(&url).unwrap().password().unwrap_or("\u{0}")));
+        }
+        other => panic!("{other:?}"),
+    }
+    drop(client);
+    PgStore::drop_scratch_database(&url).await.unwrap();
+}
