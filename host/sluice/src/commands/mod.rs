@@ -4,8 +4,8 @@ mod mcp;
 mod run;
 mod serve;
 mod session;
-mod tools;
 mod store;
+mod tools;
 
 pub(crate) use run::RunEnded;
 
