@@ -188,11 +188,7 @@ pub fn shrink_text(text: String, limit: usize, hint: &str) -> String {
 /// The longest head of `text` that ends on a character boundary and, followed by `marker`,
 /// fits in `limit` bytes; then the marker.
 fn head_with_marker(mut text: String, limit: usize, marker: &str) -> String {
-    let mut cut = limit.saturating_sub(marker.len()).min(text.len());
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    text.truncate(cut);
+    text.truncate(text.floor_char_boundary(limit.saturating_sub(marker.len())));
     text.push_str(marker);
     text
 }

@@ -371,14 +371,5 @@ fn number(json: &Value, name: &str) -> Result<f64, String> {
 
 /// A value as shown in a message: compact JSON, long ones cut to 100 bytes.
 pub(crate) fn short_json(json: &Value) -> String {
-    let mut s = json.to_string();
-    if s.len() > 100 {
-        let mut cut = 100;
-        while !s.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        s.truncate(cut);
-        s.push('…');
-    }
-    s
+    sluice_text::cut_bytes(&json.to_string(), 100).into_owned()
 }
