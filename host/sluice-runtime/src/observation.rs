@@ -1,7 +1,7 @@
 //! The observation: the exact string stored in the transcript for one tool call, its
 //! shapes, the key-material scan, and the cap (docs/observations.md).
 //!
-//! Everything a model can see from a tool passes [`Observation::finish`], which applies the
+//! Everything a model can see from a tool passes [`Draft::finish`], which applies the
 //! key scan and then the cap, in that order, in one place.
 
 use serde_json::Value;
