@@ -133,13 +133,7 @@ impl BackendError {
 /// `text` cut to [`MAX_QUOTED_CHARS`] characters (`…` appended when cut), for an error
 /// message that quotes what a server sent.
 pub fn quote(text: &str) -> String {
-    let mut chars = text.chars();
-    let head: String = chars.by_ref().take(MAX_QUOTED_CHARS).collect();
-    if chars.next().is_some() {
-        format!("{head}…")
-    } else {
-        head
-    }
+    sluice_text::cut_chars(text, MAX_QUOTED_CHARS).into_owned()
 }
 
 #[cfg(test)]

@@ -290,10 +290,7 @@ fn line_number(text: &str, offset: usize) -> usize {
 
 /// At most 80 characters of `s`, then `…`.
 fn shorten(s: &str) -> String {
-    match s.char_indices().nth(80) {
-        Some((cut, _)) => format!("{}…", &s[..cut]),
-        None => s.to_string(),
-    }
+    sluice_text::cut_chars(s, 80).into_owned()
 }
 
 /// The dotted name of a table header line (`[tools.x]`, `[[a.b]]`), unquoted.

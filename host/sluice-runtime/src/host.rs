@@ -1,6 +1,6 @@
 //! What the host gives one call: its WASI context (preopens, env, captured stderr), its
 //! memory limiter, the descriptors it holds, and the interfaces it links: WASI 0.2 (with the
-//! host's own non-blocking `open-at`, [`crate::open_at`], and `wasi:random` bounded by
+//! host's own non-blocking `open-at` (the private `open_at` module), and `wasi:random` bounded by
 //! [`MAX_RANDOM_BYTES`]) and the `sluice:tools` interfaces (`budget`, `key-policy`).
 
 use std::sync::{Arc, Weak};

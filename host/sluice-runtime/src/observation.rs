@@ -1,7 +1,7 @@
 //! The observation: the exact string stored in the transcript for one tool call, its
 //! shapes, the key-material scan, and the cap (docs/observations.md).
 //!
-//! Everything a model can see from a tool passes [`Observation::finish`], which applies the
+//! Everything a model can see from a tool passes [`Draft::finish`], which applies the
 //! key scan and then the cap, in that order, in one place.
 
 use serde_json::Value;
@@ -176,11 +176,7 @@ pub fn shrink_text(text: String, limit: usize, hint: &str) -> String {
 /// The longest head of `text` that ends on a character boundary and, followed by `marker`,
 /// fits in `limit` bytes; then the marker.
 fn head_with_marker(mut text: String, limit: usize, marker: &str) -> String {
-    let mut cut = limit.saturating_sub(marker.len()).min(text.len());
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    text.truncate(cut);
+    text.truncate(text.floor_char_boundary(limit.saturating_sub(marker.len())));
     text.push_str(marker);
     text
 }

@@ -113,10 +113,11 @@ pub fn schema_of(ty: &Type) -> Result<Value, Unsupported> {
         Type::ErrorContext => return Err(Unsupported("an error-context")),
         Type::Map(_) => return Err(Unsupported("a map")),
         Type::FixedLengthList(_) => return Err(Unsupported("a fixed-length list")),
-        // 64-bit bounds are left out: they say nothing a model needs and JSON numbers
-        // cannot hold them exactly.
+        // A u64's maximum is left out: it says nothing a model needs, and no JSON integer a
+        // model can send is larger (serde_json reads a larger one as a float, which is not an
+        // integer argument). An s64 keeps both bounds: 2^63 and above are JSON integers the
+        // lowering refuses, so the schema must refuse them too.
         Type::U64 => json!({"type": "integer", "minimum": 0}),
-        Type::S64 => json!({"type": "integer"}),
         int => {
             let (min, max) = integer_bounds(int).ok_or(Unsupported("an unknown type"))?;
             json!({"type": "integer", "minimum": min, "maximum": max})

@@ -91,6 +91,11 @@ pub fn to_val(ty: &Type, json: &Value, name: &str, docs: Option<&ArgDocs>) -> Re
                 )
             };
             let obj = json.as_object().ok_or_else(expected)?;
+            if let Some(k) = obj.keys().find(|k| *k != "tag" && *k != "val") {
+                return Err(format!(
+                    "{name} has an unknown field {k:?}; a variant has only \"tag\" and \"val\""
+                ));
+            }
             let tag = obj
                 .get("tag")
                 .and_then(Value::as_str)
@@ -131,9 +136,10 @@ pub fn to_val(ty: &Type, json: &Value, name: &str, docs: Option<&ArgDocs>) -> Re
                 )
             })?;
             let side = |t: Option<Type>, v: &Value, n: &str| -> Result<Option<Box<Val>>, String> {
-                match t {
-                    Some(t) => Ok(Some(Box::new(to_val(&t, v, n, None)?))),
-                    None => Ok(None),
+                match (t, v) {
+                    (Some(t), v) => Ok(Some(Box::new(to_val(&t, v, n, None)?))),
+                    (None, Value::Null) => Ok(None),
+                    (None, v) => Err(format!("{n} must be null; got {}", short_json(v))),
                 }
             };
             match (obj.get("ok"), obj.get("err")) {
@@ -365,14 +371,5 @@ fn number(json: &Value, name: &str) -> Result<f64, String> {
 
 /// A value as shown in a message: compact JSON, long ones cut to 100 bytes.
 pub(crate) fn short_json(json: &Value) -> String {
-    let mut s = json.to_string();
-    if s.len() > 100 {
-        let mut cut = 100;
-        while !s.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        s.truncate(cut);
-        s.push('…');
-    }
-    s
+    sluice_text::cut_bytes(&json.to_string(), 100).into_owned()
 }

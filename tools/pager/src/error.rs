@@ -106,10 +106,7 @@ pub const MAX_QUOTED_CHARS: usize = 200;
 
 /// `input` for a message: as is, or its first [`MAX_QUOTED_CHARS`] characters and `…`.
 pub fn quote(input: &str) -> String {
-    match input.char_indices().nth(MAX_QUOTED_CHARS) {
-        Some((cut, _)) => format!("{}…", &input[..cut]),
-        None => input.to_string(),
-    }
+    sluice_text::cut_chars(input, MAX_QUOTED_CHARS).into_owned()
 }
 
 /// The result of a file tool.

@@ -410,11 +410,8 @@ impl Collector {
         }
         // The file's `\r\n` are `\n` here already (see `without_crlf`).
         let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
-        let mut text = String::from_utf8_lossy(bytes).into_owned();
-        if let Some((cut, _)) = text.char_indices().nth(MAX_TEXT_CHARS) {
-            text.truncate(cut);
-            text.push('…');
-        }
+        let text =
+            sluice_text::cut_chars(&String::from_utf8_lossy(bytes), MAX_TEXT_CHARS).into_owned();
         let mut m = GrepMatch {
             path: rel.to_string(),
             line,

@@ -338,10 +338,7 @@ impl Filler {
     /// Takes a run of text that needs no escaping, or as much of it as fits.
     fn run(&mut self, run: &str) -> Option<Ending> {
         let room = (self.page - self.escaped) as usize;
-        let mut take = run.len().min(room);
-        while !run.is_char_boundary(take) {
-            take -= 1;
-        }
+        let take = run.floor_char_boundary(room);
         self.content.push_str(&run[..take]);
         self.escaped += take as u64;
         self.pos += take;

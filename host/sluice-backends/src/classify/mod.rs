@@ -220,14 +220,10 @@ fn message(fields: &Fields, body: &str, status: Option<u16>) -> String {
 
 /// `text` cut to at most `max` characters, the last being `…` when cut.
 fn cut_chars(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        None => text.to_string(),
-        Some(_) => {
-            let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
-            cut.push('…');
-            cut
-        }
+    if text.chars().nth(max).is_none() {
+        return text.to_string();
     }
+    sluice_text::cut_chars(text, max.saturating_sub(1)).into_owned()
 }
 
 #[cfg(test)]

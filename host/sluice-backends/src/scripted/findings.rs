@@ -530,8 +530,5 @@ fn quote(text: &str) -> String {
     let text = text
         .trim_end_matches(['\r', '\n'])
         .replace(['\r', '\n'], " ");
-    match text.char_indices().nth(MAX_QUOTED_CHARS) {
-        None => text,
-        Some((at, _)) => format!("{}…", &text[..at]),
-    }
+    sluice_text::cut_chars(&text, MAX_QUOTED_CHARS).into_owned()
 }
