@@ -33,7 +33,7 @@ pub struct Loaded {
     pub fingerprint: Vec<(String, String, ToolPolicy)>,
     /// The components fetched from registries.
     pub fetched: Vec<Fetched>,
-    /// The configured components that loaded, each named as [`source_of`] names it (a
+    /// The configured components that loaded, each named as messages name it (a
     /// path, `built-in NAME`, or an `oci://` reference as configured).
     pub available: BTreeSet<String>,
     /// The configured components that did not load, named the same way, each with the

@@ -52,7 +52,7 @@ use schema::SCHEMA_VERSION;
 pub const POOL_SIZE: usize = 16;
 
 /// Runs in progress at once per store: each holds a connection (and the session's advisory
-/// lock) until it ends. A run beyond that waits up to [`WAIT`] for one to end, then fails.
+/// lock) until it ends. A run beyond that waits up to 10 s (`WAIT`) for one to end, then fails.
 /// The database's `max_connections` must cover every replica's `POOL_SIZE + MAX_RUNS + 1`.
 pub const MAX_RUNS: usize = 64;
 
