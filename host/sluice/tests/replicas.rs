@@ -13,17 +13,15 @@
 //! OpenAI-compatible server on 127.0.0.1 that holds each request until the test releases it,
 //! so "a run is in progress on A" is a state the test waits for, not a timing.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-/// How long to wait for an event before failing: generous, for a loaded 2-core machine.
-const EVENT_TIMEOUT: Duration = Duration::from_secs(120);
+mod support;
+use support::{EVENT_TIMEOUT, HeldModel};
 
 /// The server for the tests, or `None` (said) when there is none and `CI` is not `true`.
 fn postgres_url(test: &str) -> Option<String> {
@@ -43,82 +41,6 @@ fn postgres_url(test: &str) -> Option<String> {
             None
         }
     }
-}
-
-/// A fake model: each request is announced on `arrived` and answered `{"content": "done"}`
-/// once the test sends a token on `release`.
-struct HeldModel {
-    base_url: String,
-    arrived: Receiver<Value>,
-    release: Sender<()>,
-}
-
-impl HeldModel {
-    fn start() -> HeldModel {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
-        let (arrived_tx, arrived) = channel();
-        let (release, release_rx) = channel::<()>();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { return };
-                let Some(body) = read_request(&stream) else {
-                    continue;
-                };
-                if arrived_tx.send(body).is_err() || release_rx.recv().is_err() {
-                    return;
-                }
-                let reply = json!({
-                    "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "fake",
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": "done"}, "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
-                })
-                .to_string();
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}",
-                    reply.len()
-                );
-            }
-        });
-        HeldModel {
-            base_url,
-            arrived,
-            release,
-        }
-    }
-
-    fn next_request(&self) -> Value {
-        self.arrived
-            .recv_timeout(EVENT_TIMEOUT)
-            .expect("a model request")
-    }
-
-    fn release_one(&self) {
-        self.release.send(()).unwrap();
-    }
-}
-
-fn read_request(stream: &TcpStream) -> Option<Value> {
-    let mut reader = BufReader::new(stream);
-    let mut length = 0usize;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).ok()? == 0 {
-            return None;
-        }
-        if line == "\r\n" {
-            break;
-        }
-        if let Some((k, v)) = line.split_once(':')
-            && k.eq_ignore_ascii_case("content-length")
-        {
-            length = v.trim().parse().ok()?;
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()?;
-    serde_json::from_slice(&body).ok()
 }
 
 /// A scratch database, a root and a configuration, shared by the replicas of one test.
