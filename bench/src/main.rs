@@ -20,6 +20,7 @@
 
 mod machine;
 mod mcp;
+mod process;
 mod rows;
 mod store;
 

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use crate::process::Listening;
 use crate::{Bench, Row, micros, millis, ratio, sibling_binary, time_median};
 
 /// The root of row 1: `page.log`, a 4 KiB log.
@@ -110,32 +111,20 @@ pub(crate) fn stdio_round_trip(bench: &Bench) -> anyhow::Result<Vec<Row>> {
 /// `read_file` on a 4 KiB page in a loop: calls per second and the p99 latency.
 pub(crate) fn http_concurrent(bench: &Bench) -> anyhow::Result<Vec<Row>> {
     let root = page_root(bench)?;
-    let mut child = Command::new(sibling_binary("sluice")?)
-        .args([
-            "--root",
-            &format!("root={}", root.display()),
-            "mcp",
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .env("SLUICE_CACHE_DIR", bench.work.join("cache"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    let mut stderr = BufReader::new(
-        child
-            .stderr
-            .take()
-            .ok_or_else(|| anyhow::anyhow!("no stderr"))?,
-    );
-    let mut line = String::new();
-    stderr.read_line(&mut line)?;
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .ok_or_else(|| anyhow::anyhow!("sluice mcp --listen printed {line:?}"))?
-        .to_string();
+    // Killed when dropped, after the clients are done.
+    let server = Listening::start(
+        Command::new(sibling_binary("sluice")?)
+            .args([
+                "--root",
+                &format!("root={}", root.display()),
+                "mcp",
+                "--listen",
+                "127.0.0.1:0",
+            ])
+            .env("SLUICE_CACHE_DIR", bench.work.join("cache")),
+    )?;
+    // It prints the endpoint itself (`http://ADDR/mcp`).
+    let url = server.base.clone();
     let clients = 16;
     let duration = if bench.quick {
         Duration::from_secs(3)
@@ -188,8 +177,7 @@ pub(crate) fn http_concurrent(bench: &Bench) -> anyhow::Result<Vec<Row>> {
         }
         anyhow::Ok(all)
     })?;
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(server);
     let mut latencies = latencies;
     latencies.sort();
     let per_second = latencies.len() as f64 / duration.as_secs_f64();

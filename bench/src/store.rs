@@ -5,9 +5,8 @@
 //! variable; a role with `CREATEDB`), on which each measurement makes a scratch database and
 //! drops it afterwards. Without it, those rows say so in their target column.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -15,6 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use sluice_store::{PgStore, SqliteStore, Store};
 
+use crate::process::Listening;
 use crate::{Bench, Row, micros, ratio, sibling_binary};
 
 /// The variable naming the PostgreSQL server.
@@ -178,7 +178,7 @@ fn measure_replicas(
     runs: usize,
 ) -> anyhow::Result<(f64, Duration)> {
     let servers = (0..replicas)
-        .map(|_| Server::start(sluice, dir, url, &bench.work.join("cache")))
+        .map(|_| start_replica(sluice, dir, url, &bench.work.join("cache")))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let bases: Arc<Vec<String>> = Arc::new(servers.iter().map(|s| s.base.clone()).collect());
     let http = reqwest::Client::new();
@@ -189,7 +189,7 @@ fn measure_replicas(
         }
         anyhow::Ok(())
     })?;
-    let cpu_before: Duration = servers.iter().map(Server::cpu).sum();
+    let cpu_before: Duration = servers.iter().map(Listening::cpu).sum();
     let started = Instant::now();
     let next = Arc::new(AtomicUsize::new(0));
     bench.runtime.block_on(async {
@@ -213,7 +213,7 @@ fn measure_replicas(
         anyhow::Ok(())
     })?;
     let elapsed = started.elapsed();
-    let cpu: Duration = servers.iter().map(Server::cpu).sum::<Duration>() - cpu_before;
+    let cpu: Duration = servers.iter().map(Listening::cpu).sum::<Duration>() - cpu_before;
     Ok((
         runs as f64 / elapsed.as_secs_f64(),
         cpu / u32::try_from(runs)?,
@@ -249,70 +249,15 @@ async fn one_run(http: &reqwest::Client, base: &str, i: usize) -> anyhow::Result
 }
 
 /// A `sluice serve` replica on a free loopback port; killed when dropped.
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Server {
-    fn start(sluice: &Path, dir: &Path, url: &str, cache: &Path) -> anyhow::Result<Server> {
-        let mut child = Command::new(sluice)
+fn start_replica(sluice: &Path, dir: &Path, url: &str, cache: &Path) -> anyhow::Result<Listening> {
+    Listening::start(
+        Command::new(sluice)
             .arg("--config")
             .arg(dir.join("sluice.toml"))
             .args(["serve", "--listen", "127.0.0.1:0"])
             .env("SLUICE_STORE_URL", url)
             .env("SLUICE_CACHE_DIR", cache)
             .env_remove("SLUICE_STORE")
-            .env_remove("SLUICE_SERVER_TOKEN")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()?;
-        let mut stderr = BufReader::new(
-            child
-                .stderr
-                .take()
-                .ok_or_else(|| anyhow::anyhow!("no stderr"))?,
-        );
-        let mut line = String::new();
-        let base = loop {
-            line.clear();
-            anyhow::ensure!(
-                stderr.read_line(&mut line)? > 0,
-                "sluice serve ended before listening"
-            );
-            if let Some(addr) = line.split_whitespace().find(|w| w.starts_with("http://")) {
-                break addr.trim_end_matches('/').to_string();
-            }
-        };
-        // Keep its stderr drained, so a full pipe never stops it.
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        Ok(Server { child, base })
-    }
-
-    /// User and system CPU time of the process so far (`/proc/PID/stat`, 100 ticks a
-    /// second); zero where that cannot be read.
-    fn cpu(&self) -> Duration {
-        let stat =
-            std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
-        // Fields after the command name (which may hold spaces) start at `) `.
-        let ticks: u64 = stat
-            .rsplit_once(") ")
-            .map(|(_, rest)| {
-                rest.split_whitespace()
-                    .skip(11)
-                    .take(2)
-                    .filter_map(|t| t.parse::<u64>().ok())
-                    .sum()
-            })
-            .unwrap_or(0);
-        Duration::from_millis(ticks * 10)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+            .env_remove("SLUICE_SERVER_TOKEN"),
+    )
 }
