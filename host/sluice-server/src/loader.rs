@@ -184,25 +184,21 @@ impl ToolLoader {
     }
 
     /// Fetches and verifies the `oci://` components among `tools` (in their order), with
-    /// `resolve` for tags, all or none: saves `sluice.lock` only when every one was fetched
-    /// and their digests changed it (`sluice tools update`).
+    /// `resolve` for tags, recording their digests in `lock` (not saved: the caller decides,
+    /// as `sluice tools update` does once every one was fetched).
     ///
     /// # Errors
-    /// [`WiringError::Registry`] naming the reference, the digest and what failed.
+    /// [`WiringError::Registry`] for the first that fails, naming the reference, the digest
+    /// and what failed; the ones after it are not fetched.
     pub async fn fetch(
         &self,
-        config: &Config,
         tools: &[&ToolConfig],
+        lock: &mut Lock,
         resolve: Resolve,
     ) -> Result<Vec<Fetched>, WiringError> {
-        let mut lock = Lock::load(&config.lock_file)?;
-        let before = lock.clone();
         let mut fetched = Vec::new();
         for source in oci_sources(tools) {
-            fetched.push(self.fetch_one(source, &mut lock, resolve).await?);
-        }
-        if lock != before {
-            lock.save()?;
+            fetched.push(self.fetch_one(source, lock, resolve).await?);
         }
         Ok(fetched)
     }

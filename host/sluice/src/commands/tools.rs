@@ -105,14 +105,17 @@ async fn update(config: &Config) -> anyhow::Result<Value> {
         .iter()
         .filter(|t| matches!(t.source, ToolSource::Oci(_)))
         .collect();
+    // All or none: the lock is written once, after every component was fetched.
+    let mut lock = before.clone();
     let fetched = loader
-        .fetch(config, &tools, Resolve::Update)
+        .fetch(&tools, &mut lock, Resolve::Update)
         .await
         .context("sluice.lock is unchanged")?;
-    let mut lock = Lock::load(&config.lock_file)?;
     let keep: Vec<String> = fetched.iter().map(|f| f.reference.to_string()).collect();
     lock.retain(|r| keep.iter().any(|k| k == r));
-    lock.save()?;
+    if lock != before {
+        lock.save()?;
+    }
     let components: Vec<Value> = fetched
         .iter()
         .map(|f| {
