@@ -6,10 +6,11 @@
 
 use std::path::PathBuf;
 
+use sluice_config::BUILTIN_TOOLS;
 use sluice_runtime::{
     CallStatus, ComponentSpec, FunctionPolicy, PolicyOrigin, Source, ToolPolicy, Toolbox,
 };
-use sluice_tests::{BUILTIN_TOOLS, FS_LIKE_WASM, NEEDS_MISSING_WASM, component_spec};
+use sluice_tests::{FS_LIKE_WASM, NEEDS_MISSING_WASM, component_spec};
 
 use crate::cache;
 
@@ -63,6 +64,14 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
 
 fn names(toolbox: &Toolbox) -> Vec<String> {
     toolbox.tools().map(|t| t.name.clone()).collect()
+}
+
+#[test]
+fn the_configuration_knows_the_builtins_the_runtime_embeds() {
+    // `builtins = [...]` is checked against the configuration's list; the runtime embeds
+    // its own. They must be the same four names, in the same order.
+    let embedded: Vec<&str> = sluice_runtime::builtins().iter().map(|(n, _)| *n).collect();
+    assert_eq!(embedded, BUILTIN_TOOLS);
 }
 
 #[test]

@@ -41,9 +41,6 @@ pub fn versioned(version: &str) -> Vec<u8> {
     wasm
 }
 
-/// The built-in tools.
-pub const BUILTIN_TOOLS: [&str; 4] = ["read_file", "tail_file", "grep_files", "list_dir"];
-
 /// The component file at `path` (one of the `*_WASM` constants) as a [`ComponentSpec`]
 /// under `policy`, named by its file name (`sluice_test_hostile.wasm`), as an operator's
 /// component file would be.

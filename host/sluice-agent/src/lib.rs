@@ -39,8 +39,7 @@ pub use recovery::{SHRINK_ABOVE_BYTES, SHRINK_FURTHER_BYTES};
 pub use run::Claim;
 pub use tools::Tools;
 
-/// `maxTurns` when not configured: the most model requests one run makes.
-pub const DEFAULT_MAX_TURNS: u32 = 50;
+pub use sluice_protocol::limits::DEFAULT_MAX_TURNS;
 
 /// The system prompt when none is configured.
 pub const DEFAULT_SYSTEM_PROMPT: &str = "You are Sluice, an agent that answers questions about files by calling the tools provided. Every tool result is capped; the file tools return one page at a time with cursors (nextOffset, nextLine, nextCursor) to continue. Read only what you need, then answer concisely, citing files and line numbers.";
@@ -64,7 +63,7 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             system_prompt: DEFAULT_SYSTEM_PROMPT.to_string(),
-            max_tool_result_bytes: 65_536,
+            max_tool_result_bytes: sluice_protocol::limits::DEFAULT_MAX_TOOL_RESULT_BYTES,
             max_turns: DEFAULT_MAX_TURNS,
             auto_approve: false,
         }

@@ -12,6 +12,7 @@
 use std::time::Duration;
 
 use serde_json::Value;
+use sluice_protocol::model;
 
 use crate::backend::ModelReply;
 use crate::classify::classify;
@@ -25,18 +26,19 @@ const MAX_UNPARSED_BYTES: usize = 4 << 20;
 /// How long to wait, in ms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timeouts {
-    /// To establish a connection (default 10,000 ms).
+    /// To establish a connection (default
+    /// [`DEFAULT_CONNECT_TIMEOUT_MS`](sluice_protocol::model::DEFAULT_CONNECT_TIMEOUT_MS)).
     pub connect_ms: u64,
     /// For a whole non-streaming request, or between two events of a stream (default
-    /// 300,000 ms).
+    /// [`DEFAULT_REQUEST_TIMEOUT_MS`](sluice_protocol::model::DEFAULT_REQUEST_TIMEOUT_MS)).
     pub request_ms: u64,
 }
 
 impl Default for Timeouts {
     fn default() -> Self {
         Timeouts {
-            connect_ms: 10_000,
-            request_ms: 300_000,
+            connect_ms: model::DEFAULT_CONNECT_TIMEOUT_MS,
+            request_ms: model::DEFAULT_REQUEST_TIMEOUT_MS,
         }
     }
 }
@@ -44,7 +46,9 @@ impl Default for Timeouts {
 /// When to retry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RetryPolicy {
-    /// Attempts after the first (default 3). 0 disables retries.
+    /// Attempts after the first (default
+    /// [`DEFAULT_MAX_RETRIES`](sluice_protocol::model::DEFAULT_MAX_RETRIES)). 0 disables
+    /// retries.
     pub max_retries: u32,
     /// The first backoff, in ms (default 500); it doubles each retry.
     pub base_delay_ms: u64,
@@ -55,7 +59,7 @@ pub struct RetryPolicy {
 impl Default for RetryPolicy {
     fn default() -> Self {
         RetryPolicy {
-            max_retries: 3,
+            max_retries: model::DEFAULT_MAX_RETRIES,
             base_delay_ms: 500,
             max_delay_ms: 30_000,
         }

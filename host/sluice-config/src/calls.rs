@@ -33,8 +33,7 @@ pub const ENV_QUEUE_TIMEOUT_MS: &str = "SLUICE_RUNTIME_QUEUE_TIMEOUT_MS";
 /// The largest `runtime.max_concurrent_calls`.
 pub const MAX_MAX_CONCURRENT_CALLS: u64 = 1024;
 
-/// `runtime.queue_timeout_ms` when not set, in ms.
-pub const DEFAULT_QUEUE_TIMEOUT_MS: u64 = 10_000;
+pub use sluice_protocol::limits::DEFAULT_QUEUE_TIMEOUT_MS;
 
 /// The largest `runtime.queue_timeout_ms`, in ms (one hour, as for tool timeouts).
 pub const MAX_QUEUE_TIMEOUT_MS: u64 = 3_600_000;

@@ -40,13 +40,14 @@ pub use calls::{
     MAX_MAX_CONCURRENT_CALLS, MAX_QUEUE_TIMEOUT_MS, RuntimeConfig, default_max_concurrent_calls,
 };
 pub use mcp::{DEFAULT_TOOLS_PER_PAGE, ENV_MCP_ALLOW_DESTRUCTIVE, MAX_TOOLS_PER_PAGE, McpConfig};
-pub use model::{ModelConfig, PROVIDERS, TOOL_CHOICES};
+pub use model::{ModelConfig, ProviderName, ToolChoice};
 pub use runtime::{
     Allowed, BOOT_ONLY_KEYS, RUNTIME_KEYS, RUNTIME_ORIGIN, RuntimeKey, RuntimeSetting, runtime_key,
     runtime_value,
 };
 pub use server::{ALLOWED_HOST_RULE, ENV_ALLOWED_HOSTS, ServerConfig, valid_allowed_host};
-use sluice_pager::budget::{DEFAULT_MAX_RESULT_BYTES, MAX_MAX_RESULT_BYTES, MIN_MAX_RESULT_BYTES};
+use sluice_pager::budget::{MAX_MAX_RESULT_BYTES, MIN_MAX_RESULT_BYTES};
+use sluice_protocol::limits::DEFAULT_MAX_TOOL_RESULT_BYTES;
 pub use tools::{
     BUILTIN_TOOLS, ConfiguredBy, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_MS, FunctionConfig,
     MAX_MEMORY_MIB, MAX_TIMEOUT_MS, OciSource, PREFIX_RULE, TOOL_NAME_RULE, ToolConfig, ToolSource,
@@ -111,8 +112,7 @@ pub fn check_environment(get: &dyn Fn(&str) -> Option<OsString>) -> Result<(), C
     Ok(())
 }
 
-/// `agent.max_turns` when not set.
-pub const DEFAULT_MAX_TURNS: u32 = 50;
+pub use sluice_protocol::limits::DEFAULT_MAX_TURNS;
 
 /// The largest `agent.max_turns`.
 pub const MAX_MAX_TURNS: u32 = 10_000;
@@ -411,7 +411,7 @@ impl Config {
                 MAX_MAX_RESULT_BYTES.into(),
                 " (bytes)",
             )? as u32,
-            None => DEFAULT_MAX_RESULT_BYTES,
+            None => DEFAULT_MAX_TOOL_RESULT_BYTES,
         };
         let max_turns = match layered(
             overrides.max_turns.as_deref().map(|v| (v, "--max-turns")),
@@ -660,6 +660,17 @@ fn valid_name(name: &str) -> bool {
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_default_cap_is_the_guests_default_page_budget() {
+        // The host's default cap and the budget a guest assumes when it is told none are
+        // one number: a guest's full page then always fits the cap.
+        assert_eq!(
+            DEFAULT_MAX_TOOL_RESULT_BYTES,
+            sluice_pager::budget::DEFAULT_MAX_RESULT_BYTES
+        );
+        assert_eq!(DEFAULT_MAX_TOOL_RESULT_BYTES, 65_536);
+    }
+
     fn with_cap(v: &str) -> Result<Config, ConfigError> {
         Config::resolve(
             None,
@@ -725,9 +736,15 @@ mod tests {
             Config::resolve(Some(&file), &|_| None, &Overrides::default())
         };
         assert_eq!(resolve("").unwrap().model.tool_choice, None);
-        for name in TOOL_CHOICES {
+        let choices = [
+            ToolChoice::Auto,
+            ToolChoice::Required,
+            ToolChoice::None,
+            ToolChoice::Omit,
+        ];
+        for (name, choice) in ToolChoice::NAMES.into_iter().zip(choices) {
             let config = resolve(&format!("tool_choice = \"{name}\"\n")).unwrap();
-            assert_eq!(config.model.tool_choice.as_deref(), Some(*name));
+            assert_eq!(config.model.tool_choice, Some(choice), "{name}");
         }
         let e = resolve("tool_choice = \"always\"\n")
             .unwrap_err()

@@ -9,7 +9,7 @@ use crate::{ConfigError, integer, layered};
 pub const ENV_MCP_ALLOW_DESTRUCTIVE: &str = "SLUICE_MCP_ALLOW_DESTRUCTIVE";
 
 /// `mcp.tools_per_page` when not set: more than any configuration has, so one page.
-pub const DEFAULT_TOOLS_PER_PAGE: u32 = 100;
+pub use sluice_protocol::limits::DEFAULT_MCP_TOOLS_PER_PAGE as DEFAULT_TOOLS_PER_PAGE;
 
 /// The largest `mcp.tools_per_page`.
 pub const MAX_TOOLS_PER_PAGE: u32 = 1000;

@@ -5,28 +5,21 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use sluice_protocol::model::{
+    DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_MAX_RETRIES, DEFAULT_MAX_TOKENS,
+    DEFAULT_REQUEST_TIMEOUT_MS, DEFAULT_STREAM,
+};
+pub use sluice_protocol::model::{ProviderName, ToolChoice};
+
 use crate::ConfigError;
 use crate::file::Raw;
-
-/// Providers that `provider` (or `--model PROVIDER:NAME`) may name.
-pub const PROVIDERS: &[&str] = &[
-    "scripted",
-    "replay",
-    "openai",
-    "anthropic",
-    "bedrock",
-    "openai-compatible",
-    "ollama",
-    "llamacpp",
-    "vllm",
-    "openrouter",
-];
 
 /// The model settings, resolved.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ModelConfig {
-    /// One of [`PROVIDERS`]; `scripted` (the offline default) when nothing is configured.
-    pub provider: String,
+    /// The provider ([`ProviderName::ALL`]); `scripted` (the offline default) when nothing is
+    /// configured.
+    pub provider: ProviderName,
     /// The model name (for `replay`, the script file).
     pub name: String,
     /// The endpoint, overriding the provider's default (required for OpenAI-compatible
@@ -39,29 +32,26 @@ pub struct ModelConfig {
     pub api_key_file: Option<PathBuf>,
     /// AWS region (Bedrock).
     pub region: Option<String>,
-    /// Most tokens of a reply (1 to 1,000,000; default 4,096).
+    /// Most tokens of a reply (1 to 1,000,000; default
+    /// [`DEFAULT_MAX_TOKENS`](sluice_protocol::model::DEFAULT_MAX_TOKENS)).
     pub max_tokens: u32,
     /// The model's context window, in tokens, for the local estimate before sending.
     pub context_window_tokens: Option<u64>,
-    /// Stream replies (default true).
+    /// Stream replies (default [`DEFAULT_STREAM`](sluice_protocol::model::DEFAULT_STREAM)).
     pub stream: bool,
-    /// Connection timeout, in ms (default 10,000).
+    /// Connection timeout, in ms (1 to 600,000; default
+    /// [`DEFAULT_CONNECT_TIMEOUT_MS`](sluice_protocol::model::DEFAULT_CONNECT_TIMEOUT_MS)).
     pub connect_timeout_ms: u64,
-    /// Request (or stream idle) timeout, in ms (default 300,000).
+    /// Request (or stream idle) timeout, in ms (1 to 3,600,000; default
+    /// [`DEFAULT_REQUEST_TIMEOUT_MS`](sluice_protocol::model::DEFAULT_REQUEST_TIMEOUT_MS)).
     pub request_timeout_ms: u64,
-    /// Retries of rate-limited, overloaded or transient failures (0 to 10; default 3).
+    /// Retries of rate-limited, overloaded or transient failures (0 to 10; default
+    /// [`DEFAULT_MAX_RETRIES`](sluice_protocol::model::DEFAULT_MAX_RETRIES)).
     pub max_retries: u32,
-    /// Whether the model may call the tools offered: one of [`TOOL_CHOICES`]; `None` (the
-    /// default) leaves it to the provider: `auto` for OpenAI-compatible servers (which may
-    /// otherwise never offer the tools to the model), nothing for OpenAI, Anthropic and
-    /// Bedrock (their default is `auto`).
-    pub tool_choice: Option<String>,
+    /// Whether the model may call the tools offered ([`ToolChoice::NAMES`]); `None` (the
+    /// default) leaves it to the provider ([`ToolChoice::resolve`]).
+    pub tool_choice: Option<ToolChoice>,
 }
-
-/// The values `model.tool_choice` accepts: `auto` (the model decides), `required` (it must
-/// call a tool), `none` (it must not; not on Bedrock), `omit` (send nothing: the server's
-/// default).
-pub const TOOL_CHOICES: &[&str] = &["auto", "required", "none", "omit"];
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -104,21 +94,23 @@ impl FileModel {
                 (p.to_string(), n.to_string(), "--model")
             }
             None => (
-                self.provider.clone().unwrap_or_else(|| "scripted".into()),
+                self.provider
+                    .clone()
+                    .unwrap_or_else(|| ProviderName::Scripted.as_str().into()),
                 self.name.clone().unwrap_or_default(),
                 origin,
             ),
         };
-        if !PROVIDERS.contains(&provider.as_str()) {
+        let Some(provider_name) = ProviderName::parse(&provider) else {
+            let names: Vec<_> = ProviderName::ALL.iter().map(|p| p.as_str()).collect();
             return Err(err(
                 "provider",
                 format!("{provider:?}"),
-                format!("one of {}", PROVIDERS.join(", ")),
+                format!("one of {}", names.join(", ")),
                 from,
             ));
-        }
-        let needs_name = !matches!(provider.as_str(), "scripted");
-        if needs_name && name.is_empty() {
+        };
+        if provider_name.needs_model_name() && name.is_empty() {
             return Err(err(
                 "name",
                 "nothing".into(),
@@ -126,7 +118,7 @@ impl FileModel {
                 from,
             ));
         }
-        let name = if provider == "replay" {
+        let name = if provider_name == ProviderName::Replay {
             base.join(&name).display().to_string()
         } else {
             name
@@ -159,7 +151,7 @@ impl FileModel {
             ));
         }
         Ok(ModelConfig {
-            provider,
+            provider: provider_name,
             name,
             base_url: self.base_url.clone(),
             api_key_env: self.api_key_env.clone(),
@@ -168,7 +160,7 @@ impl FileModel {
             max_tokens: int(
                 "max_tokens",
                 &self.max_tokens,
-                4096,
+                u64::from(DEFAULT_MAX_TOKENS),
                 1,
                 1_000_000,
                 " (tokens)",
@@ -184,11 +176,11 @@ impl FileModel {
                     " (tokens)",
                 )?),
             },
-            stream: self.stream.unwrap_or(true),
+            stream: self.stream.unwrap_or(DEFAULT_STREAM),
             connect_timeout_ms: int(
                 "connect_timeout_ms",
                 &self.connect_timeout_ms,
-                10_000,
+                DEFAULT_CONNECT_TIMEOUT_MS,
                 1,
                 600_000,
                 " (ms)",
@@ -196,20 +188,27 @@ impl FileModel {
             request_timeout_ms: int(
                 "request_timeout_ms",
                 &self.request_timeout_ms,
-                300_000,
+                DEFAULT_REQUEST_TIMEOUT_MS,
                 1,
                 3_600_000,
                 " (ms)",
             )?,
-            max_retries: int("max_retries", &self.max_retries, 3, 0, 10, "")? as u32,
+            max_retries: int(
+                "max_retries",
+                &self.max_retries,
+                u64::from(DEFAULT_MAX_RETRIES),
+                0,
+                10,
+                "",
+            )? as u32,
             tool_choice: match &self.tool_choice {
                 None => None,
-                Some(Raw::String(v)) if TOOL_CHOICES.contains(&v.as_str()) => Some(v.clone()),
+                Some(Raw::String(v)) if ToolChoice::parse(v).is_some() => ToolChoice::parse(v),
                 Some(other) => {
                     return Err(err(
                         "tool_choice",
                         other.shown(),
-                        format!("one of {}", TOOL_CHOICES.join(", ")),
+                        format!("one of {}", ToolChoice::NAMES.join(", ")),
                         origin,
                     ));
                 }

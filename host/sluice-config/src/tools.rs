@@ -14,14 +14,12 @@ use crate::{ConfigError, RootConfig};
 /// The built-in tools, in the order they are offered.
 pub const BUILTIN_TOOLS: [&str; 4] = ["read_file", "tail_file", "grep_files", "list_dir"];
 
-/// A tool's default memory limit, in MiB.
-pub const DEFAULT_MEMORY_MIB: u64 = 256;
+pub use sluice_protocol::limits::{
+    DEFAULT_TOOL_MEMORY_MIB as DEFAULT_MEMORY_MIB, DEFAULT_TOOL_TIMEOUT_MS as DEFAULT_TIMEOUT_MS,
+};
 
 /// The largest memory limit a tool may be granted, in MiB (4 GiB, the wasm32 limit).
 pub const MAX_MEMORY_MIB: u64 = 4096;
-
-/// A tool's default timeout, in ms.
-pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
 
 /// The longest timeout a tool may be granted, in ms (one hour).
 pub const MAX_TIMEOUT_MS: u64 = 3_600_000;

@@ -12,6 +12,7 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use sluice_protocol::limits;
 use sluice_runtime::observation::DEFAULT_HINT;
 use sluice_runtime::{CallStatus, LiveToolbox, Observation, Toolbox};
 use tokio_util::sync::CancellationToken;
@@ -41,9 +42,9 @@ pub struct McpOptions {
 impl Default for McpOptions {
     fn default() -> Self {
         McpOptions {
-            cap: 65_536,
+            cap: limits::DEFAULT_MAX_TOOL_RESULT_BYTES,
             allow_destructive: false,
-            tools_per_page: 100,
+            tools_per_page: limits::DEFAULT_MCP_TOOLS_PER_PAGE as usize,
         }
     }
 }

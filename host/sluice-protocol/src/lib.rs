@@ -8,6 +8,9 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod limits;
+pub mod model;
+
 /// Who wrote a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -4,11 +4,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// A tool's default timeout, in ms (docs/configuration.md#tool-policies).
-pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
-
-/// A tool's default memory limit, in MiB.
-pub const DEFAULT_MEMORY_MIB: u64 = 256;
+pub use sluice_protocol::limits::{
+    DEFAULT_TOOL_MEMORY_MIB as DEFAULT_MEMORY_MIB, DEFAULT_TOOL_TIMEOUT_MS as DEFAULT_TIMEOUT_MS,
+};
 
 /// A named host directory granted to a tool; the guest sees it preopened at `/<name>`.
 #[derive(Clone, Debug, PartialEq, Eq)]

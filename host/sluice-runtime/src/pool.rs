@@ -29,8 +29,7 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 use tokio_util::sync::CancellationToken;
 
-/// `runtime.queue_timeout_ms` when not configured: how long a call waits for a slot, in ms.
-pub const DEFAULT_QUEUE_TIMEOUT_MS: u64 = 10_000;
+pub use sluice_protocol::limits::DEFAULT_QUEUE_TIMEOUT_MS;
 
 /// The largest `runtime.max_concurrent_calls`.
 pub const MAX_MAX_CONCURRENT_CALLS: usize = 1024;

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use sluice_agent::Settings;
 use sluice_backends::Backend;
-use sluice_backends::provider::{Provider, ProviderConfig, Secret, ToolChoice};
-use sluice_config::{Config, ConfiguredBy, ModelConfig, ToolConfig, ToolSource};
+use sluice_backends::provider::{ProviderConfig, Secret};
+use sluice_config::{Config, ConfiguredBy, ModelConfig, ProviderName, ToolConfig, ToolSource};
 use sluice_registry::RegistryError;
 use sluice_runtime::{
     ComponentSpec, EngineOptions, FunctionPolicy, LiveToolbox, PolicyOrigin, PoolOptions,
@@ -229,44 +229,42 @@ pub fn cache_dir() -> Option<PathBuf> {
 /// (a JSONL script) or a provider's backend.
 ///
 /// # Errors
-/// [`WiringError::Model`] for an unknown provider, a replay script that cannot be read or
-/// parsed, or a provider that cannot be set up (a missing key, base URL or region);
+/// [`WiringError::Model`] for a replay script that cannot be read or parsed, or a provider that cannot be set up (a missing key, base URL or region);
 /// [`WiringError::Read`] when the API key file cannot be read.
 pub fn backend(config: &Config) -> Result<Arc<dyn Backend>, WiringError> {
     let m = &config.model;
-    Ok(match m.provider.as_str() {
-        "scripted" => Arc::new(sluice_backends::ScriptedModel::new()),
-        "replay" => Arc::new(
-            sluice_backends::ReplayModel::from_file(Path::new(&m.name))
-                .map_err(|e| WiringError::Model(e.to_string()))?,
-        ),
-        name => {
-            let provider = Provider::parse(name)
-                .ok_or_else(|| WiringError::Model(format!("unknown model provider {name:?}")))?;
-            let mut p = ProviderConfig::new(provider, &m.name);
-            p.base_url = m.base_url.clone();
-            p.api_key = api_key(m, name)?;
-            p.region = m
-                .region
-                .clone()
-                .or_else(|| std::env::var("AWS_REGION").ok())
-                .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok());
-            p.max_tokens = m.max_tokens;
-            p.context_window_tokens = m.context_window_tokens;
-            p.stream = m.stream;
-            p.timeouts.connect_ms = m.connect_timeout_ms;
-            p.timeouts.request_ms = m.request_timeout_ms;
-            p.retry.max_retries = m.max_retries;
-            p.tool_choice = m.tool_choice.as_deref().and_then(ToolChoice::parse);
-            sluice_backends::provider::connect(p).map_err(|e| WiringError::Model(e.to_string()))?
-        }
-    })
+    let Some(provider) = m.provider.wire() else {
+        return Ok(match m.provider {
+            ProviderName::Replay => Arc::new(
+                sluice_backends::ReplayModel::from_file(Path::new(&m.name))
+                    .map_err(|e| WiringError::Model(e.to_string()))?,
+            ),
+            // `scripted`, the only other provider without a wire format.
+            _ => Arc::new(sluice_backends::ScriptedModel::new()),
+        });
+    };
+    let mut p = ProviderConfig::new(provider, &m.name);
+    p.base_url = m.base_url.clone();
+    p.api_key = api_key(m)?;
+    p.region = m
+        .region
+        .clone()
+        .or_else(|| std::env::var("AWS_REGION").ok())
+        .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok());
+    p.max_tokens = m.max_tokens;
+    p.context_window_tokens = m.context_window_tokens;
+    p.stream = m.stream;
+    p.timeouts.connect_ms = m.connect_timeout_ms;
+    p.timeouts.request_ms = m.request_timeout_ms;
+    p.retry.max_retries = m.max_retries;
+    p.tool_choice = m.tool_choice;
+    sluice_backends::provider::connect(p).map_err(|e| WiringError::Model(e.to_string()))
 }
 
 /// The API key: from `model.api_key_file` (its first line), else the variable
-/// `model.api_key_env` names, else the provider's usual variable. Never logged, never stored
-/// with the session.
-fn api_key(m: &ModelConfig, provider: &str) -> Result<Option<Secret>, WiringError> {
+/// `model.api_key_env` names, else the provider's usual variable
+/// ([`ProviderName::default_key_env`]). Never logged, never stored with the session.
+fn api_key(m: &ModelConfig) -> Result<Option<Secret>, WiringError> {
     if let Some(file) = &m.api_key_file {
         let text = std::fs::read_to_string(file).map_err(|e| WiringError::Read {
             what: "the API key file",
@@ -282,16 +280,10 @@ fn api_key(m: &ModelConfig, provider: &str) -> Result<Option<Secret>, WiringErro
         }
         return Ok(Some(Secret::new(key)));
     }
-    let var = m.api_key_env.clone().or_else(|| {
-        match provider {
-            "openai" => Some("OPENAI_API_KEY"),
-            "anthropic" => Some("ANTHROPIC_API_KEY"),
-            "bedrock" => Some("AWS_BEARER_TOKEN_BEDROCK"),
-            "openrouter" => Some("OPENROUTER_API_KEY"),
-            _ => None,
-        }
-        .map(str::to_string)
-    });
+    let var = m
+        .api_key_env
+        .clone()
+        .or_else(|| m.provider.default_key_env().map(str::to_string));
     Ok(var
         .and_then(|v| std::env::var(v).ok())
         .filter(|k| !k.is_empty())
