@@ -13,6 +13,7 @@
 //! `CI=true`, where that is a failure (`.ci/run` builds them before the tests).
 
 mod c_wc; // guest-examples/c-wc: `wc`, in C (zig + wit-bindgen + the preview1 adapter).
+mod head; // guest-examples/{py,js,c,rust}-head: `head` in four languages, and the guide (README.md).
 mod js_json_query; // guest-examples/js-json-query: `query_json`, in JavaScript (componentize-js).
 mod python_csv_summary; // guest-examples/python-csv-summary: `summarize_table`, in Python (componentize-py).
 
