@@ -1,6 +1,7 @@
 //! End-to-end tests of the example tools in `guest-examples/`: components written in Python,
-//! JavaScript and C against the shared `wit/`, built by `guest-examples/build.sh` into
-//! `target/guest-examples/`.
+//! JavaScript, C and Rust against the shared `wit/`, built by `guest-examples/build.sh` into
+//! `target/guest-examples/`, and of the tool author's guide (`guest-examples/README.md`),
+//! whose snippets and commands `head` checks through the `sluice` binary.
 //!
 //! Each test loads its component the way an operator would: from a tools directory, with the
 //! sibling policy taken from the example's `sluice.toml`, through
