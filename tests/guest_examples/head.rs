@@ -69,8 +69,8 @@ fn snippets() -> Vec<Snippet> {
     let mut lines = text.split_inclusive('\n').peekable();
     let mut out = Vec::new();
     // The fenced block that follows an annotation (blank lines between are allowed).
-    let mut block = |lines: &mut std::iter::Peekable<std::str::SplitInclusive<'_, char>>,
-                     what: &str| {
+    let block = |lines: &mut std::iter::Peekable<std::str::SplitInclusive<'_, char>>,
+                 what: &str| {
         while lines.peek().is_some_and(|l| l.trim().is_empty()) {
             lines.next();
         }
