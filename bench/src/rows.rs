@@ -518,8 +518,8 @@ fn du(dir: &Path) -> u64 {
     total
 }
 
-/// Row 9: one call of each guest example (Python, JavaScript, C; built by
-/// `guest-examples/build.sh`) on its sample, against the built-in `read_file` (Rust) on a
+/// Row 9: one call of each guest example (Python, JavaScript, C, and `head` in all four
+/// languages with Rust; built by `guest-examples/build.sh`) on its sample, against the built-in `read_file` (Rust) on a
 /// 4 KiB page: what a tool's language costs per call. Fresh instance, call, lift and cap,
 /// like every call; the component is loaded from the warm cache first.
 pub(crate) fn guest_examples(bench: &Bench) -> anyhow::Result<Vec<Row>> {
@@ -547,6 +547,38 @@ pub(crate) fn guest_examples(bench: &Bench) -> anyhow::Result<Vec<Row>> {
             "wc",
             "wc",
             json!({"paths": ["poem.txt", "notes.txt"]}),
+            16,
+        ),
+        (
+            "Python",
+            "py-head",
+            "py_head",
+            "head",
+            json!({"path": "/data/poem.txt"}),
+            128,
+        ),
+        (
+            "JavaScript",
+            "js-head",
+            "js_head",
+            "head",
+            json!({"path": "/data/poem.txt"}),
+            64,
+        ),
+        (
+            "C",
+            "c-head",
+            "c_head",
+            "head",
+            json!({"path": "/data/poem.txt"}),
+            16,
+        ),
+        (
+            "Rust",
+            "rust-head",
+            "rust_head",
+            "head",
+            json!({"path": "/data/poem.txt"}),
             16,
         ),
     ];

@@ -1,6 +1,7 @@
 //! End-to-end tests of the example tools in `guest-examples/`: components written in Python,
-//! JavaScript and C against the shared `wit/`, built by `guest-examples/build.sh` into
-//! `target/guest-examples/`.
+//! JavaScript, C and Rust against the shared `wit/`, built by `guest-examples/build.sh` into
+//! `target/guest-examples/`, and of the tool author's guide (`guest-examples/README.md`),
+//! whose snippets and commands `head` checks through the `sluice` binary.
 //!
 //! Each test loads its component the way an operator would: from a tools directory, with the
 //! sibling policy taken from the example's `sluice.toml`, through
@@ -13,6 +14,7 @@
 //! `CI=true`, where that is a failure (`.ci/run` builds them before the tests).
 
 mod c_wc; // guest-examples/c-wc: `wc`, in C (zig + wit-bindgen + the preview1 adapter).
+mod head; // guest-examples/{py,js,c,rust}-head: `head` in four languages, and the guide (README.md).
 mod js_json_query; // guest-examples/js-json-query: `query_json`, in JavaScript (componentize-js).
 mod python_csv_summary; // guest-examples/python-csv-summary: `summarize_table`, in Python (componentize-py).
 
