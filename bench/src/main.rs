@@ -18,6 +18,7 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)] // A benchmark prints its table.
 
+mod grep_resume;
 mod machine;
 mod mcp;
 mod process;
@@ -131,7 +132,7 @@ fn main() -> anyhow::Result<()> {
         ("sequential paging", rows::paging),
         ("resume cost", rows::resume),
         ("memory", rows::memory),
-        ("grep vs ripgrep", rows::grep),
+        ("grep vs ripgrep", grep_resume::rows),
         ("list_dir", rows::list_dir),
         ("session store", store::appends),
         ("start", rows::start),

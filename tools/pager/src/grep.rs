@@ -7,7 +7,9 @@
 //! reads directories through [`crate::sys`], which counts an entry it cannot read instead
 //! of losing its neighbours. A cursor names the
 //! position of the last returned match (file number and line) plus a check of the search
-//! and the file, so it stays short whatever the path length.
+//! and the file, so it stays short whatever the path length; when it fits in the cursor's 62
+//! bytes, the file's position in the walk (its index in each sorted directory) too, so that
+//! a resume seeks to it instead of walking back (see [`walk`]).
 //!
 //! The time budget ([`crate::Limits::deadline`]) is checked before each entry of the walk.
 //! Every call visits at least one entry past its cursor first, so following `nextCursor`
@@ -29,7 +31,7 @@ use crate::text::escaped_prefix;
 
 mod walk;
 
-use walk::Walk;
+use walk::{Seek, Walk};
 
 /// Longest pattern accepted, in characters.
 pub const MAX_PATTERN_CHARS: usize = 1000;
@@ -51,6 +53,9 @@ const REGEX_DFA_SIZE_LIMIT_BYTES: usize = 32 << 20;
 
 /// A match's `text` is cut to this many characters, then `…` is added.
 pub const MAX_TEXT_CHARS: usize = 500;
+
+/// The longest cursor, in bytes (docs/paging.md#grep_files-cursors).
+const MAX_CURSOR_BYTES: usize = 62;
 
 /// Directories never entered.
 const PRUNED_DIRS: &[&str] = &[".git", "node_modules"];
@@ -209,6 +214,8 @@ pub fn grep_files(ctx: &Context, args: &GrepFilesArgs) -> Result<GrepFilesPage> 
             search_id,
             cap: ctx.limits.max_result_bytes,
             last_file: 0,
+            at: Vec::new(),
+            last_at: Vec::new(),
         },
     };
     if meta.is_dir() {
@@ -266,6 +273,11 @@ struct Collector {
     cap: u32,
     /// File number of the last returned match.
     last_file: u64,
+    /// Position of the entry being visited: its index in each sorted directory from the
+    /// searched directory down (kept by the walk; empty when a file is searched).
+    at: Vec<u64>,
+    /// Position of the file of the last returned match.
+    last_at: Vec<u64>,
 }
 
 impl Search<'_> {
@@ -273,8 +285,19 @@ impl Search<'_> {
     /// `target` and what is under it, with every `.gitignore` from the root down applied.
     /// Returns when the walk ends or the page is done.
     fn walk(&mut self, root: &Root, target: &Target) -> Result<()> {
-        let mut walk = Walk::new(&root.dir, &target.resolved_parts, &target.shown);
+        let seek = self
+            .resume
+            .as_ref()
+            .filter(|c| !c.seek.is_empty())
+            .map(|c| Seek::new(c.seek.clone(), c.file, c.path_check));
+        let mut walk = Walk::new(&root.dir, &target.resolved_parts, &target.shown, seek);
         walk.run(self)?;
+        if walk.missed {
+            // The cursor's position is not the entry it names (the tree changed): count
+            // the way back to its number instead. Nothing was visited.
+            walk = Walk::new(&root.dir, &target.resolved_parts, &target.shown, None);
+            walk.run(self)?;
+        }
         if let Some(c) = &self.resume
             && walk.number <= c.file
         {
@@ -307,7 +330,7 @@ impl Search<'_> {
                 return Ok(false);
             }
             if number == c.file {
-                if c.path_check != check(rel) {
+                if c.path_check != entry_check(rel, number, !c.seek.is_empty()) {
                     return Err(ToolError::new(
                         ErrorKind::InvalidArgument,
                         "cursor no longer matches the files (the tree changed); search again without cursor",
@@ -322,7 +345,8 @@ impl Search<'_> {
         if self.visited && self.ctx.limits.out_of_time() {
             // Resume at this entry, after `after_line` when the cursor points inside it, so
             // nothing already returned comes back.
-            self.page.stop(Some("time"), number, after_line, rel);
+            let at = std::mem::take(&mut self.page.at);
+            self.page.stop(Some("time"), number, after_line, rel, &at);
             return Ok(true);
         }
         self.visited = true;
@@ -422,6 +446,7 @@ impl Collector {
             self.used += cost;
             self.out.results.push(m);
             self.last_file = number;
+            self.last_at.clone_from(&self.at);
             return Ok(false);
         }
         if !self.out.results.is_empty() {
@@ -445,6 +470,7 @@ impl Collector {
         m.text = escaped_prefix(&full, self.budget - overhead).to_string();
         self.out.results.push(m);
         self.last_file = number;
+        self.last_at.clone_from(&self.at);
         self.stop_after_last();
         Ok(true)
     }
@@ -453,24 +479,18 @@ impl Collector {
     fn stop_after_last(&mut self) {
         if let Some(m) = self.out.results.last() {
             let (line, path) = (m.line, m.path.clone());
-            self.stop(None, self.last_file, line, &path);
+            let at = std::mem::take(&mut self.last_at);
+            self.stop(None, self.last_file, line, &path, &at);
         }
     }
 
     /// Marks the page truncated with a cursor after line `line` of file number `file`
-    /// (at `rel`); `stopped_by` says why, when it is not the page.
-    fn stop(&mut self, stopped_by: Option<&str>, file: u64, line: u64, rel: &str) {
+    /// (at `rel`, at position `at` of the walk); `stopped_by` says why, when it is not the
+    /// page.
+    fn stop(&mut self, stopped_by: Option<&str>, file: u64, line: u64, rel: &str, at: &[u64]) {
         self.out.truncated = true;
         self.out.stopped_by = stopped_by.map(str::to_string);
-        self.out.next_cursor = Some(
-            Cursor {
-                search: self.search_id,
-                file,
-                line,
-                path_check: check(rel),
-            }
-            .to_string(),
-        );
+        self.out.next_cursor = Some(Cursor::new(self.search_id, file, line, rel, at).to_string());
     }
 }
 
@@ -501,7 +521,8 @@ fn without_crlf(buf: &mut Vec<u8>) {
 }
 
 /// A position in a search: after line `line` of entry number `file` of the sorted walk
-/// (every non-directory below the searched path is numbered, whatever the glob).
+/// (every non-directory below the searched path is numbered, whatever the glob), and where
+/// that entry is, to seek to it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Cursor {
     /// Check of the search it belongs to (pattern, path, root, glob, case).
@@ -510,22 +531,48 @@ struct Cursor {
     file: u64,
     /// Last line already returned (0: none).
     line: u64,
-    /// Check of that file's path.
+    /// Check of that entry: [`entry_check`] of its path and number.
     path_check: u32,
+    /// The entry's index in each sorted directory from the searched directory down; empty
+    /// when unknown (a searched file, or too long for the cursor).
+    seek: Vec<u64>,
 }
 
 impl std::fmt::Display for Cursor {
-    /// `g1.<file>.<line>.<search:08x><path:08x>`: at most 62 bytes.
+    /// `g1.<file>.<line>.<search:08x><path:08x>[.<index>-<index>…]`, the indices in
+    /// decimal ([`Cursor::new`] keeps it within 62 bytes).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
             "g1.{}.{}.{:08x}{:08x}",
             self.file, self.line, self.search, self.path_check
-        )
+        )?;
+        for (k, index) in self.seek.iter().enumerate() {
+            write!(f, "{}{index}", if k == 0 { '.' } else { '-' })?;
+        }
+        Ok(())
     }
 }
 
 impl Cursor {
+    /// The cursor after line `line` of entry number `file` of search `search`, at `rel`
+    /// (relative to the root) and position `at` in the walk; the position is kept only when
+    /// the cursor still fits in 62 bytes.
+    fn new(search: u32, file: u64, line: u64, rel: &str, at: &[u64]) -> Cursor {
+        let mut cursor = Cursor {
+            search,
+            file,
+            line,
+            path_check: 0,
+            seek: at.to_vec(),
+        };
+        if cursor.to_string().len() > MAX_CURSOR_BYTES {
+            cursor.seek.clear();
+        }
+        cursor.path_check = entry_check(rel, file, !cursor.seek.is_empty());
+        cursor
+    }
+
     fn parse(s: &str, search: u32) -> Result<Cursor> {
         let bad = || {
             ToolError::new(
@@ -544,10 +591,23 @@ impl Cursor {
         let line = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
         let checks = parts
             .next()
-            .filter(|c| {
-                c.len() == 16 && c.bytes().all(|b| b.is_ascii_hexdigit()) && parts.next().is_none()
-            })
+            .filter(|c| c.len() == 16 && c.bytes().all(|b| b.is_ascii_hexdigit()))
             .ok_or_else(bad)?;
+        let seek = match parts.next() {
+            None => Vec::new(),
+            Some(p) => p
+                .split('-')
+                .map(|i| {
+                    (!i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
+                        .then(|| i.parse::<u64>().ok())
+                        .flatten()
+                })
+                .collect::<Option<Vec<u64>>>()
+                .ok_or_else(bad)?,
+        };
+        if parts.next().is_some() {
+            return Err(bad());
+        }
         let found_search = u32::from_str_radix(&checks[..8], 16).map_err(|_| bad())?;
         let path_check = u32::from_str_radix(&checks[8..], 16).map_err(|_| bad())?;
         if found_search != search {
@@ -558,8 +618,24 @@ impl Cursor {
             file,
             line,
             path_check,
+            seek,
         })
     }
+}
+
+/// The check of the entry a cursor names: of its path `rel` alone when the cursor carries no
+/// position (as every cursor did before seeking); of the path and its number `file` together
+/// when it does (`positioned`), so that a seek, which does not count, still refuses a cursor
+/// whose number was altered. The position itself is not checked: a position that leads
+/// elsewhere fails the path check, and the walk counts its way back instead.
+fn entry_check(rel: &str, file: u64, positioned: bool) -> u32 {
+    if !positioned {
+        return check(rel);
+    }
+    let mut bytes = rel.as_bytes().to_vec();
+    bytes.push(0);
+    bytes.extend_from_slice(&file.to_le_bytes());
+    check(bytes)
 }
 
 /// A 32-bit check value for cursors: FNV-1a, stable across builds (not a security measure:

@@ -8,6 +8,14 @@
 //! now is the system's limit on the length of a path (`PATH_MAX`, 4,096 bytes on Linux): a
 //! directory whose path is longer cannot be listed, and is passed over like any other
 //! directory that cannot be read.
+//!
+//! A resume **seeks**: a cursor carries the position of its entry as the index of each
+//! component in its sorted directory (see [`Seek`]), so the walk lists only the directories on
+//! the way to that entry, skipping every subtree before it without descending into it, and a
+//! resume costs what the remaining work costs. The positioned entry's path must match the
+//! cursor's check; when it does not (the tree changed, or the cursor carries no position) the
+//! walk starts again from the beginning and counts its way back to the cursor's entry number,
+//! as every resume did before.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -31,6 +39,37 @@ pub(super) struct Walk<'w> {
     ignores: Vec<Gitignore>,
     /// The number the next entry below the target gets.
     pub(super) number: u64,
+    /// Where to jump to, while jumping.
+    seek: Option<Seek>,
+    /// True when the seek could not reach its entry; nothing was visited, and the caller
+    /// walks again without it.
+    pub(super) missed: bool,
+}
+
+/// A jump to the entry a cursor names.
+#[derive(Clone, Debug)]
+pub(super) struct Seek {
+    /// The entry's index in its sorted directory, for each component below the searched
+    /// directory (names first, then the entries whose names could not be read).
+    pub(super) indices: Vec<u64>,
+    /// The entry's number in the walk.
+    pub(super) number: u64,
+    /// The cursor's check of the entry (`super::entry_check`).
+    pub(super) path_check: u32,
+    /// The component reached so far.
+    level: usize,
+}
+
+impl Seek {
+    /// A jump to entry number `number` at `indices`, whose path has the check `path_check`.
+    pub(super) fn new(indices: Vec<u64>, number: u64, path_check: u32) -> Self {
+        Seek {
+            indices,
+            number,
+            path_check,
+            level: 0,
+        }
+    }
 }
 
 /// A directory the walk is inside: its entries not yet visited.
@@ -47,6 +86,9 @@ struct Frame {
     unreadable: std::ops::Range<u64>,
     /// True when it holds a `.gitignore`, whose rules are the last of `Walk::ignores`.
     has_ignore_file: bool,
+    /// How many of its entries were taken (visited or skipped by a seek), unreadable
+    /// ones included: the index of the next.
+    taken: u64,
 }
 
 /// What to do after one entry.
@@ -62,13 +104,21 @@ enum Step {
 impl<'w> Walk<'w> {
     /// A walk of the root `root` down to the searched path `target` (its components) and
     /// everything under it; `shown` is the searched path for messages.
-    pub(super) fn new(root: &'w Path, target: &'w [String], shown: &'w str) -> Self {
+    /// With `seek`, the walk jumps to the entry it names first (see the module docs).
+    pub(super) fn new(
+        root: &'w Path,
+        target: &'w [String],
+        shown: &'w str,
+        seek: Option<Seek>,
+    ) -> Self {
         Walk {
             root,
             target,
             shown,
             ignores: Vec::new(),
             number: 0,
+            seek,
+            missed: false,
         }
     }
 
@@ -79,10 +129,23 @@ impl<'w> Walk<'w> {
     /// target inside a pruned or ignored directory, and what visiting an entry fails with.
     pub(super) fn run(&mut self, search: &mut Search<'_>) -> Result<()> {
         let mut stack: Vec<Frame> = Vec::new();
+        // `at`: the index of the entry being visited in each directory from the target down.
+        search.page.at.clear();
         if let Some(root) = self.enter(self.root.to_path_buf(), String::new(), 0)? {
+            if self.missed {
+                return Ok(());
+            }
+            if root.depth >= self.target.len() {
+                search.page.at.push(0);
+            }
             stack.push(root);
         }
         while let Some(frame) = stack.last_mut() {
+            let below_target = frame.depth >= self.target.len();
+            if below_target && let Some(last) = search.page.at.last_mut() {
+                *last = frame.taken;
+            }
+            frame.taken += 1;
             let step = if let Some((name, kind)) = frame.entries.next() {
                 self.entry(search, frame, name, kind)?
             } else if let Some(k) = frame.unreadable.next() {
@@ -98,12 +161,29 @@ impl<'w> Walk<'w> {
                 if frame.has_ignore_file {
                     self.ignores.pop();
                 }
+                if below_target {
+                    search.page.at.pop();
+                }
                 stack.pop();
                 Step::Next
             };
+            // While seeking, every entry taken below the target is a directory on the way
+            // to the cursor's entry, and must be entered.
+            if below_target && self.seek.is_some() && !matches!(step, Step::Enter(_)) {
+                self.missed = true;
+                return Ok(());
+            }
             match step {
                 Step::Next => {}
-                Step::Enter(child) => stack.push(child),
+                Step::Enter(child) => {
+                    if self.missed {
+                        return Ok(());
+                    }
+                    if child.depth >= self.target.len() {
+                        search.page.at.push(0);
+                    }
+                    stack.push(child);
+                }
                 Step::Done => return Ok(()),
             }
         }
@@ -138,14 +218,56 @@ impl<'w> Walk<'w> {
                 pushed = true;
             }
         }
-        Ok(Some(Frame {
+        let mut frame = Frame {
             dir,
             rel_dir,
             depth,
             entries: entries.into_iter(),
             unreadable: 0..unreadable,
             has_ignore_file: pushed,
-        }))
+            taken: 0,
+        };
+        if depth >= self.target.len() {
+            self.seek_in(&mut frame);
+        }
+        Ok(Some(frame))
+    }
+
+    /// When seeking, skips the entries of `frame` (a directory at or below the target)
+    /// before the one the seek names at its depth; at the last component, checks that
+    /// entry's path and ends the seek there, numbering it as the cursor's entry. Sets
+    /// `missed` when the entry is not there.
+    fn seek_in(&mut self, frame: &mut Frame) {
+        let Some(seek) = &mut self.seek else { return };
+        let Some(&index) = seek.indices.get(seek.level) else {
+            self.missed = true;
+            return;
+        };
+        let names = frame.entries.len() as u64;
+        let rel = if index < names {
+            if index > 0 {
+                frame.entries.nth(index as usize - 1);
+            }
+            let name = frame.entries.as_slice()[0].0.to_string_lossy();
+            join(&frame.rel_dir, &name)
+        } else if index - names < frame.unreadable.end {
+            frame.entries = Vec::new().into_iter();
+            frame.unreadable.start = index - names;
+            format!("{}/\u{fffd}{}", frame.rel_dir, index - names)
+        } else {
+            self.missed = true;
+            return;
+        };
+        frame.taken = index;
+        seek.level += 1;
+        if seek.level == seek.indices.len() {
+            if super::entry_check(&rel, seek.number, true) == seek.path_check {
+                self.number = seek.number;
+                self.seek = None;
+            } else {
+                self.missed = true;
+            }
+        }
     }
 
     /// Visits one entry of `frame`.
@@ -159,11 +281,7 @@ impl<'w> Walk<'w> {
         // The path opens the entry by its real name; results show it lossily.
         let path = frame.dir.join(&os_name);
         let name = os_name.to_string_lossy().into_owned();
-        let rel = if frame.rel_dir.is_empty() {
-            name.clone()
-        } else {
-            format!("{}/{name}", frame.rel_dir)
-        };
+        let rel = join(&frame.rel_dir, &name);
         let depth = frame.depth;
         if depth < self.target.len() {
             // Above the target: only the next directory on the way to it.
@@ -239,5 +357,14 @@ impl<'w> Walk<'w> {
             }
         }
         false
+    }
+}
+
+/// The path of `name` in the directory at `rel_dir` (relative to the root; empty for the root).
+fn join(rel_dir: &str, name: &str) -> String {
+    if rel_dir.is_empty() {
+        name.to_string()
+    } else {
+        format!("{rel_dir}/{name}")
     }
 }
