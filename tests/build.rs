@@ -52,7 +52,9 @@ fn main() {
     // The example tool built here lives outside the directories `build` watches.
     println!(
         "cargo:rerun-if-changed={}",
-        manifest_dir.join("../guest-examples/rust-json-summary").display()
+        manifest_dir
+            .join("../guest-examples/rust-json-summary")
+            .display()
     );
     let mut generated = String::new();
     for ((constant, package, doc), path) in COMPONENTS.iter().zip(&built) {
