@@ -31,6 +31,16 @@ const COMPONENTS: &[(&str, &str, &str)] = &[
         "sluice-test-fs-like",
         "`tests/components/fs-like`: the shape of wassette's filesystem-rs (`read-file(path)`, `list-directory(path)`).",
     ),
+    (
+        "HTTP_FETCH_WASM",
+        "sluice-test-http-fetch",
+        "`tests/components/http-fetch`: `fetch(url, method)` through `wasi:http`.",
+    ),
+    (
+        "JSON_SUMMARY_WASM",
+        "json-summary",
+        "`guest-examples/rust-json-summary`: the example tool `summarize(url)` through `wasi:http`.",
+    ),
 ];
 
 fn main() {
@@ -39,6 +49,13 @@ fn main() {
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     let packages: Vec<&str> = COMPONENTS.iter().map(|(_, p, _)| *p).collect();
     let built = sluice_wasm_build::build(&manifest_dir.join(".."), &packages);
+    // The example tool built here lives outside the directories `build` watches.
+    println!(
+        "cargo:rerun-if-changed={}",
+        manifest_dir
+            .join("../guest-examples/rust-json-summary")
+            .display()
+    );
     let mut generated = String::new();
     for ((constant, package, doc), path) in COMPONENTS.iter().zip(&built) {
         // A copy, so a later nested build cannot change the file under a compiled test.

@@ -18,6 +18,7 @@ mod grep_files; // Rows G1–G4, grep paging, the walk's skip rules.
 mod host_limits; // Issue 12: waits in host calls, FIFOs, descriptor/pollable floods, bad pointers.
 mod hostile; // Hostile components: loops, memory, floods, panics, escapes, missing imports.
 mod hostile_serve; // `sluice serve` stays responsive while hostile calls run; cancel reaches them.
+mod http; // Issue 16 item 1: wasi:http by allowlist: listed, unlisted, private, body limit, timeout.
 mod issue12_keys; // Issue 12 items 7–11: keys in UTF-16, encrypted, split; paging edges; deep trees.
 mod keys; // Rows K1–K3 and the key-material look-back rules.
 mod list_dir; // Row L1, entry kinds, list paging and name cutting.

@@ -22,6 +22,7 @@
 
 mod calls;
 mod file;
+pub mod http;
 mod mcp;
 mod model;
 mod runtime;

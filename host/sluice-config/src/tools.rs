@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::file::{Raw, Source};
+use crate::http::{
+    DEFAULT_HTTP_MAX_RESPONSE_BYTES, HTTP_ENTRY_RULE, HttpConfig, MAX_HTTP_MAX_RESPONSE_BYTES,
+};
 use crate::{ConfigError, RootConfig};
 
 /// The built-in tools, in the order they are offered.
@@ -77,6 +80,9 @@ pub struct ToolConfig {
     /// `[functions.<f>]` tables: settings of single functions, by the function's name as
     /// exported (`read-file`) or the tool name it would get (`read_file`).
     pub functions: BTreeMap<String, FunctionConfig>,
+    /// Outbound HTTP through `wasi:http`: `http`, `http_methods`, `http_private`,
+    /// `http_max_response_bytes` ([`crate::http`]); the default grants no host.
+    pub http: HttpConfig,
     /// Where this entry was configured (for messages).
     pub origin: String,
     /// What kind of place configured it, so messages can name the key to change.
@@ -143,6 +149,13 @@ pub(crate) struct PolicyFile {
     prefix: Option<String>,
     #[serde(default)]
     functions: BTreeMap<String, FunctionConfig>,
+    #[serde(default)]
+    http: Vec<String>,
+    #[serde(default)]
+    http_methods: Vec<String>,
+    #[serde(default)]
+    http_private: bool,
+    http_max_response_bytes: Option<Raw>,
     /// `verify.key` (oci:// components only).
     verify: Option<VerifyFile>,
     /// Plain HTTP to a non-loopback registry (oci:// components only).
@@ -163,6 +176,10 @@ impl PolicyFile {
             description: self.description.clone(),
             prefix: self.prefix.clone(),
             functions: self.functions.clone(),
+            http: self.http.clone(),
+            http_methods: self.http_methods.clone(),
+            http_private: self.http_private,
+            http_max_response_bytes: self.http_max_response_bytes.clone(),
         }
     }
 }
@@ -188,6 +205,13 @@ pub(crate) struct Policy {
     prefix: Option<String>,
     #[serde(default)]
     functions: BTreeMap<String, FunctionConfig>,
+    #[serde(default)]
+    http: Vec<String>,
+    #[serde(default)]
+    http_methods: Vec<String>,
+    #[serde(default)]
+    http_private: bool,
+    http_max_response_bytes: Option<Raw>,
 }
 
 /// `verify = { key = "cosign.pub" }` or `verify.key = ["a.pub", "b.pub"]`.
@@ -434,6 +458,7 @@ impl Resolver<'_> {
                 ));
             }
         }
+        let http = http_config(p).map_err(|(field, v, allowed)| value_error(field, v, &allowed))?;
         Ok(ToolConfig {
             name: name.to_string(),
             source,
@@ -447,10 +472,60 @@ impl Resolver<'_> {
             description: p.description.clone(),
             prefix: p.prefix.clone(),
             functions: p.functions.clone(),
+            http,
             origin: origin.to_string(),
             configured_by,
         })
     }
+}
+
+/// The HTTP keys of `p`; the error is (key, value as written, what is allowed).
+fn http_config(p: &Policy) -> Result<HttpConfig, (&'static str, String, String)> {
+    let allow = p
+        .http
+        .iter()
+        .map(|e| {
+            crate::http::parse_entry(e).map_err(|why| {
+                (
+                    "http",
+                    format!("{e:?}"),
+                    format!("{HTTP_ENTRY_RULE} ({why})"),
+                )
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    let methods = p
+        .http_methods
+        .iter()
+        .map(|m| {
+            crate::http::parse_method(m).map_err(|why| {
+                (
+                    "http_methods",
+                    format!("{m:?}"),
+                    format!("a list of HTTP methods such as [\"GET\", \"POST\"] ({why})"),
+                )
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    let max_response_bytes = bounded(
+        p.http_max_response_bytes.as_ref(),
+        DEFAULT_HTTP_MAX_RESPONSE_BYTES,
+        1,
+        MAX_HTTP_MAX_RESPONSE_BYTES,
+    )
+    .map_err(|v| {
+        (
+            "http_max_response_bytes",
+            v,
+            format!("an integer from 1 to {MAX_HTTP_MAX_RESPONSE_BYTES} (bytes)"),
+        )
+    })?;
+    Ok(HttpConfig {
+        allow,
+        methods,
+        private: p.http_private,
+        max_response_bytes,
+    })
 }
 
 /// The `oci://` source of `[tools.NAME]`: its reference, `verify.key` (relative to `base`)

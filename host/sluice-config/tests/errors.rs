@@ -292,3 +292,71 @@ fn the_store_url_flag_beats_the_variable_and_the_file() {
         Some("postgres://file@db/s")
     );
 }
+
+#[test]
+fn bad_http_policy_values_name_the_key_the_line_and_what_is_allowed() {
+    let (text, _, path) = refused(
+        "[roots]\nlogs = \"logs\"\n\n[tools.x]\ncomponent = \"x.wasm\"\nhttp = [\"api.example.com\", \"https://example.com/v1\"]\n",
+    );
+    assert_eq!(
+        text,
+        format!(
+            "tools.x.http must be {} (an entry names a host, not a URL: leave out the scheme and the path); got \"https://example.com/v1\" (from {} line 6)",
+            sluice_config::http::HTTP_ENTRY_RULE,
+            shown(&path)
+        )
+    );
+    let (text, _, path) = refused(
+        "[roots]\nlogs = \"logs\"\n\n[tools.x]\ncomponent = \"x.wasm\"\nhttp_methods = [\"GET POST\"]\n",
+    );
+    assert_eq!(
+        text,
+        format!(
+            "tools.x.http_methods must be a list of HTTP methods such as [\"GET\", \"POST\"] (\"GET POST\" is not an HTTP method); got \"GET POST\" (from {} line 6)",
+            shown(&path)
+        )
+    );
+    let (text, _, path) = refused(
+        "[roots]\nlogs = \"logs\"\n\n[tools.x]\ncomponent = \"x.wasm\"\nhttp_max_response_bytes = 0\n",
+    );
+    assert_eq!(
+        text,
+        format!(
+            "tools.x.http_max_response_bytes must be an integer from 1 to 1073741824 (bytes); got 0 (from {} line 6)",
+            shown(&path)
+        )
+    );
+}
+
+#[test]
+fn http_policy_keys_reach_the_tool_config() {
+    use sluice_config::http::{HttpConfig, HttpEntry, HttpEntryHost};
+    let (dir, path) = file(
+        "[roots]\nlogs = \"logs\"\n\n[tools.x]\ncomponent = \"x.wasm\"\nhttp = [\"api.example.com\", \"*.example.org:8443\", \"127.0.0.1:8080\"]\nhttp_methods = [\"get\"]\nhttp_private = true\nhttp_max_response_bytes = 4096\n",
+    );
+    let config = Config::resolve(Some(&path), &|_| None, &Overrides::default()).unwrap();
+    drop(dir);
+    let x = config.tools.iter().find(|t| t.name == "x").unwrap();
+    assert_eq!(
+        x.http,
+        HttpConfig {
+            allow: vec![
+                HttpEntry {
+                    host: HttpEntryHost::Name("api.example.com".into()),
+                    port: None
+                },
+                HttpEntry {
+                    host: HttpEntryHost::Subdomains("example.org".into()),
+                    port: Some(8443)
+                },
+                HttpEntry {
+                    host: HttpEntryHost::Ip([127, 0, 0, 1].into()),
+                    port: Some(8080)
+                },
+            ],
+            methods: vec!["GET".into()],
+            private: true,
+            max_response_bytes: 4096,
+        }
+    );
+}

@@ -1,7 +1,8 @@
 //! What the host gives one call: its WASI context (preopens, env, captured stderr), its
 //! memory limiter, the descriptors it holds, and the interfaces it links: WASI 0.2 (with the
 //! host's own non-blocking `open-at` (the private `open_at` module), and `wasi:random` bounded by
-//! [`MAX_RANDOM_BYTES`]) and the `sluice:tools` interfaces (`budget`, `key-policy`).
+//! [`MAX_RANDOM_BYTES`], and `wasi:http` by the policy's allowlist ([`crate::http`])) and
+//! the `sluice:tools` interfaces (`budget`, `key-policy`).
 
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -10,6 +11,9 @@ use wasmtime::component::{Linker, ResourceTable};
 use wasmtime::{ResourceLimiter, StoreContextMut};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+
+use crate::http::HttpHooks;
 
 use crate::limits::{HostLimit, MAX_RANDOM_BYTES};
 
@@ -32,6 +36,19 @@ pub struct CallState {
     /// The host files behind the descriptors the call opened; a descriptor is open while
     /// its file is alive (streams share it).
     pub(crate) descriptors: Vec<Weak<std::fs::File>>,
+    /// `wasi:http`: its context and the host's hooks (the policy's allowlist, the log).
+    pub(crate) http_ctx: WasiHttpCtx,
+    pub(crate) http: HttpHooks,
+}
+
+impl WasiHttpView for CallState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http_ctx,
+            table: &mut self.table,
+            hooks: &mut self.http,
+        }
+    }
 }
 
 impl WasiView for CallState {
@@ -123,12 +140,14 @@ impl ResourceLimiter for MemoryLimiter {
     }
 }
 
-/// Adds WASI 0.2 and the `sluice:tools` host interfaces to `linker`.
+/// Adds WASI 0.2 (`wasi:http` included, sent by [`HttpHooks`]) and the `sluice:tools`
+/// host interfaces to `linker`.
 ///
 /// # Errors
 /// wasmtime's error when an interface is defined twice.
 pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)?;
     crate::open_at::shadow(linker)?;
     shadow_random(linker)?;
     let mut budget = linker.instance("sluice:tools/budget@0.1.0")?;

@@ -16,12 +16,14 @@ use wasmtime::component::{ComponentExportIndex, InstancePre, ResourceTable, Val}
 use wasmtime::{Store, UpdateDeadline};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
+use wasmtime_wasi_http::WasiHttpCtx;
 
 use crate::failure::{Failure, Interrupt, explain};
 use crate::host::{ALLOW_BLOCKING_CURRENT_THREAD, CallBudget, CallState, MemoryLimiter};
+use crate::http::HttpHooks;
 use crate::limits::{MAX_LIFT_BYTES, MAX_RANDOM_BYTES, MAX_RESOURCES};
 use crate::observation::{Draft, Observation};
-use crate::policy::ToolPolicy;
+use crate::policy::{HttpGrant, ToolPolicy};
 use crate::value::to_json;
 
 /// Bytes of a guest's stderr kept for error messages.
@@ -31,12 +33,16 @@ const STDERR_BYTES: usize = 64 * 1024;
 pub(crate) struct Call {
     pub(crate) pre: InstancePre<CallState>,
     pub(crate) policy: Arc<ToolPolicy>,
+    /// The policy's `wasi:http` grant, shared by the tool's calls.
+    pub(crate) http: Arc<HttpGrant>,
     pub(crate) key_names: Arc<sluice_pager::KeyNames>,
     pub(crate) export: ComponentExportIndex,
     pub(crate) result: Option<Type>,
     pub(crate) params: Vec<Val>,
     /// The cap, in bytes.
     pub(crate) cap: u32,
+    /// The tool's name, for the call's log line.
+    pub(crate) tool: String,
 }
 
 impl Call {
@@ -45,7 +51,8 @@ impl Call {
         if cancel.is_cancelled() {
             return failed(Failure::cancelled());
         }
-        let deadline = Instant::now() + self.policy.timeout;
+        let started = Instant::now();
+        let deadline = started + self.policy.timeout;
         let mut store = match self.store(deadline, &cancel) {
             Ok(s) => s,
             Err(message) => return Observation::error(&message, Some("io")),
@@ -69,11 +76,39 @@ impl Call {
                 r = call => Ok(r),
             }
         };
-        match outcome {
-            Ok(Ok(())) => lift_result(results.first(), self.result.as_ref()),
-            Ok(Err(e)) => failed(explain(&e, store.data_mut(), &self.policy)),
-            Err(Interrupt::Timeout) => failed(Failure::timeout(&self.policy)),
-            Err(Interrupt::Cancelled) => failed(Failure::cancelled()),
+        let (draft, outcome) = match outcome {
+            Err(Interrupt::Timeout) => (failed(Failure::timeout(&self.policy)), "timeout"),
+            Err(Interrupt::Cancelled) => (failed(Failure::cancelled()), "cancelled"),
+            // A refused request ends the call with the host's reason, whatever the guest
+            // made of its `wasi:http` error.
+            _ if store.data().http.log().refusal().is_some() => {
+                let log = store.data().http.log();
+                let (message, kind) = log.refusal().cloned().unwrap_or_default();
+                (Observation::error(&message, Some(kind)), kind)
+            }
+            Ok(Ok(())) => (
+                lift_result(results.first(), self.result.as_ref()),
+                "returned",
+            ),
+            Ok(Err(e)) => (
+                failed(explain(&e, store.data_mut(), &self.policy)),
+                "failed",
+            ),
+        };
+        self.log_line(&store, started, outcome);
+        draft
+    }
+
+    /// The call's log line: the tool, how it ended, how long it took, and the HTTP requests
+    /// it made (`METHOD host:port STATUS BYTES`, see [`crate::http`]). At `info` for a call
+    /// that made requests, at `debug` otherwise.
+    fn log_line(&self, store: &Store<CallState>, started: Instant, outcome: &str) {
+        let ms = started.elapsed().as_millis() as u64;
+        let log = store.data().http.log();
+        if log.is_empty() {
+            tracing::debug!(tool = %self.tool, outcome, ms, "tool call");
+        } else {
+            tracing::info!(tool = %self.tool, outcome, ms, http = %log.summary(), "tool call");
         }
     }
 
@@ -116,6 +151,8 @@ impl Call {
             budget: CallBudget::new(self.cap, policy.timeout, self.key_names.clone()),
             stderr,
             descriptors: Vec::new(),
+            http_ctx: WasiHttpCtx::new(),
+            http: HttpHooks::new(self.http.clone(), deadline),
         };
         let mut store = Store::new(self.pre.engine(), state);
         store.limiter(|s| &mut s.limiter);

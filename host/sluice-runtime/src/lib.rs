@@ -33,6 +33,7 @@ pub mod error;
 mod failure;
 pub mod hint;
 pub mod host;
+pub mod http;
 mod invoke;
 pub mod limits;
 pub mod live;
@@ -57,5 +58,7 @@ pub use component::{ImportInfo, Inspection, ToolInfo, inspect};
 pub use error::RuntimeError;
 pub use live::LiveToolbox;
 pub use observation::{CallStatus, Observation};
-pub use policy::{FunctionPolicy, PolicyOrigin, RootGrant, ToolPolicy};
+pub use policy::{
+    FunctionPolicy, HttpAllow, HttpGrant, HttpHost, PolicyOrigin, RootGrant, ToolPolicy,
+};
 pub use toolbox::{CallOptions, ComponentSpec, Source, Toolbox};

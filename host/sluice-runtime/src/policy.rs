@@ -53,6 +53,79 @@ pub struct ToolPolicy {
     /// Where the operator configured this policy, so that messages can name the key that
     /// changes it. `None` for a policy built in code.
     pub origin: Option<PolicyOrigin>,
+    /// Outbound HTTP through `wasi:http` (policy keys `http`, `http_methods`,
+    /// `http_private`, `http_max_response_bytes`). The default grants no host: every request
+    /// is refused.
+    pub http: HttpGrant,
+}
+
+/// `http_max_response_bytes` when not configured: 10 MiB.
+pub const DEFAULT_HTTP_MAX_RESPONSE_BYTES: u64 = 10 << 20;
+
+/// What a tool may reach over `wasi:http` (docs/configuration.md#outbound-http).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpGrant {
+    /// `http`: the hosts it may send requests to; empty: none.
+    pub allow: Vec<HttpAllow>,
+    /// `http_methods`: the methods it may use, uppercase (`GET`); empty: any.
+    pub methods: Vec<String>,
+    /// `http_private`: allowed host names may resolve to loopback, private and link-local
+    /// addresses ([`is_private`](crate::http::is_private)). IP literals of those ranges are
+    /// allowed when listed, whatever this says.
+    pub private: bool,
+    /// `http_max_response_bytes`: the most body bytes one response may have (default
+    /// [`DEFAULT_HTTP_MAX_RESPONSE_BYTES`]); a longer one fails the call with a
+    /// `resource-limit` error naming the limit.
+    pub max_response_bytes: u64,
+}
+
+impl Default for HttpGrant {
+    fn default() -> Self {
+        HttpGrant {
+            allow: Vec::new(),
+            methods: Vec::new(),
+            private: false,
+            max_response_bytes: DEFAULT_HTTP_MAX_RESPONSE_BYTES,
+        }
+    }
+}
+
+/// One entry of `http`: a host and optionally a port.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpAllow {
+    /// Which hosts the entry covers.
+    pub host: HttpHost,
+    /// The port; `None`: the default port of the request's scheme only (80 for `http`,
+    /// 443 for `https`).
+    pub port: Option<u16>,
+}
+
+/// The host part of an [`HttpAllow`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HttpHost {
+    /// This host name exactly (lowercase, no trailing dot): `api.example.com`.
+    Name(String),
+    /// Every name below this domain, at any depth, but not the domain itself:
+    /// `*.example.com` is `Subdomains("example.com")`.
+    Subdomains(String),
+    /// This IP address, given as a literal; the only way to reach a loopback, private or
+    /// link-local address by address.
+    Ip(std::net::IpAddr),
+}
+
+impl std::fmt::Display for HttpAllow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.host {
+            HttpHost::Name(n) => f.write_str(n)?,
+            HttpHost::Subdomains(d) => write!(f, "*.{d}")?,
+            HttpHost::Ip(std::net::IpAddr::V6(ip)) if self.port.is_some() => write!(f, "[{ip}]")?,
+            HttpHost::Ip(ip) => write!(f, "{ip}")?,
+        }
+        match self.port {
+            Some(p) => write!(f, ":{p}"),
+            None => Ok(()),
+        }
+    }
 }
 
 /// The settings of one function of a component (`[tools.NAME.functions.FUNC]`).
@@ -132,6 +205,7 @@ impl Default for ToolPolicy {
             prefix: None,
             functions: BTreeMap::new(),
             origin: None,
+            http: HttpGrant::default(),
         }
     }
 }

@@ -124,6 +124,7 @@ pub struct ComponentSpec {
 struct Loaded {
     pre: InstancePre<CallState>,
     policy: Arc<ToolPolicy>,
+    http: Arc<crate::policy::HttpGrant>,
     key_names: Arc<sluice_pager::KeyNames>,
 }
 
@@ -304,11 +305,13 @@ impl Toolbox {
         let call = Call {
             pre: tool.loaded.pre.clone(),
             policy: policy.clone(),
+            http: tool.loaded.http.clone(),
             key_names: tool.loaded.key_names.clone(),
             export: tool.export,
             result: tool.result.clone(),
             params,
             cap: options.cap,
+            tool: tool.info.name.clone(),
         };
         let cancel = options.cancel.clone().unwrap_or_default();
         let ran = self
@@ -390,6 +393,7 @@ fn load_component(
                 },
             )?),
             policy: Arc::new(spec.policy.clone()),
+            http: Arc::new(spec.policy.http.clone()),
         });
     let defs = crate::component::reflect(engine, &component, &spec.source, &spec.policy)?;
     Ok(defs

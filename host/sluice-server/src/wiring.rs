@@ -13,8 +13,8 @@ use sluice_backends::provider::{ProviderConfig, Secret};
 use sluice_config::{Config, ConfiguredBy, ModelConfig, ProviderName, ToolConfig, ToolSource};
 use sluice_registry::RegistryError;
 use sluice_runtime::{
-    ComponentSpec, EngineOptions, FunctionPolicy, LiveToolbox, PolicyOrigin, PoolOptions,
-    RootGrant, RuntimeError, Source, ToolEngine, ToolPolicy, Toolbox,
+    ComponentSpec, EngineOptions, FunctionPolicy, HttpAllow, HttpGrant, HttpHost, LiveToolbox,
+    PolicyOrigin, PoolOptions, RootGrant, RuntimeError, Source, ToolEngine, ToolPolicy, Toolbox,
 };
 use sluice_store::{PgStore, SqliteStore, Store, StoreError};
 
@@ -181,9 +181,32 @@ pub(crate) fn spec_with(t: &ToolConfig, source: Source) -> ComponentSpec {
             ConfiguredBy::Builtins => PolicyOrigin::Builtins(t.name.clone()),
             ConfiguredBy::Sibling(file) => PolicyOrigin::Sibling(file.clone()),
         }),
+        http: http_grant(&t.http),
         ..ToolPolicy::default()
     };
     ComponentSpec { source, policy }
+}
+
+/// The runtime's form of the HTTP keys of a policy.
+fn http_grant(c: &sluice_config::http::HttpConfig) -> HttpGrant {
+    use sluice_config::http::HttpEntryHost;
+    HttpGrant {
+        allow: c
+            .allow
+            .iter()
+            .map(|e| HttpAllow {
+                host: match &e.host {
+                    HttpEntryHost::Name(n) => HttpHost::Name(n.clone()),
+                    HttpEntryHost::Subdomains(d) => HttpHost::Subdomains(d.clone()),
+                    HttpEntryHost::Ip(ip) => HttpHost::Ip(*ip),
+                },
+                port: e.port,
+            })
+            .collect(),
+        methods: c.methods.clone(),
+        private: c.private,
+        max_response_bytes: c.max_response_bytes,
+    }
 }
 
 /// The `'static` name of built-in tool `name`.

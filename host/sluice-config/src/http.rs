@@ -1,0 +1,214 @@
+//! The outbound-HTTP keys of a tool policy (docs/configuration.md#outbound-http): `http`
+//! (the allowlist), `http_methods`, `http_private` and `http_max_response_bytes`.
+
+use std::net::IpAddr;
+
+/// What an entry of `http` may be.
+pub const HTTP_ENTRY_RULE: &str = "a host name (`api.example.com`), `*.DOMAIN` (every name below DOMAIN), an IPv4 address or a bracketed IPv6 address (`[::1]`), each optionally followed by `:PORT` (1 to 65535; without a port, only port 80 for http and 443 for https); no scheme and no path";
+
+/// `http_max_response_bytes` when not set: 10 MiB.
+pub const DEFAULT_HTTP_MAX_RESPONSE_BYTES: u64 = 10 << 20;
+
+/// The largest `http_max_response_bytes`: 1 GiB.
+pub const MAX_HTTP_MAX_RESPONSE_BYTES: u64 = 1 << 30;
+
+/// A tool's outbound HTTP grant; the default grants no host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpConfig {
+    /// `http`: the hosts its requests may go to.
+    pub allow: Vec<HttpEntry>,
+    /// `http_methods`: the methods allowed, uppercase; empty: any.
+    pub methods: Vec<String>,
+    /// `http_private`: host names may resolve to loopback, private and link-local
+    /// addresses (default false).
+    pub private: bool,
+    /// `http_max_response_bytes`: the most body bytes of one response, 1 to
+    /// [`MAX_HTTP_MAX_RESPONSE_BYTES`] (default [`DEFAULT_HTTP_MAX_RESPONSE_BYTES`]).
+    pub max_response_bytes: u64,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            allow: Vec::new(),
+            methods: Vec::new(),
+            private: false,
+            max_response_bytes: DEFAULT_HTTP_MAX_RESPONSE_BYTES,
+        }
+    }
+}
+
+/// One entry of `http`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpEntry {
+    /// The host (or hosts) it covers.
+    pub host: HttpEntryHost,
+    /// Its port; `None`: the scheme's default port only.
+    pub port: Option<u16>,
+}
+
+/// The host of an [`HttpEntry`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HttpEntryHost {
+    /// One host name, lowercase, without a trailing dot.
+    Name(String),
+    /// Every name below this domain (`*.example.com`: `Subdomains("example.com")`).
+    Subdomains(String),
+    /// One IP address.
+    Ip(IpAddr),
+}
+
+/// Parses one entry of `http`; the error says what is wrong with it.
+pub fn parse_entry(text: &str) -> Result<HttpEntry, String> {
+    let t = text.trim();
+    if t.contains("://") || t.contains('/') {
+        return Err("an entry names a host, not a URL: leave out the scheme and the path".into());
+    }
+    let (host, port) = if let Some(rest) = t.strip_prefix('[') {
+        let (ip, after) = rest.split_once(']').ok_or("a `[` without its `]`")?;
+        let port = match after {
+            "" => None,
+            p => Some(
+                p.strip_prefix(':')
+                    .ok_or("after `]` comes `:PORT` or nothing")?,
+            ),
+        };
+        let ip: std::net::Ipv6Addr = ip.parse().map_err(|_| "not an IPv6 address in `[…]`")?;
+        (HttpEntryHost::Ip(IpAddr::V6(ip)), port)
+    } else if t.matches(':').count() > 1 {
+        return Err("an IPv6 address goes in brackets: `[::1]` or `[::1]:8080`".into());
+    } else {
+        let (host, port) = match t.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (t, None),
+        };
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        let host = if let Ok(ip) = host.parse::<IpAddr>() {
+            HttpEntryHost::Ip(ip)
+        } else if let Some(domain) = host.strip_prefix("*.") {
+            valid_name(domain)?;
+            HttpEntryHost::Subdomains(domain.to_string())
+        } else {
+            valid_name(&host)?;
+            HttpEntryHost::Name(host)
+        };
+        (host, port)
+    };
+    let port = match port {
+        None => None,
+        Some(p) => Some(
+            p.parse::<u16>()
+                .ok()
+                .filter(|&p| p > 0)
+                .ok_or_else(|| format!("the port {p:?} is not from 1 to 65535"))?,
+        ),
+    };
+    Ok(HttpEntry { host, port })
+}
+
+/// Checks a DNS name: dot-separated labels of 1 to 63 letters, digits and `-`, not
+/// starting or ending with `-`; 253 characters at most.
+fn valid_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 253
+        && name.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        });
+    if ok {
+        Ok(())
+    } else if name.contains('*') {
+        Err("`*` may only stand first, as a whole label: `*.example.com`".into())
+    } else {
+        Err(format!("{name:?} is not a host name"))
+    }
+}
+
+/// Checks one entry of `http_methods` and returns it uppercase: an HTTP method token
+/// (letters only: `GET`, `post`).
+pub fn parse_method(text: &str) -> Result<String, String> {
+    if !text.is_empty() && text.len() <= 32 && text.bytes().all(|b| b.is_ascii_alphabetic()) {
+        Ok(text.to_ascii_uppercase())
+    } else {
+        Err(format!("{text:?} is not an HTTP method"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(host: HttpEntryHost, port: Option<u16>) -> HttpEntry {
+        HttpEntry { host, port }
+    }
+
+    #[test]
+    fn entries_parse_to_their_host_and_port() {
+        assert_eq!(
+            parse_entry("API.example.com."),
+            Ok(entry(HttpEntryHost::Name("api.example.com".into()), None))
+        );
+        assert_eq!(
+            parse_entry("*.example.com:8443"),
+            Ok(entry(
+                HttpEntryHost::Subdomains("example.com".into()),
+                Some(8443)
+            ))
+        );
+        assert_eq!(
+            parse_entry("127.0.0.1:8080"),
+            Ok(entry(HttpEntryHost::Ip([127, 0, 0, 1].into()), Some(8080)))
+        );
+        assert_eq!(
+            parse_entry("[::1]:80"),
+            Ok(entry(
+                HttpEntryHost::Ip(std::net::Ipv6Addr::LOCALHOST.into()),
+                Some(80)
+            ))
+        );
+        assert_eq!(
+            parse_entry("[::1]"),
+            Ok(entry(
+                HttpEntryHost::Ip(std::net::Ipv6Addr::LOCALHOST.into()),
+                None
+            ))
+        );
+    }
+
+    #[test]
+    fn bad_entries_say_what_is_wrong() {
+        assert_eq!(
+            parse_entry("https://example.com"),
+            Err("an entry names a host, not a URL: leave out the scheme and the path".into())
+        );
+        assert_eq!(
+            parse_entry("::1"),
+            Err("an IPv6 address goes in brackets: `[::1]` or `[::1]:8080`".into())
+        );
+        assert_eq!(
+            parse_entry("example.com:0"),
+            Err("the port \"0\" is not from 1 to 65535".into())
+        );
+        assert_eq!(
+            parse_entry("api.*.com"),
+            Err("`*` may only stand first, as a whole label: `*.example.com`".into())
+        );
+        assert_eq!(
+            parse_entry("*"),
+            Err("`*` may only stand first, as a whole label: `*.example.com`".into())
+        );
+        assert_eq!(parse_entry(""), Err("\"\" is not a host name".into()));
+    }
+
+    #[test]
+    fn methods_are_letters_and_come_back_uppercase() {
+        assert_eq!(parse_method("get"), Ok("GET".into()));
+        assert_eq!(
+            parse_method("GET POST"),
+            Err("\"GET POST\" is not an HTTP method".into())
+        );
+    }
+}
