@@ -52,13 +52,13 @@ fn the_files_written_parse_and_match_the_embedded_packages() {
     let (main, _) = resolve.push_dir(&out).expect("the WIT written parses");
     assert_eq!(
         resolve.packages[main].name.to_string(),
-        "sluice:tools@0.1.0"
+        "sluice:tools@0.1.1"
     );
     let v = WASI_VERSION;
     assert_eq!(
         packages(&resolve),
         [
-            "sluice:tools@0.1.0".to_string(),
+            "sluice:tools@0.1.1".to_string(),
             format!("wasi:cli@{v}"),
             format!("wasi:clocks@{v}"),
             format!("wasi:filesystem@{v}"),

@@ -35,6 +35,7 @@ pub mod hint;
 pub mod host;
 mod invoke;
 pub mod limits;
+pub mod listing;
 pub mod live;
 pub mod mounts;
 pub mod names;
