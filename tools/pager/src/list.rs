@@ -99,6 +99,9 @@ pub struct DirChunk {
     pub entries: Vec<(String, EntryKind, Option<u64>)>,
 }
 
+/// Entries to put on a page, in order: name, kind, size (regular files).
+type Candidates = Vec<(String, EntryKind, Option<u64>)>;
+
 /// The fewest bytes an entry adds to a page: `{"name":"x","kind":"file"}` and a comma. A page
 /// of `page` bytes holds at most `page / MIN_ENTRY_BYTES` entries, so one chunk of that many
 /// always covers it.
@@ -172,12 +175,7 @@ pub fn list_dir_from(
 /// Reads the directory `dir` itself: (total, withheld, entries `offset..offset + count` with
 /// sizes of regular files). Names and kinds come from the directory; sizes are looked up for
 /// those entries only.
-fn read_page(
-    dir: &Path,
-    shown: &str,
-    offset: u64,
-    count: u32,
-) -> Result<(u64, u64, Vec<(String, EntryKind, Option<u64>)>)> {
+fn read_page(dir: &Path, shown: &str, offset: u64, count: u32) -> Result<(u64, u64, Candidates)> {
     let listing = crate::sys::list(dir).map_err(|e| ToolError::io(shown, &e))?;
     let mut withheld = listing.unreadable;
     let names: Vec<(std::ffi::OsString, EntryKind)> = listing
@@ -218,11 +216,7 @@ fn read_page(
 
 /// The entries (starting at index `offset`) that fit a page of `page` bytes, and the index
 /// of the first entry left out (`None` when all fit).
-fn fill(
-    candidates: Vec<(String, EntryKind, Option<u64>)>,
-    offset: u64,
-    page: u64,
-) -> (Vec<DirEntry>, Option<u64>) {
+fn fill(candidates: Candidates, offset: u64, page: u64) -> (Vec<DirEntry>, Option<u64>) {
     let mut entries = Vec::new();
     let mut used = 2u64; // `[` and `]`
     for (i, (name, kind, size)) in candidates.into_iter().enumerate() {
