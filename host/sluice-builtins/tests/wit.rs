@@ -94,7 +94,7 @@ fn an_authors_world_resolves_against_them() {
     std::fs::write(
         out.join("tool.wit"),
         format!(
-            "package acme:reader@0.1.0;\n\nworld reader {{\n    import wasi:filesystem/preopens@{WASI_VERSION};\n    import sluice:tools/budget@0.1.0;\n    use sluice:tools/types@0.1.0.{{tool-error}};\n    export read: func(path: string) -> result<string, tool-error>;\n}}\n"
+            "package acme:reader@0.1.0;\n\nworld reader {{\n    import wasi:filesystem/preopens@{WASI_VERSION};\n    import sluice:tools/budget@0.1.1;\n    use sluice:tools/types@0.1.1.{{tool-error}};\n    export read: func(path: string) -> result<string, tool-error>;\n}}\n"
         ),
     )
     .unwrap();
