@@ -52,13 +52,13 @@ fn the_files_written_parse_and_match_the_embedded_packages() {
     let (main, _) = resolve.push_dir(&out).expect("the WIT written parses");
     assert_eq!(
         resolve.packages[main].name.to_string(),
-        "sluice:tools@0.1.0"
+        "sluice:tools@0.1.1"
     );
     let v = WASI_VERSION;
     assert_eq!(
         packages(&resolve),
         [
-            "sluice:tools@0.1.0".to_string(),
+            "sluice:tools@0.1.1".to_string(),
             format!("wasi:cli@{v}"),
             format!("wasi:clocks@{v}"),
             format!("wasi:filesystem@{v}"),
@@ -94,7 +94,7 @@ fn an_authors_world_resolves_against_them() {
     std::fs::write(
         out.join("tool.wit"),
         format!(
-            "package acme:reader@0.1.0;\n\nworld reader {{\n    import wasi:filesystem/preopens@{WASI_VERSION};\n    import sluice:tools/budget@0.1.0;\n    use sluice:tools/types@0.1.0.{{tool-error}};\n    export read: func(path: string) -> result<string, tool-error>;\n}}\n"
+            "package acme:reader@0.1.0;\n\nworld reader {{\n    import wasi:filesystem/preopens@{WASI_VERSION};\n    import sluice:tools/budget@0.1.1;\n    use sluice:tools/types@0.1.1.{{tool-error}};\n    export read: func(path: string) -> result<string, tool-error>;\n}}\n"
         ),
     )
     .unwrap();

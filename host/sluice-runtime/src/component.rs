@@ -17,10 +17,10 @@ pub use crate::names::MAX_TOOL_NAME_BYTES;
 use crate::names::{Export, Naming, TOOL_NAME_RULE, valid_tool_name};
 
 /// Interfaces the host provides to every component: WASI 0.2 (`wasi:cli`, `clocks`,
-/// `filesystem`, `http`, `io`, `random`, `sockets`; any 0.2.x) and `sluice:tools` `budget`
-/// and `key-policy` (0.1.x). Grants decide what they reach: a tool sees only its preopens
-/// and allowed environment, every socket address is denied, and `wasi:http` requests reach
-/// only the hosts of the policy's `http` ([`crate::http`]; none by default).
+/// `filesystem`, `http`, `io`, `random`, `sockets`; any 0.2.x) and `sluice:tools` `budget`,
+/// `key-policy` and `listing` (0.1.x). Grants decide what they reach: a tool sees only its
+/// preopens and allowed environment, every socket address is denied, and `wasi:http`
+/// requests reach only the hosts of the policy's `http` ([`crate::http`]; none by default).
 pub const PROVIDED_INTERFACES: &[&str] = &[
     "wasi:cli/",
     "wasi:clocks/",
@@ -31,6 +31,7 @@ pub const PROVIDED_INTERFACES: &[&str] = &[
     "wasi:sockets/",
     "sluice:tools/budget@0.1.",
     "sluice:tools/key-policy@0.1.",
+    "sluice:tools/listing@0.1.",
 ];
 
 /// Exports that a toolchain leaves in every component it builds and that are not tools, as

@@ -2,7 +2,7 @@
 //! memory limiter, the descriptors it holds, and the interfaces it links: WASI 0.2 (with the
 //! host's own non-blocking `open-at` (the private `open_at` module), and `wasi:random` bounded by
 //! [`MAX_RANDOM_BYTES`], and `wasi:http` by the policy's allowlist ([`crate::http`])) and
-//! the `sluice:tools` interfaces (`budget`, `key-policy`).
+//! the `sluice:tools` interfaces (`budget`, `key-policy`, `listing` ([`crate::listing`])).
 
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -150,7 +150,8 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)?;
     crate::open_at::shadow(linker)?;
     shadow_random(linker)?;
-    let mut budget = linker.instance("sluice:tools/budget@0.1.0")?;
+    crate::listing::add_to_linker(linker)?;
+    let mut budget = linker.instance("sluice:tools/budget@0.1.1")?;
     budget.func_wrap(
         "max-result-bytes",
         |store: StoreContextMut<'_, CallState>, (): ()| Ok((store.data().budget.max_result_bytes,)),
@@ -173,7 +174,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
             Ok((u32::try_from(left.as_millis()).unwrap_or(u32::MAX),))
         },
     )?;
-    let mut keys = linker.instance("sluice:tools/key-policy@0.1.0")?;
+    let mut keys = linker.instance("sluice:tools/key-policy@0.1.1")?;
     keys.func_wrap(
         "is-key-name",
         |store: StoreContextMut<'_, CallState>, (name, directory): (String, bool)| {

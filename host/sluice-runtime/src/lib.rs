@@ -36,6 +36,7 @@ pub mod host;
 pub mod http;
 mod invoke;
 pub mod limits;
+pub mod listing;
 pub mod live;
 pub mod mounts;
 pub mod names;

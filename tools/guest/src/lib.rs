@@ -1,4 +1,4 @@
-//! The guest side of `sluice:tools@0.1.0` for Rust tools built on [`sluice_pager`].
+//! The guest side of `sluice:tools@0.1.1` for Rust tools built on [`sluice_pager`].
 //!
 //! [`bindings`] holds the bindings of the shared interfaces (`types`, `files`, `budget`,
 //! `key-policy`), generated once here; each tool crate generates its own world with
@@ -20,10 +20,10 @@ pub mod bindings {
         inline: "
             package sluice:guest-support;
             world guest-support {
-                import sluice:tools/types@0.1.0;
-                import sluice:tools/files@0.1.0;
-                import sluice:tools/budget@0.1.0;
-                import sluice:tools/key-policy@0.1.0;
+                import sluice:tools/types@0.1.1;
+                import sluice:tools/files@0.1.1;
+                import sluice:tools/budget@0.1.1;
+                import sluice:tools/key-policy@0.1.1;
             }
         ",
         generate_all,

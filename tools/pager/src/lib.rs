@@ -42,7 +42,9 @@ pub use grep::{
     MAX_PATTERN_CHARS, MAX_TEXT_CHARS, grep_files,
 };
 pub use keys::{KeyNamePolicy, KeyNames};
-pub use list::{DirEntry, EntryKind, ListDirArgs, ListDirPage, list_dir};
+pub use list::{
+    DirChunk, DirEntry, DirSource, EntryKind, ListDirArgs, ListDirPage, list_dir, list_dir_from,
+};
 pub use read::{ReadFileArgs, ReadFilePage, read_file};
 pub use root::{Root, Roots};
 pub use sys::preopened_paths;

@@ -1,5 +1,7 @@
 //! `list_dir`: one page of a directory listing (docs/paging.md#list_dir).
 
+use std::path::Path;
+
 use serde::{Deserialize, Serialize};
 
 use crate::Context;
@@ -71,12 +73,59 @@ pub struct ListDirPage {
     pub withheld: Option<u64>,
 }
 
+/// Entries of a sorted listing read by someone else, a chunk at a time: inside a component,
+/// the host's `sluice:tools/listing` (which reads and sorts the directory once and keeps
+/// it), so that a page costs what a page is.
+pub trait DirSource {
+    /// Entries `offset..offset + count` of the directory at `dir` (the path the tool
+    /// resolved, as [`Root`](crate::Root) paths are), sorted by name in byte order, with
+    /// the same rules as [`list_dir`]: symlinks not followed, sizes for regular files,
+    /// names that are not UTF-8 or that spell a PEM armor line withheld. `None` when this
+    /// source cannot list `dir`: the tool then reads the directory itself.
+    ///
+    /// # Errors
+    /// When the directory cannot be opened or read.
+    fn chunk(&self, dir: &Path, offset: u64, count: u32) -> Option<std::io::Result<DirChunk>>;
+}
+
+/// One chunk of a [`DirSource`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DirChunk {
+    /// Entries listed (withheld ones not counted).
+    pub total: u64,
+    /// Entries withheld.
+    pub withheld: u64,
+    /// The chunk's entries, in order: name, kind, size (regular files).
+    pub entries: Vec<(String, EntryKind, Option<u64>)>,
+}
+
+/// Entries to put on a page, in order: name, kind, size (regular files).
+type Candidates = Vec<(String, EntryKind, Option<u64>)>;
+
+/// The fewest bytes an entry adds to a page: `{"name":"x","kind":"file"}` and a comma. A page
+/// of `page` bytes holds at most `page / MIN_ENTRY_BYTES` entries, so one chunk of that many
+/// always covers it.
+const MIN_ENTRY_BYTES: u64 = 27;
+
 /// Lists one page of `args.path`. Names only: key-material names are listed, never refused.
 ///
 /// # Errors
 /// Paths outside the root, a file instead of a directory, an `offset` past the number of
 /// entries, a page budget below 320 bytes, and I/O failures.
 pub fn list_dir(ctx: &Context, args: &ListDirArgs) -> Result<ListDirPage> {
+    list_dir_from(ctx, args, None)
+}
+
+/// [`list_dir`], taking the page's entries from `source` when it can list the directory
+/// (the results are the same; only the cost differs).
+///
+/// # Errors
+/// As [`list_dir`].
+pub fn list_dir_from(
+    ctx: &Context,
+    args: &ListDirArgs,
+    source: Option<&dyn DirSource>,
+) -> Result<ListDirPage> {
     let root = ctx.roots.pick(args.root.as_deref())?;
     let target = root.resolve(args.path.as_deref().unwrap_or(""))?;
     let page = ctx.limits.page_for(&target.shown)?;
@@ -93,9 +142,41 @@ pub fn list_dir(ctx: &Context, args: &ListDirArgs) -> Result<ListDirPage> {
             format!("{shown} is not a directory{advice}"),
         ));
     }
+    let offset = args.offset.unwrap_or(0);
+    let count = u32::try_from(page / MIN_ENTRY_BYTES + 1).unwrap_or(u32::MAX);
+    let chunk = source
+        .and_then(|s| s.chunk(&target.fs_path, offset, count))
+        .map(|c| c.map_err(|e| ToolError::io(shown, &e)))
+        .transpose()?;
+    let (total, withheld, entries) = match chunk {
+        Some(chunk) => (chunk.total, chunk.withheld, chunk.entries),
+        None => read_page(&target.fs_path, shown, offset, count)?,
+    };
+    if offset > total {
+        return Err(ToolError::new(
+            ErrorKind::InvalidArgument,
+            format!("offset {offset} is past the end of the directory ({total} entries)"),
+        ));
+    }
+    let end = offset + entries.len() as u64;
+    let (entries, next) = fill(entries, offset, page);
+    // Every candidate fitting means the listing ended (a chunk holds more than a page).
+    let next = next.unwrap_or(end);
+    Ok(ListDirPage {
+        path: target.shown,
+        total,
+        offset,
+        entries,
+        next_offset: (next < total).then_some(next),
+        withheld: (withheld > 0).then_some(withheld),
+    })
+}
 
-    // Names and kinds come from the directory itself; sizes are looked up for the page only.
-    let listing = crate::sys::list(&target.fs_path).map_err(|e| ToolError::io(shown, &e))?;
+/// Reads the directory `dir` itself: (total, withheld, entries `offset..offset + count` with
+/// sizes of regular files). Names and kinds come from the directory; sizes are looked up for
+/// those entries only.
+fn read_page(dir: &Path, shown: &str, offset: u64, count: u32) -> Result<(u64, u64, Candidates)> {
+    let listing = crate::sys::list(dir).map_err(|e| ToolError::io(shown, &e))?;
     let mut withheld = listing.unreadable;
     let names: Vec<(std::ffi::OsString, EntryKind)> = listing
         .entries
@@ -116,28 +197,33 @@ pub fn list_dir(ctx: &Context, args: &ListDirArgs) -> Result<ListDirPage> {
             (name, kind)
         })
         .collect();
+    let entries = names
+        .iter()
+        .skip(usize::try_from(offset).unwrap_or(usize::MAX))
+        .take(count as usize)
+        .map(|(name, kind)| {
+            let size = match kind {
+                EntryKind::File => crate::sys::stat(&dir.join(name), false)
+                    .ok()
+                    .map(|m| m.size),
+                _ => None,
+            };
+            (name.to_string_lossy().into_owned(), *kind, size)
+        })
+        .collect();
+    Ok((names.len() as u64, withheld, entries))
+}
 
-    let total = names.len() as u64;
-    let offset = args.offset.unwrap_or(0);
-    if offset > total {
-        return Err(ToolError::new(
-            ErrorKind::InvalidArgument,
-            format!("offset {offset} is past the end of the directory ({total} entries)"),
-        ));
-    }
+/// The entries (starting at index `offset`) that fit a page of `page` bytes, and the index
+/// of the first entry left out (`None` when all fit).
+fn fill(candidates: Candidates, offset: u64, page: u64) -> (Vec<DirEntry>, Option<u64>) {
     let mut entries = Vec::new();
     let mut used = 2u64; // `[` and `]`
-    let mut next = total;
-    for (i, (name, kind)) in names.iter().enumerate().skip(offset as usize) {
-        let size = match kind {
-            EntryKind::File => crate::sys::stat(&target.fs_path.join(name), false)
-                .ok()
-                .map(|m| m.size),
-            _ => None,
-        };
+    for (i, (name, kind, size)) in candidates.into_iter().enumerate() {
+        let i = offset + i as u64;
         let mut entry = DirEntry {
-            name: name.to_string_lossy().into_owned(),
-            kind: *kind,
+            name,
+            kind,
             size,
             name_truncated: None,
         };
@@ -150,21 +236,12 @@ pub fn list_dir(ctx: &Context, args: &ListDirArgs) -> Result<ListDirPage> {
                 let room = page - used - json_len(&entry);
                 entry.name = escaped_prefix(&full, room).to_string();
                 entries.push(entry);
-                next = i as u64 + 1;
-            } else {
-                next = i as u64;
+                return (entries, Some(i + 1));
             }
-            break;
+            return (entries, Some(i));
         }
         used += cost;
         entries.push(entry);
     }
-    Ok(ListDirPage {
-        path: target.shown,
-        total,
-        offset,
-        entries,
-        next_offset: (next < total).then_some(next),
-        withheld: (withheld > 0).then_some(withheld),
-    })
+    (entries, None)
 }

@@ -1,0 +1,486 @@
+//! `sluice:tools/listing`: directory listings read by the host, so that a page of `list_dir`
+//! costs what a page is (issue 19).
+//!
+//! Through `wasi:filesystem`, every page of a listing reads the whole directory: wasmtime-wasi
+//! 48's `read-directory` `stat`s every entry on the host, and the guest then takes the
+//! entries one crossing at a time, to sort them and keep one page. Here the host reads the
+//! names natively (the kind comes from the directory entry itself, `d_type`, with a `stat`
+//! only where the file system does not give it), sorts them once, and keeps the sorted
+//! names in a small process-wide cache of [`MAX_CACHED_SNAPSHOTS`] snapshots (at most
+//! [`MAX_CACHED_BYTES`] bytes of names in all), keyed by the directory's identity and change
+//! times (device, inode, mtime, ctime, size), so the next page of an unchanged directory
+//! reads no directory at all. Sizes are read for the entries of the chunk only, at the time
+//! it is asked for.
+//!
+//! A directory whose mtime or ctime is less than [`RACY_SECONDS`] old when it is read is
+//! not cached: an entry added within the same timestamp tick would not change its key.
+//!
+//! The rules are `list_dir`'s (docs/paging.md#list_dir): names sorted by bytes, symlinks not
+//! followed, names that are not UTF-8 or that spell a PEM armor line withheld and counted.
+//! `dir` is resolved beneath the call's preopen by `cap-primitives`, as every open of the
+//! call is ([`crate::open_at`]): `..`, absolute paths and symlinks cannot leave it.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use cap_primitives::fs::FollowSymlinks;
+use wasmtime::StoreContextMut;
+use wasmtime::component::{ComponentType, Lift, Linker, Lower};
+use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemCtxView};
+
+use crate::host::CallState;
+
+/// The most entries one `list-chunk` call returns.
+pub const MAX_CHUNK_ENTRIES: u32 = 65_536;
+
+/// How many directory snapshots the host keeps.
+pub const MAX_CACHED_SNAPSHOTS: usize = 8;
+
+/// The most bytes of names (plus 5 bytes of bookkeeping per entry) the cache holds in all;
+/// a larger directory is listed but not kept.
+pub const MAX_CACHED_BYTES: usize = 64 << 20;
+
+/// A directory changed less than this many seconds before it was read is not cached.
+pub const RACY_SECONDS: i64 = 2;
+
+/// The WIT `entry-kind`.
+#[derive(ComponentType, Lift, Lower, Clone, Copy, Debug, PartialEq, Eq)]
+#[component(enum)]
+#[repr(u8)]
+pub enum EntryKind {
+    /// A regular file.
+    #[component(name = "file")]
+    File,
+    /// A directory.
+    #[component(name = "directory")]
+    Directory,
+    /// A symbolic link, not followed.
+    #[component(name = "symlink")]
+    Symlink,
+    /// Anything else.
+    #[component(name = "other")]
+    Other,
+}
+
+/// The WIT `listed-entry`.
+#[derive(ComponentType, Lift, Lower, Clone, Debug, PartialEq, Eq)]
+#[component(record)]
+pub struct ListedEntry {
+    /// The entry's name.
+    pub name: String,
+    /// What it is.
+    pub kind: EntryKind,
+    /// Size in bytes, for regular files.
+    pub size: Option<u64>,
+}
+
+/// The WIT `listing-chunk`.
+#[derive(ComponentType, Lift, Lower, Clone, Debug, PartialEq, Eq)]
+#[component(record)]
+pub struct ListingChunk {
+    /// Entries listed.
+    pub total: u64,
+    /// Entries withheld.
+    pub withheld: u64,
+    /// The chunk.
+    pub entries: Vec<ListedEntry>,
+}
+
+/// The WIT `listing-error`.
+#[derive(ComponentType, Lift, Lower, Clone, Debug, PartialEq, Eq)]
+#[component(variant)]
+pub enum ListingError {
+    /// `dir` names no preopened directory.
+    #[component(name = "unsupported")]
+    Unsupported,
+    /// The directory does not exist.
+    #[component(name = "not-found")]
+    NotFound,
+    /// The path leaves the preopen, or access was refused.
+    #[component(name = "not-permitted")]
+    NotPermitted,
+    /// A component of the path is not a directory.
+    #[component(name = "not-directory")]
+    NotDirectory,
+    /// Anything else: the operating system's words.
+    #[component(name = "failed")]
+    Failed(String),
+}
+
+impl From<std::io::Error> for ListingError {
+    fn from(e: std::io::Error) -> Self {
+        use std::io::ErrorKind as K;
+        match e.kind() {
+            K::NotFound => ListingError::NotFound,
+            K::PermissionDenied => ListingError::NotPermitted,
+            K::NotADirectory => ListingError::NotDirectory,
+            _ => ListingError::Failed(e.to_string()),
+        }
+    }
+}
+
+/// One directory, sorted: the names back to back in `names`, entry `i` ending at
+/// `ends[i]`.
+#[derive(Debug, Default)]
+struct Snapshot {
+    names: String,
+    ends: Vec<u32>,
+    kinds: Vec<EntryKind>,
+    withheld: u64,
+}
+
+impl Snapshot {
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn name(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.names[start..self.ends[i] as usize]
+    }
+
+    fn bytes(&self) -> usize {
+        self.names.len() + 5 * self.ends.len()
+    }
+}
+
+/// What identifies a directory and its contents: device, inode, mtime and ctime (ns), size.
+type Key = (u64, u64, i128, i128, u64);
+
+/// The snapshots kept, most recently used last.
+static CACHE: Mutex<Vec<(Key, Arc<Snapshot>)>> = Mutex::new(Vec::new());
+
+/// Adds `list-chunk` of `sluice:tools/listing` to `linker`.
+///
+/// # Errors
+/// wasmtime's error when the function is defined twice.
+pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    let mut listing = linker.instance("sluice:tools/listing@0.1.1")?;
+    listing.func_wrap(
+        "list-chunk",
+        |mut store: StoreContextMut<'_, CallState>, (dir, offset, count): (String, u64, u32)| {
+            let state = store.data_mut();
+            let Some((preopen, rel)) = preopen_of(state, &dir)? else {
+                return Ok((Err(ListingError::Unsupported),));
+            };
+            Ok((list_chunk(&preopen, &rel, offset, count).map_err(ListingError::from),))
+        },
+    )?;
+    Ok(())
+}
+
+/// The preopened directory that holds the guest path `dir` (the longest guest path that is a
+/// prefix of it) and the rest of `dir` relative to it.
+fn preopen_of(state: &mut CallState, dir: &str) -> wasmtime::Result<Option<(Arc<File>, String)>> {
+    use wasmtime_wasi::p2::bindings::filesystem::preopens::Host;
+    let mut view = WasiFilesystemCtxView {
+        ctx: state.wasi.filesystem(),
+        table: &mut state.table,
+    };
+    let preopens = Host::get_directories(&mut view)?;
+    let mut best: Option<(Arc<File>, usize, String)> = None;
+    for (resource, guest) in preopens {
+        let descriptor = state.table.delete(resource)?;
+        let Descriptor::Dir(d) = descriptor else {
+            continue;
+        };
+        let Some(rest) = dir.strip_prefix(guest.as_str()) else {
+            continue;
+        };
+        if !(rest.is_empty() || rest.starts_with('/') || guest.ends_with('/')) {
+            continue;
+        }
+        if best.as_ref().is_none_or(|(_, len, _)| guest.len() > *len) {
+            best = Some((
+                d.dir.clone(),
+                guest.len(),
+                rest.trim_start_matches('/').into(),
+            ));
+        }
+    }
+    Ok(best.map(|(dir, _, rest)| (dir, rest)))
+}
+
+/// Entries `offset..offset + count` (at most [`MAX_CHUNK_ENTRIES`]) of the directory `rel`
+/// beneath `preopen`, with sizes of the regular files among them.
+///
+/// # Errors
+/// When the directory cannot be opened (it does not exist, is not a directory, or leaves
+/// the preopen) or read.
+pub fn list_chunk(
+    preopen: &File,
+    rel: &str,
+    offset: u64,
+    count: u32,
+) -> std::io::Result<ListingChunk> {
+    let dir = if rel.is_empty() {
+        preopen.try_clone()?
+    } else {
+        cap_primitives::fs::open_dir(preopen, Path::new(rel))?
+    };
+    let snapshot = snapshot(&dir)?;
+    let len = snapshot.len() as u64;
+    let start = offset.min(len) as usize;
+    let end = offset
+        .saturating_add(u64::from(count.min(MAX_CHUNK_ENTRIES)))
+        .min(len) as usize;
+    let entries = (start..end)
+        .map(|i| {
+            let name = snapshot.name(i);
+            let kind = snapshot.kinds[i];
+            let size = (kind == EntryKind::File)
+                .then(|| cap_primitives::fs::stat(&dir, Path::new(name), FollowSymlinks::No))
+                .and_then(|m| m.ok())
+                .map(|m| m.len());
+            ListedEntry {
+                name: name.to_string(),
+                kind,
+                size,
+            }
+        })
+        .collect();
+    Ok(ListingChunk {
+        total: len,
+        withheld: snapshot.withheld,
+        entries,
+    })
+}
+
+/// The sorted listing of `dir`: the cached one while the directory's key is unchanged,
+/// else read now (and cached when it is neither racy nor too large).
+fn snapshot(dir: &File) -> std::io::Result<Arc<Snapshot>> {
+    let key = key_of(dir)?;
+    if let Some(key) = key {
+        let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = cache.iter().position(|(k, _)| *k == key) {
+            let hit = cache.remove(i);
+            let snapshot = hit.1.clone();
+            cache.push(hit);
+            return Ok(snapshot);
+        }
+    }
+    let read_at = std::time::SystemTime::now();
+    let snapshot = Arc::new(read(dir)?);
+    if let Some(key) = key
+        && !racy(key, read_at)
+        && snapshot.bytes() <= MAX_CACHED_BYTES
+    {
+        let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        cache.retain(|(k, _)| *k != key);
+        cache.push((key, snapshot.clone()));
+        while cache.len() > MAX_CACHED_SNAPSHOTS
+            || cache.iter().map(|(_, s)| s.bytes()).sum::<usize>() > MAX_CACHED_BYTES
+        {
+            cache.remove(0);
+        }
+    }
+    Ok(snapshot)
+}
+
+/// The cache key of the open directory `dir`; `None` where the platform has no inode.
+#[cfg(unix)]
+fn key_of(dir: &File) -> std::io::Result<Option<Key>> {
+    use std::os::unix::fs::MetadataExt;
+    let m = dir.metadata()?;
+    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+    Ok(Some((
+        m.dev(),
+        m.ino(),
+        ns(m.mtime(), m.mtime_nsec()),
+        ns(m.ctime(), m.ctime_nsec()),
+        m.size(),
+    )))
+}
+
+#[cfg(not(unix))]
+fn key_of(_dir: &File) -> std::io::Result<Option<Key>> {
+    Ok(None)
+}
+
+/// True when the directory changed less than [`RACY_SECONDS`] before `read_at`.
+fn racy(key: Key, read_at: std::time::SystemTime) -> bool {
+    let now = read_at
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128);
+    let newest = key.2.max(key.3);
+    now - newest < i128::from(RACY_SECONDS) * 1_000_000_000
+}
+
+/// Reads and sorts `dir`.
+fn read(dir: &File) -> std::io::Result<Snapshot> {
+    let mut withheld = 0u64;
+    let mut entries: Vec<(String, EntryKind)> = Vec::new();
+    for entry in cap_primitives::fs::read_base_dir(dir)? {
+        let Ok(entry) = entry else {
+            withheld += 1;
+            continue;
+        };
+        let name: OsString = entry.file_name();
+        let Ok(name) = name.into_string() else {
+            withheld += 1;
+            continue;
+        };
+        if sluice_pager::keys::has_armor(name.as_bytes()) {
+            withheld += 1;
+            continue;
+        }
+        let kind = match entry.file_type() {
+            Ok(t) if t.is_symlink() => EntryKind::Symlink,
+            Ok(t) if t.is_dir() => EntryKind::Directory,
+            Ok(t) if t.is_file() => EntryKind::File,
+            _ => EntryKind::Other,
+        };
+        entries.push((name, kind));
+    }
+    entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    let mut snapshot = Snapshot {
+        names: String::with_capacity(entries.iter().map(|e| e.0.len()).sum()),
+        ends: Vec::with_capacity(entries.len()),
+        kinds: Vec::with_capacity(entries.len()),
+        withheld,
+    };
+    for (name, kind) in entries {
+        snapshot.names.push_str(&name);
+        snapshot
+            .ends
+            .push(u32::try_from(snapshot.names.len()).map_err(|_| {
+                std::io::Error::other("the directory's names take more than 4 GiB")
+            })?);
+        snapshot.kinds.push(kind);
+    }
+    Ok(snapshot)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(dir: &Path) -> File {
+        File::open(dir).expect("the test directory opens")
+    }
+
+    fn names(chunk: &ListingChunk) -> Vec<(&str, EntryKind, Option<u64>)> {
+        chunk
+            .entries
+            .iter()
+            .map(|e| (e.name.as_str(), e.kind, e.size))
+            .collect()
+    }
+
+    #[test]
+    fn chunks_are_sorted_by_bytes_with_kinds_and_file_sizes() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("b.log"), "12345").unwrap();
+        std::fs::write(d.path().join("B.log"), "").unwrap();
+        std::fs::create_dir(d.path().join("a")).unwrap();
+        std::fs::write(d.path().join("é"), "xy").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink("b.log", d.path().join("c")).unwrap();
+        let root = open(d.path());
+        let all = list_chunk(&root, "", 0, 100).unwrap();
+        let mut expected = vec![
+            ("B.log", EntryKind::File, Some(0)),
+            ("a", EntryKind::Directory, None),
+            ("b.log", EntryKind::File, Some(5)),
+        ];
+        #[cfg(unix)]
+        expected.push(("c", EntryKind::Symlink, None));
+        expected.push(("é", EntryKind::File, Some(2)));
+        assert_eq!(names(&all), expected);
+        assert_eq!(all.total, expected.len() as u64);
+        assert_eq!(all.withheld, 0);
+
+        let middle = list_chunk(&root, "", 1, 2).unwrap();
+        assert_eq!(names(&middle), expected[1..3].to_vec());
+        assert_eq!(middle.total, expected.len() as u64);
+        let past = list_chunk(&root, "", 99, 2).unwrap();
+        assert!(past.entries.is_empty());
+        assert_eq!(past.total, expected.len() as u64);
+    }
+
+    #[test]
+    fn armor_names_and_names_that_are_not_utf8_are_withheld() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("-----BEGIN RSA PRIVATE KEY-----"), "").unwrap();
+        std::fs::write(d.path().join("ok.txt"), "").unwrap();
+        let mut withheld = 1;
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let bad = std::ffi::OsStr::from_bytes(b"bad\xff");
+            std::fs::write(d.path().join(bad), "").unwrap();
+            withheld += 1;
+        }
+        let chunk = list_chunk(&open(d.path()), "", 0, 10).unwrap();
+        assert_eq!(names(&chunk), [("ok.txt", EntryKind::File, Some(0))]);
+        assert_eq!((chunk.total, chunk.withheld), (1, withheld));
+    }
+
+    #[test]
+    fn directories_beneath_the_preopen_only() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("root");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(root.join("sub/x"), "").unwrap();
+        std::fs::create_dir(d.path().join("outside")).unwrap();
+        let preopen = open(&root);
+        let sub = list_chunk(&preopen, "sub", 0, 10).unwrap();
+        assert_eq!(names(&sub), [("x", EntryKind::File, Some(0))]);
+        assert!(list_chunk(&preopen, "../outside", 0, 10).is_err());
+        assert!(list_chunk(&preopen, "missing", 0, 10).is_err());
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink("../outside", root.join("escape")).unwrap();
+            assert!(list_chunk(&preopen, "escape", 0, 10).is_err());
+        }
+    }
+
+    #[test]
+    fn a_changed_directory_is_read_again_and_an_unchanged_one_comes_from_the_cache() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("one"), "").unwrap();
+        let root = open(d.path());
+        // Just changed: racy, so read every time and never kept.
+        assert_eq!(list_chunk(&root, "", 0, 10).unwrap().total, 1);
+        let key = key_of(&root).unwrap();
+        let cached = |key: Option<Key>| {
+            key.is_some_and(|k| CACHE.lock().unwrap().iter().any(|(c, _)| *c == k))
+        };
+        assert!(!cached(key));
+        std::fs::write(d.path().join("two"), "").unwrap();
+        assert_eq!(list_chunk(&root, "", 0, 10).unwrap().total, 2);
+        if key.is_none() {
+            return; // No inode on this platform: nothing is cached.
+        }
+        // Once the directory is older than the racy window, a listing is kept; waiting for
+        // the clock is the event here.
+        std::thread::sleep(std::time::Duration::from_millis(
+            RACY_SECONDS as u64 * 1000 + 100,
+        ));
+        assert_eq!(list_chunk(&root, "", 0, 10).unwrap().total, 2);
+        let key = key_of(&root).unwrap();
+        assert!(cached(key));
+        // A new entry changes the key: the next chunk sees it.
+        std::fs::write(d.path().join("three"), "").unwrap();
+        let chunk = list_chunk(&root, "", 0, 10).unwrap();
+        assert_eq!(
+            chunk
+                .entries
+                .iter()
+                .map(|e| e.name.as_str())
+                .collect::<Vec<_>>(),
+            ["one", "three", "two"]
+        );
+    }
+
+    #[test]
+    fn racy_means_changed_within_the_window() {
+        let now = std::time::UNIX_EPOCH + std::time::Duration::from_secs(100);
+        let s = 1_000_000_000i128;
+        assert!(racy((0, 0, 99 * s, 99 * s, 0), now));
+        assert!(racy((0, 0, 90 * s, 99 * s, 0), now));
+        assert!(!racy((0, 0, 97 * s, 98 * s, 0), now));
+    }
+}
