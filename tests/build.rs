@@ -31,6 +31,11 @@ const COMPONENTS: &[(&str, &str, &str)] = &[
         "sluice-test-fs-like",
         "`tests/components/fs-like`: the shape of wassette's filesystem-rs (`read-file(path)`, `list-directory(path)`).",
     ),
+    (
+        "CONFIG_READER_WASM",
+        "sluice-test-config-reader",
+        "`tests/components/config-reader`: reads values and secrets from `wasi:config/store` (`get`, `echo-all`, `fail-with`).",
+    ),
 ];
 
 fn main() {

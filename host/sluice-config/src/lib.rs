@@ -25,6 +25,7 @@ mod file;
 mod mcp;
 mod model;
 mod runtime;
+mod secrets;
 mod server;
 mod tools;
 
@@ -45,6 +46,7 @@ pub use runtime::{
     Allowed, BOOT_ONLY_KEYS, RUNTIME_KEYS, RUNTIME_ORIGIN, RuntimeKey, RuntimeSetting, runtime_key,
     runtime_value,
 };
+pub use secrets::{CONFIG_KEY_RULE, SecretRef};
 pub use server::{ALLOWED_HOST_RULE, ENV_ALLOWED_HOSTS, ServerConfig, valid_allowed_host};
 use sluice_pager::budget::{DEFAULT_MAX_RESULT_BYTES, MAX_MAX_RESULT_BYTES, MIN_MAX_RESULT_BYTES};
 pub use tools::{

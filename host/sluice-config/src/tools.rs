@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::file::{Raw, Source};
+use crate::secrets::{SecretFile, SecretRef, config_and_secrets};
 use crate::{ConfigError, RootConfig};
 
 /// The built-in tools, in the order they are offered.
@@ -79,6 +80,12 @@ pub struct ToolConfig {
     /// `[functions.<f>]` tables: settings of single functions, by the function's name as
     /// exported (`read-file`) or the tool name it would get (`read_file`).
     pub functions: BTreeMap<String, FunctionConfig>,
+    /// `[config]`: plain values of the component's `wasi:config/store`, by config key
+    /// ([`CONFIG_KEY_RULE`](crate::CONFIG_KEY_RULE)).
+    pub config: BTreeMap<String, String>,
+    /// `[secrets]`: secret values of its `wasi:config/store`, by config key, and where each
+    /// is read from when the component loads.
+    pub secrets: BTreeMap<String, SecretRef>,
     /// Where this entry was configured (for messages).
     pub origin: String,
     /// What kind of place configured it, so messages can name the key to change.
@@ -145,6 +152,10 @@ pub(crate) struct PolicyFile {
     prefix: Option<String>,
     #[serde(default)]
     functions: BTreeMap<String, FunctionConfig>,
+    #[serde(default)]
+    config: BTreeMap<String, Raw>,
+    #[serde(default)]
+    secrets: BTreeMap<String, SecretFile>,
     /// `verify.key` (oci:// components only).
     verify: Option<VerifyFile>,
     /// Plain HTTP to a non-loopback registry (oci:// components only).
@@ -165,6 +176,8 @@ impl PolicyFile {
             description: self.description.clone(),
             prefix: self.prefix.clone(),
             functions: self.functions.clone(),
+            config: self.config.clone(),
+            secrets: self.secrets.clone(),
         }
     }
 }
@@ -190,6 +203,10 @@ pub(crate) struct Policy {
     prefix: Option<String>,
     #[serde(default)]
     functions: BTreeMap<String, FunctionConfig>,
+    #[serde(default)]
+    config: BTreeMap<String, Raw>,
+    #[serde(default)]
+    secrets: BTreeMap<String, SecretFile>,
 }
 
 /// `verify = { key = "cosign.pub" }` or `verify.key = ["a.pub", "b.pub"]`.
@@ -242,7 +259,7 @@ impl Resolver<'_> {
                     b,
                     ToolSource::Builtin(b.clone()),
                     &Policy::default(),
-                    ConfiguredBy::Builtins,
+                    (ConfiguredBy::Builtins, base),
                     origin,
                 )?);
             }
@@ -284,7 +301,7 @@ impl Resolver<'_> {
                 name,
                 source,
                 &table.policy(),
-                ConfiguredBy::Table,
+                (ConfiguredBy::Table, base),
                 &format!("{origin} [{key}]"),
             )?);
         }
@@ -327,20 +344,21 @@ impl Resolver<'_> {
             } else {
                 (Policy::default(), path.display().to_string())
             };
-            let by = ConfiguredBy::Sibling(policy_path);
+            let by = (ConfiguredBy::Sibling(policy_path.clone()), dir);
             out.push(self.entry(&name, ToolSource::Component(path), &policy, by, &origin)?);
         }
         Ok(out)
     }
 
-    /// Checks one policy. Built-ins read every root unless `read` says otherwise; other
-    /// components read only what `read` names.
+    /// Checks one policy, configured by `configured_by` in a file in directory `base` (the
+    /// base of its secret files). Built-ins read every root unless `read` says otherwise;
+    /// other components read only what `read` names.
     fn entry(
         &self,
         name: &str,
         source: ToolSource,
         p: &Policy,
-        configured_by: ConfiguredBy,
+        (configured_by, base): (ConfiguredBy, &Path),
         origin: &str,
     ) -> Result<ToolConfig, ConfigError> {
         let builtin = matches!(source, ToolSource::Builtin(_));
@@ -436,6 +454,7 @@ impl Resolver<'_> {
                 ));
             }
         }
+        let (config, secrets) = config_and_secrets(&p.config, &p.secrets, base, &value_error)?;
         Ok(ToolConfig {
             name: name.to_string(),
             source,
@@ -449,6 +468,8 @@ impl Resolver<'_> {
             description: p.description.clone(),
             prefix: p.prefix.clone(),
             functions: p.functions.clone(),
+            config,
+            secrets,
             origin: origin.to_string(),
             configured_by,
         })

@@ -17,9 +17,10 @@ pub use crate::names::MAX_TOOL_NAME_BYTES;
 use crate::names::{Export, Naming, TOOL_NAME_RULE, valid_tool_name};
 
 /// Interfaces the host provides to every component: WASI 0.2 (`wasi:cli`, `clocks`,
-/// `filesystem`, `io`, `random`, `sockets`; any 0.2.x) and `sluice:tools` `budget` and
-/// `key-policy` (0.1.x). Grants decide what they reach: a tool sees only its preopens and
-/// allowed environment, and every socket address is denied.
+/// `filesystem`, `io`, `random`, `sockets`; any 0.2.x), `wasi:config/store@0.2.0-rc.1`
+/// and `sluice:tools` `budget` and `key-policy` (0.1.x). Grants decide what they reach: a
+/// tool sees only its preopens, allowed environment and granted config, and every socket
+/// address is denied.
 pub const PROVIDED_INTERFACES: &[&str] = &[
     "wasi:cli/",
     "wasi:clocks/",
@@ -27,6 +28,7 @@ pub const PROVIDED_INTERFACES: &[&str] = &[
     "wasi:io/",
     "wasi:random/",
     "wasi:sockets/",
+    "wasi:config/store@0.2.0-rc.1",
     "sluice:tools/budget@0.1.",
     "sluice:tools/key-policy@0.1.",
 ];

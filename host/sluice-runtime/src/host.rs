@@ -32,6 +32,8 @@ pub struct CallState {
     /// The host files behind the descriptors the call opened; a descriptor is open while
     /// its file is alive (streams share it).
     pub(crate) descriptors: Vec<Weak<std::fs::File>>,
+    /// What the component's `wasi:config/store` holds (shared by its calls).
+    pub(crate) config: Arc<crate::secrets::ComponentConfig>,
 }
 
 impl WasiView for CallState {
@@ -123,12 +125,15 @@ impl ResourceLimiter for MemoryLimiter {
     }
 }
 
-/// Adds WASI 0.2 and the `sluice:tools` host interfaces to `linker`.
+/// Adds WASI 0.2, `wasi:config/store` and the `sluice:tools` host interfaces to `linker`.
 ///
 /// # Errors
 /// wasmtime's error when an interface is defined twice.
 pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
+    wasmtime_wasi_config::add_to_linker(linker, |s: &mut CallState| {
+        wasmtime_wasi_config::WasiConfig::from(&s.config.vars)
+    })?;
     crate::open_at::shadow(linker)?;
     shadow_random(linker)?;
     let mut budget = linker.instance("sluice:tools/budget@0.1.0")?;

@@ -32,6 +32,7 @@ pub(crate) struct Call {
     pub(crate) pre: InstancePre<CallState>,
     pub(crate) policy: Arc<ToolPolicy>,
     pub(crate) key_names: Arc<sluice_pager::KeyNames>,
+    pub(crate) config: Arc<crate::secrets::ComponentConfig>,
     pub(crate) export: ComponentExportIndex,
     pub(crate) result: Option<Type>,
     pub(crate) params: Vec<Val>,
@@ -116,6 +117,7 @@ impl Call {
             budget: CallBudget::new(self.cap, policy.timeout, self.key_names.clone()),
             stderr,
             descriptors: Vec::new(),
+            config: self.config.clone(),
         };
         let mut store = Store::new(self.pre.engine(), state);
         store.limiter(|s| &mut s.limiter);

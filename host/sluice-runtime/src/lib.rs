@@ -43,6 +43,7 @@ mod open_at;
 pub mod policy;
 pub mod pool;
 pub mod schema;
+pub mod secrets;
 pub mod toolbox;
 pub mod value;
 
@@ -58,4 +59,5 @@ pub use error::RuntimeError;
 pub use live::LiveToolbox;
 pub use observation::{CallStatus, Observation};
 pub use policy::{FunctionPolicy, PolicyOrigin, RootGrant, ToolPolicy};
+pub use secrets::{Secret, SecretSource};
 pub use toolbox::{CallOptions, ComponentSpec, Source, Toolbox};

@@ -1,8 +1,11 @@
-//! What an operator grants one tool: roots, limits, environment. Deny by default.
+//! What an operator grants one tool: roots, limits, environment, config and secrets. Deny
+//! by default.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
+
+use crate::secrets::SecretSource;
 
 /// A tool's default timeout, in ms (docs/configuration.md#tool-policies).
 pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
@@ -55,6 +58,12 @@ pub struct ToolPolicy {
     /// Where the operator configured this policy, so that messages can name the key that
     /// changes it. `None` for a policy built in code.
     pub origin: Option<PolicyOrigin>,
+    /// Plain values of the component's `wasi:config/store`, by config key (`[config]`).
+    pub config: BTreeMap<String, String>,
+    /// Secrets of the component's `wasi:config/store`, by config key (`[secrets]`): read
+    /// when the component loads (a secret that cannot be read makes it unavailable) and
+    /// withheld from every observation of its tools ([`crate::secrets`]).
+    pub secrets: BTreeMap<String, SecretSource>,
 }
 
 /// The settings of one function of a component (`[tools.NAME.functions.FUNC]`).
@@ -134,6 +143,8 @@ impl Default for ToolPolicy {
             prefix: None,
             functions: BTreeMap::new(),
             origin: None,
+            config: BTreeMap::new(),
+            secrets: BTreeMap::new(),
         }
     }
 }

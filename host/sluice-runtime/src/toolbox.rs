@@ -24,6 +24,7 @@ use crate::invoke::Call;
 use crate::observation::{DEFAULT_HINT, Draft, Observation};
 use crate::policy::ToolPolicy;
 use crate::pool::PoolError;
+use crate::secrets::ComponentConfig;
 use crate::value::object_to_fields;
 
 /// How one call runs: the cap and, optionally, a cancellation token.
@@ -125,6 +126,8 @@ struct Loaded {
     pre: InstancePre<CallState>,
     policy: Arc<ToolPolicy>,
     key_names: Arc<sluice_pager::KeyNames>,
+    /// Its `wasi:config/store` and the secrets withheld from its observations.
+    config: Arc<ComponentConfig>,
 }
 
 struct Tool {
@@ -282,7 +285,18 @@ impl Toolbox {
         };
         let tool = &self.tools[i];
         let draft = self.invoke(tool, args, options).await;
-        draft.finish(&tool.info.name, options.cap as usize, &tool.hint)
+        let observation = draft
+            .withholding(tool.loaded.config.secrets.clone())
+            .finish(&tool.info.name, options.cap as usize, &tool.hint);
+        tracing::debug!(
+            tool = name,
+            status = ?observation.status,
+            bytes = observation.text.len(),
+            full_bytes = observation.full_bytes,
+            withheld = ?observation.withheld,
+            "tool call"
+        );
+        observation
     }
 
     async fn invoke(&self, tool: &Tool, args: &str, options: &CallOptions) -> Draft {
@@ -305,6 +319,7 @@ impl Toolbox {
             pre: tool.loaded.pre.clone(),
             policy: policy.clone(),
             key_names: tool.loaded.key_names.clone(),
+            config: tool.loaded.config.clone(),
             export: tool.export,
             result: tool.result.clone(),
             params,
@@ -365,6 +380,14 @@ fn load_component(
             });
         }
     }
+    let config =
+        crate::secrets::resolve(&spec.policy.config, &spec.policy.secrets, &|var: &str| {
+            std::env::var_os(var)
+        })
+        .map_err(|e| RuntimeError::Load {
+            what: what.clone(),
+            reason: e.to_string(),
+        })?;
     let component = engine.compile(&what, wasm)?;
     let pre = linker.instantiate_pre(&component).map_err(|e| {
         let missing = crate::component::missing_imports(engine, &component);
@@ -390,6 +413,7 @@ fn load_component(
                 },
             )?),
             policy: Arc::new(spec.policy.clone()),
+            config: Arc::new(config),
         });
     let defs = crate::component::reflect(engine, &component, &spec.source, &spec.policy)?;
     Ok(defs

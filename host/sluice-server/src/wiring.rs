@@ -10,11 +10,11 @@ use std::time::Duration;
 use sluice_agent::Settings;
 use sluice_backends::Backend;
 use sluice_backends::provider::{Provider, ProviderConfig, Secret, ToolChoice};
-use sluice_config::{Config, ConfiguredBy, ModelConfig, ToolConfig, ToolSource};
+use sluice_config::{Config, ConfiguredBy, ModelConfig, SecretRef, ToolConfig, ToolSource};
 use sluice_registry::RegistryError;
 use sluice_runtime::{
     ComponentSpec, EngineOptions, FunctionPolicy, LiveToolbox, PolicyOrigin, PoolOptions,
-    RootGrant, RuntimeError, Source, ToolEngine, ToolPolicy, Toolbox,
+    RootGrant, RuntimeError, SecretSource, Source, ToolEngine, ToolPolicy, Toolbox,
 };
 use sluice_store::{PgStore, SqliteStore, Store, StoreError};
 
@@ -181,6 +181,18 @@ pub(crate) fn spec_with(t: &ToolConfig, source: Source) -> ComponentSpec {
             ConfiguredBy::Builtins => PolicyOrigin::Builtins(t.name.clone()),
             ConfiguredBy::Sibling(file) => PolicyOrigin::Sibling(file.clone()),
         }),
+        config: t.config.clone(),
+        secrets: t
+            .secrets
+            .iter()
+            .map(|(k, s)| {
+                let source = match s {
+                    SecretRef::Env(var) => SecretSource::Env(var.clone()),
+                    SecretRef::File(path) => SecretSource::File(path.clone()),
+                };
+                (k.clone(), source)
+            })
+            .collect(),
         ..ToolPolicy::default()
     };
     ComponentSpec { source, policy }
