@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::json;
 use sluice_protocol::SessionStatus;
 use sluice_runtime::{SecretSource, ToolPolicy, Toolbox};
+use sluice_store::Store;
 use sluice_tests::{CONFIG_READER_WASM, component_spec, engine};
 use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -44,7 +45,7 @@ fn granted() -> Granted {
 fn toolbox(policy: ToolPolicy) -> Arc<Toolbox> {
     Arc::new(
         Toolbox::load(
-            engine(&cache()),
+            engine(cache()),
             &[component_spec(CONFIG_READER_WASM, policy)],
         )
         .unwrap(),
@@ -119,9 +120,9 @@ fn a_secret_that_cannot_be_read_makes_the_component_unavailable() {
     };
     let expected = "failed to load sluice_test_config_reader.wasm: its secret \"token\" cannot be read from environment variable SLUICE_TEST_NEVER_SET_SECRET: it is not set";
     let specs = [component_spec(CONFIG_READER_WASM, missing_var)];
-    let strict = Toolbox::load(engine(&cache()), &specs).err().unwrap();
+    let strict = Toolbox::load(engine(cache()), &specs).err().unwrap();
     assert_eq!(strict.to_string(), expected);
-    let lenient = Toolbox::load_available(engine(&cache()), &specs).unwrap();
+    let lenient = Toolbox::load_available(engine(cache()), &specs).unwrap();
     assert_eq!(lenient.tools().count(), 0);
     assert_eq!(lenient.unavailable().len(), 1);
     assert_eq!(lenient.unavailable()[0].reason, expected);
@@ -133,7 +134,7 @@ fn a_secret_that_cannot_be_read_makes_the_component_unavailable() {
         ..ToolPolicy::default()
     };
     let e = Toolbox::load(
-        engine(&cache()),
+        engine(cache()),
         &[component_spec(CONFIG_READER_WASM, missing_file)],
     )
     .err()

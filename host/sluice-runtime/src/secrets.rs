@@ -130,12 +130,12 @@ pub(crate) struct ComponentConfig {
 
 /// Why a component's config could not be resolved (its component is unavailable).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("its secret {key:?} cannot be read from {source}: {reason}")]
+#[error("its secret {key:?} cannot be read from {from}: {reason}")]
 pub struct SecretError {
     /// The config key.
     pub key: String,
     /// Where it was to come from.
-    pub source: SecretSource,
+    pub from: SecretSource,
     /// What went wrong (never the value).
     pub reason: String,
 }
@@ -159,7 +159,7 @@ pub(crate) fn resolve(
     for (key, source) in secrets {
         let fail = |reason: String| SecretError {
             key: key.clone(),
-            source: source.clone(),
+            from: source.clone(),
             reason,
         };
         let value = match source {
@@ -251,7 +251,9 @@ mod tests {
             ("b".to_string(), SecretSource::File(crlf)),
             ("c".to_string(), SecretSource::Env("TOKEN_VAR".into())),
         ]);
-        let env = |v: &str| (v == "TOKEN_VAR").then(|| "env-secret-3".into());
+        let env = |v: &str| -> Option<std::ffi::OsString> {
+            (v == "TOKEN_VAR").then(|| "env-secret-3".into())
+        };
         let resolved = resolve(&config, &sources, &env).unwrap();
         assert_eq!(
             resolved
@@ -266,7 +268,7 @@ mod tests {
     fn load_errors_name_the_key_and_the_source() {
         let dir = tempfile::tempdir().unwrap();
         let none = BTreeMap::new();
-        let env = |_: &str| None;
+        let env = |_: &str| -> Option<std::ffi::OsString> { None };
         let missing = BTreeMap::from([("api".to_string(), SecretSource::Env("NOPE".into()))]);
         assert_eq!(
             resolve(&none, &missing, &env).err().unwrap().to_string(),
