@@ -260,7 +260,13 @@ mod tests {
                 .secrets
                 .withhold("file-secret-1\n|crlf-secret-2|env-secret-3|eu")
                 .0,
-            "[secret withheld: a]\n|[secret withheld: b]|[secret withheld: c]|eu"
+            "[secret withheld: a]|[secret withheld: b]|[secret withheld: c]|eu"
+        );
+        // One newline is removed: the secret of `a` keeps the second, so without it there
+        // is nothing to withhold.
+        assert_eq!(
+            resolved.secrets.withhold("file-secret-1|").0,
+            "file-secret-1|"
         );
     }
 
