@@ -120,7 +120,7 @@ fn a_secret_that_is_a_string_or_has_unknown_keys_is_a_parse_error_naming_its_lin
         .to_string();
     assert!(
         text.starts_with(&format!(
-            "invalid configuration file {}: line 4, tools.x.secrets.token.value: unknown field `value`, expected `env` or `file`",
+            "invalid configuration file {}: line 4, tools.x.secrets.token: unknown field `value`, expected `env` or `file`",
             shown(&path)
         )),
         "{text}"
