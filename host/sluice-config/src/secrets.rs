@@ -41,6 +41,9 @@ pub(crate) struct SecretFile {
     file: Option<String>,
 }
 
+/// A policy's checked config values and secret sources, by config key.
+pub(crate) type ConfigAndSecrets = (BTreeMap<String, String>, BTreeMap<String, SecretRef>);
+
 /// The checked `config` and `secrets` of a policy (secret files resolved against `base`);
 /// `value_error(field, value, allowed)` makes the error naming the key.
 pub(crate) fn config_and_secrets(
@@ -48,7 +51,7 @@ pub(crate) fn config_and_secrets(
     secrets_raw: &BTreeMap<String, SecretFile>,
     base: &Path,
     value_error: &dyn Fn(&str, String, &str) -> ConfigError,
-) -> Result<(BTreeMap<String, String>, BTreeMap<String, SecretRef>), ConfigError> {
+) -> Result<ConfigAndSecrets, ConfigError> {
     let key_error = |table: &str, key: &str| {
         value_error(
             table,
