@@ -41,6 +41,11 @@ const COMPONENTS: &[(&str, &str, &str)] = &[
         "json-summary",
         "`guest-examples/rust-json-summary`: the example tool `summarize(url)` through `wasi:http`.",
     ),
+    (
+        "CONFIG_READER_WASM",
+        "sluice-test-config-reader",
+        "`tests/components/config-reader`: reads values and secrets from `wasi:config/store` (`get`, `echo-all`, `fail-with`).",
+    ),
 ];
 
 fn main() {

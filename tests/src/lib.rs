@@ -122,9 +122,9 @@ impl Sandbox {
         adjust: impl FnOnce(&mut ToolPolicy),
     ) -> Sandbox {
         Sandbox::load(cache_dir, cap, adjust, |policy| {
-            BUILTIN_TOOLS
+            sluice_runtime::builtins()
                 .iter()
-                .map(|name| ComponentSpec {
+                .map(|(name, _)| ComponentSpec {
                     source: Source::Builtin(name),
                     policy: policy.clone(),
                 })

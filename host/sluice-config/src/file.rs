@@ -260,6 +260,9 @@ fn allowed_for(key: &str) -> Option<String> {
         ["tools", _, "functions", _, "name"] => {
             format!("a string, a tool name: {}", crate::TOOL_NAME_RULE)
         }
+        ["tools", _, "config"] => "a table of config keys and string values, like [tools.NAME.config] region = \"eu\"".into(),
+        ["tools", _, "secrets"] => "a table of config keys and their sources, like [tools.NAME.secrets] token = { env = \"API_TOKEN\" }".into(),
+        ["tools", _, "secrets", _] => "a table: { env = \"VAR\" } or { file = \"path\" }".into(),
         ["strict"] => "true or false".into(),
         ["builtins"] => {
             "an array of built-in tool names, like [\"read_file\", \"list_dir\"]".into()

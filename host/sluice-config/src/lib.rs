@@ -26,6 +26,7 @@ pub mod http;
 mod mcp;
 mod model;
 mod runtime;
+mod secrets;
 mod server;
 mod tools;
 
@@ -46,6 +47,7 @@ pub use runtime::{
     Allowed, BOOT_ONLY_KEYS, RUNTIME_KEYS, RUNTIME_ORIGIN, RuntimeKey, RuntimeSetting, runtime_key,
     runtime_value,
 };
+pub use secrets::{CONFIG_KEY_RULE, SecretRef};
 pub use server::{ALLOWED_HOST_RULE, ENV_ALLOWED_HOSTS, ServerConfig, valid_allowed_host};
 use sluice_pager::budget::{MAX_MAX_RESULT_BYTES, MIN_MAX_RESULT_BYTES};
 use sluice_protocol::limits::DEFAULT_MAX_TOOL_RESULT_BYTES;

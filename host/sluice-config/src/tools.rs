@@ -12,6 +12,7 @@ use crate::file::{Raw, Source};
 use crate::http::{
     DEFAULT_HTTP_MAX_RESPONSE_BYTES, HTTP_ENTRY_RULE, HttpConfig, MAX_HTTP_MAX_RESPONSE_BYTES,
 };
+use crate::secrets::{SecretFile, SecretRef, config_and_secrets};
 use crate::{ConfigError, RootConfig};
 
 /// The built-in tools, in the order they are offered.
@@ -83,6 +84,12 @@ pub struct ToolConfig {
     /// Outbound HTTP through `wasi:http`: `http`, `http_methods`, `http_private`,
     /// `http_max_response_bytes` ([`crate::http`]); the default grants no host.
     pub http: HttpConfig,
+    /// `[config]`: plain values of the component's `wasi:config/store`, by config key
+    /// ([`CONFIG_KEY_RULE`](crate::CONFIG_KEY_RULE)).
+    pub config: BTreeMap<String, String>,
+    /// `[secrets]`: secret values of its `wasi:config/store`, by config key, and where each
+    /// is read from when the component loads.
+    pub secrets: BTreeMap<String, SecretRef>,
     /// Where this entry was configured (for messages).
     pub origin: String,
     /// What kind of place configured it, so messages can name the key to change.
@@ -156,6 +163,10 @@ pub(crate) struct PolicyFile {
     #[serde(default)]
     http_private: bool,
     http_max_response_bytes: Option<Raw>,
+    #[serde(default)]
+    config: BTreeMap<String, Raw>,
+    #[serde(default)]
+    secrets: BTreeMap<String, SecretFile>,
     /// `verify.key` (oci:// components only).
     verify: Option<VerifyFile>,
     /// Plain HTTP to a non-loopback registry (oci:// components only).
@@ -180,6 +191,8 @@ impl PolicyFile {
             http_methods: self.http_methods.clone(),
             http_private: self.http_private,
             http_max_response_bytes: self.http_max_response_bytes.clone(),
+            config: self.config.clone(),
+            secrets: self.secrets.clone(),
         }
     }
 }
@@ -212,6 +225,10 @@ pub(crate) struct Policy {
     #[serde(default)]
     http_private: bool,
     http_max_response_bytes: Option<Raw>,
+    #[serde(default)]
+    config: BTreeMap<String, Raw>,
+    #[serde(default)]
+    secrets: BTreeMap<String, SecretFile>,
 }
 
 /// `verify = { key = "cosign.pub" }` or `verify.key = ["a.pub", "b.pub"]`.
@@ -264,7 +281,7 @@ impl Resolver<'_> {
                     b,
                     ToolSource::Builtin(b.clone()),
                     &Policy::default(),
-                    ConfiguredBy::Builtins,
+                    (ConfiguredBy::Builtins, base),
                     origin,
                 )?);
             }
@@ -306,7 +323,7 @@ impl Resolver<'_> {
                 name,
                 source,
                 &table.policy(),
-                ConfiguredBy::Table,
+                (ConfiguredBy::Table, base),
                 &format!("{origin} [{key}]"),
             )?);
         }
@@ -349,20 +366,21 @@ impl Resolver<'_> {
             } else {
                 (Policy::default(), path.display().to_string())
             };
-            let by = ConfiguredBy::Sibling(policy_path);
+            let by = (ConfiguredBy::Sibling(policy_path.clone()), dir);
             out.push(self.entry(&name, ToolSource::Component(path), &policy, by, &origin)?);
         }
         Ok(out)
     }
 
-    /// Checks one policy. Built-ins read every root unless `read` says otherwise; other
-    /// components read only what `read` names.
+    /// Checks one policy, configured by `configured_by` in a file in directory `base` (the
+    /// base of its secret files). Built-ins read every root unless `read` says otherwise;
+    /// other components read only what `read` names.
     fn entry(
         &self,
         name: &str,
         source: ToolSource,
         p: &Policy,
-        configured_by: ConfiguredBy,
+        (configured_by, base): (ConfiguredBy, &Path),
         origin: &str,
     ) -> Result<ToolConfig, ConfigError> {
         let builtin = matches!(source, ToolSource::Builtin(_));
@@ -459,6 +477,7 @@ impl Resolver<'_> {
             }
         }
         let http = http_config(p).map_err(|(field, v, allowed)| value_error(field, v, &allowed))?;
+        let (config, secrets) = config_and_secrets(&p.config, &p.secrets, base, &value_error)?;
         Ok(ToolConfig {
             name: name.to_string(),
             source,
@@ -473,6 +492,8 @@ impl Resolver<'_> {
             prefix: p.prefix.clone(),
             functions: p.functions.clone(),
             http,
+            config,
+            secrets,
             origin: origin.to_string(),
             configured_by,
         })

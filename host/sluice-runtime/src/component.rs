@@ -17,10 +17,11 @@ pub use crate::names::MAX_TOOL_NAME_BYTES;
 use crate::names::{Export, Naming, TOOL_NAME_RULE, valid_tool_name};
 
 /// Interfaces the host provides to every component: WASI 0.2 (`wasi:cli`, `clocks`,
-/// `filesystem`, `http`, `io`, `random`, `sockets`; any 0.2.x) and `sluice:tools` `budget`,
-/// `key-policy` and `listing` (0.1.x). Grants decide what they reach: a tool sees only its
-/// preopens and allowed environment, every socket address is denied, and `wasi:http`
-/// requests reach only the hosts of the policy's `http` ([`crate::http`]; none by default).
+/// `filesystem`, `http`, `io`, `random`, `sockets`; any 0.2.x), `wasi:config/store@0.2.0-rc.1`
+/// and `sluice:tools` `budget`, `key-policy` and `listing` (0.1.x). Grants decide what they
+/// reach: a tool sees only its preopens, allowed environment and granted config, every socket
+/// address is denied, and `wasi:http` requests reach only the hosts of the policy's `http`
+/// ([`crate::http`]; none by default).
 pub const PROVIDED_INTERFACES: &[&str] = &[
     "wasi:cli/",
     "wasi:clocks/",
@@ -29,6 +30,7 @@ pub const PROVIDED_INTERFACES: &[&str] = &[
     "wasi:io/",
     "wasi:random/",
     "wasi:sockets/",
+    "wasi:config/store@0.2.0-rc.1",
     "sluice:tools/budget@0.1.",
     "sluice:tools/key-policy@0.1.",
     "sluice:tools/listing@0.1.",

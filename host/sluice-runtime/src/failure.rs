@@ -127,9 +127,13 @@ pub(crate) fn explain(e: &wasmtime::Error, state: &mut CallState, policy: &ToolP
             "trap",
         );
     }
-    let stderr = String::from_utf8_lossy(&state.stderr.contents())
-        .trim()
-        .to_string();
+    // Secrets are withheld before the tail is cut, so that the cut cannot leave a part of
+    // one that the observation's scan would not recognise.
+    let raw = state.stderr.contents();
+    let (stderr, _) = state
+        .config
+        .secrets
+        .withhold(String::from_utf8_lossy(&raw).trim());
     let with_stderr = |what: String| {
         if stderr.is_empty() {
             what

@@ -39,6 +39,8 @@ pub struct CallState {
     /// `wasi:http`: its context and the host's hooks (the policy's allowlist, the log).
     pub(crate) http_ctx: WasiHttpCtx,
     pub(crate) http: HttpHooks,
+    /// What the component's `wasi:config/store` holds (shared by its calls).
+    pub(crate) config: Arc<crate::secrets::ComponentConfig>,
 }
 
 impl WasiHttpView for CallState {
@@ -140,14 +142,17 @@ impl ResourceLimiter for MemoryLimiter {
     }
 }
 
-/// Adds WASI 0.2 (`wasi:http` included, sent by [`HttpHooks`]) and the `sluice:tools`
-/// host interfaces to `linker`.
+/// Adds WASI 0.2 (`wasi:http` included, sent by [`HttpHooks`]), `wasi:config/store` and the
+/// `sluice:tools` host interfaces to `linker`.
 ///
 /// # Errors
 /// wasmtime's error when an interface is defined twice.
 pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)?;
+    wasmtime_wasi_config::add_to_linker(linker, |s: &mut CallState| {
+        wasmtime_wasi_config::WasiConfig::from(&s.config.vars)
+    })?;
     crate::open_at::shadow(linker)?;
     shadow_random(linker)?;
     crate::listing::add_to_linker(linker)?;

@@ -36,6 +36,7 @@ pub(crate) struct Call {
     /// The policy's `wasi:http` grant, shared by the tool's calls.
     pub(crate) http: Arc<HttpGrant>,
     pub(crate) key_names: Arc<sluice_pager::KeyNames>,
+    pub(crate) config: Arc<crate::secrets::ComponentConfig>,
     pub(crate) export: ComponentExportIndex,
     pub(crate) result: Option<Type>,
     pub(crate) params: Vec<Val>,
@@ -153,6 +154,7 @@ impl Call {
             descriptors: Vec::new(),
             http_ctx: WasiHttpCtx::new(),
             http: HttpHooks::new(self.http.clone(), deadline),
+            config: self.config.clone(),
         };
         let mut store = Store::new(self.pre.engine(), state);
         store.limiter(|s| &mut s.limiter);

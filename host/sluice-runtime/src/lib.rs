@@ -45,6 +45,7 @@ mod open_at;
 pub mod policy;
 pub mod pool;
 pub mod schema;
+pub mod secrets;
 pub mod toolbox;
 pub mod value;
 
@@ -62,4 +63,5 @@ pub use observation::{CallStatus, Observation};
 pub use policy::{
     FunctionPolicy, HttpAllow, HttpGrant, HttpHost, PolicyOrigin, RootGrant, ToolPolicy,
 };
+pub use secrets::{Secret, SecretSource};
 pub use toolbox::{CallOptions, ComponentSpec, Source, Toolbox};

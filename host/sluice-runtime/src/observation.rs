@@ -1,10 +1,14 @@
 //! The observation: the exact string stored in the transcript for one tool call, its
-//! shapes, the key-material scan, and the cap (docs/observations.md).
+//! shapes, the secret scan, the key-material scan, and the cap (docs/observations.md).
 //!
-//! Everything a model can see from a tool passes [`Draft::finish`], which applies the
-//! key scan and then the cap, in that order, in one place.
+//! Everything a model can see from a tool passes [`Draft::finish`], which withholds the
+//! component's secrets, applies the key scan and then the cap, in that order, in one place.
+
+use std::sync::Arc;
 
 use serde_json::Value;
+
+use crate::secrets::Secrets;
 
 /// The start of the marker that ends a capped observation.
 pub const TRUNCATION_MARKER_START: &str = "…[truncated; full result is ";
@@ -40,6 +44,9 @@ pub struct Observation {
     pub status: CallStatus,
     /// True when the result says more can be had: a `next…` cursor or `truncated: true`.
     pub paged: bool,
+    /// The config keys whose secret values were found and withheld, in the order scanned
+    /// (each occurrence replaced by `[secret withheld: KEY]`).
+    pub withheld: Vec<String>,
 }
 
 impl Observation {
@@ -53,6 +60,7 @@ impl Observation {
             text: format!("{{\"ok\":true,\"result\":{result}}}"),
             status: CallStatus::Ok,
             paged,
+            secrets: None,
         }
     }
 
@@ -67,6 +75,7 @@ impl Observation {
             text,
             status: CallStatus::ToolError,
             paged: false,
+            secrets: None,
         }
     }
 
@@ -85,16 +94,19 @@ impl Observation {
             ),
             status: CallStatus::UnknownTool,
             paged: false,
+            secrets: None,
         }
     }
 }
 
-/// An observation before the key scan and the cap.
+/// An observation before the secret scan, the key scan and the cap.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Draft {
     text: String,
     status: CallStatus,
     paged: bool,
+    /// The secrets of the component that made it, withheld by [`Draft::finish`].
+    secrets: Option<Arc<Secrets>>,
 }
 
 impl Draft {
@@ -103,13 +115,29 @@ impl Draft {
         &self.text
     }
 
-    /// Applies the key-material scan, then the cap of `cap` bytes with `hint` in the marker:
-    /// the only way to make an [`Observation`].
-    pub fn finish(self, tool: &str, cap: usize, hint: &str) -> Observation {
+    /// The same draft, with `secrets` to withhold when it is finished (the secrets of the
+    /// component whose call made it).
+    pub fn withholding(mut self, secrets: Arc<Secrets>) -> Self {
+        self.secrets = Some(secrets);
+        self
+    }
+
+    /// Withholds the secrets given to [`Draft::withholding`] (each occurrence replaced by
+    /// `[secret withheld: KEY]`, before anything is cut, so that no cut can leave part of a
+    /// secret), applies the key-material scan, then the cap of `cap` bytes with `hint` in
+    /// the marker: the only way to make an [`Observation`].
+    pub fn finish(mut self, tool: &str, cap: usize, hint: &str) -> Observation {
+        let mut withheld = Vec::new();
+        if let Some(secrets) = self.secrets.take() {
+            let (text, keys) = secrets.withhold(&self.text);
+            self.text = text;
+            withheld = keys;
+        }
         let Draft {
             text,
             status,
             paged,
+            secrets: _,
         } = if sluice_pager::keys::has_armor(self.text.as_bytes()) {
             let refusal = format!(
                 "refusing to return key material: the result of {} holds a PEM private key",
@@ -127,6 +155,7 @@ impl Draft {
             full_bytes,
             status,
             paged,
+            withheld,
         }
     }
 
@@ -232,6 +261,71 @@ mod tests {
             obs.text,
             r#"{"ok":false,"error":"refusing to return key material: the result of cat holds a PEM private key","kind":"key-material"}"#
         );
+    }
+
+    fn token_secrets() -> Arc<Secrets> {
+        use crate::secrets::Secret;
+        Arc::new(Secrets::new(vec![(
+            "token".into(),
+            Secret::new("QXZQXZ-0123456789".into()),
+        )]))
+    }
+
+    #[test]
+    fn withholds_secrets_from_results_and_errors() {
+        let obs = Observation::success(&Value::from("key=QXZQXZ-0123456789;"))
+            .withholding(token_secrets())
+            .finish("t", 65_536, DEFAULT_HINT);
+        assert_eq!(
+            obs.text,
+            r#"{"ok":true,"result":"key=[secret withheld: token];"}"#
+        );
+        assert_eq!(obs.withheld, vec!["token".to_string()]);
+        assert_eq!(obs.full_bytes, obs.text.len());
+        let obs = Observation::error("bad QXZQXZ-0123456789", Some("io"))
+            .withholding(token_secrets())
+            .finish("t", 65_536, DEFAULT_HINT);
+        assert_eq!(
+            obs.text,
+            r#"{"ok":false,"error":"bad [secret withheld: token]","kind":"io"}"#
+        );
+        let obs = Observation::success(&Value::from("nothing"))
+            .withholding(token_secrets())
+            .finish("t", 65_536, DEFAULT_HINT);
+        assert!(obs.withheld.is_empty());
+    }
+
+    #[test]
+    fn a_secret_straddling_the_cut_leaves_no_prefix() {
+        // The secret starts at every offset around where the cap cuts: withheld before the
+        // cut, so no prefix of it (not even its first byte, `Q`, found nowhere else) remains.
+        let cap = 1024;
+        let head = r#"{"ok":true,"result":""#.len();
+        let mut straddled = 0;
+        for start in 880..960 {
+            let text = format!(
+                "{}QXZQXZ-0123456789{}",
+                "L".repeat(start - head),
+                "L".repeat(4000)
+            );
+            let obs = Observation::success(&Value::from(text))
+                .withholding(token_secrets())
+                .finish("t", cap, DEFAULT_HINT);
+            assert!(obs.truncated);
+            assert!(obs.text.len() <= cap);
+            assert!(!obs.text.contains('Q'), "start {start}: {}", obs.text);
+            assert_eq!(obs.withheld, vec!["token".to_string()]);
+            // The length before the cap counts the marker, not the secret.
+            assert_eq!(
+                obs.full_bytes,
+                start + "[secret withheld: token]".len() + 4000 + 2
+            );
+            if obs.text.contains("[secret with") && !obs.text.contains("[secret withheld: token]") {
+                straddled += 1;
+            }
+        }
+        // Some of those starts put the cut inside the withheld marker.
+        assert!(straddled > 0);
     }
 
     proptest! {

@@ -1,4 +1,5 @@
-//! What an operator grants one tool: roots, limits, environment. Deny by default.
+//! What an operator grants one tool: roots, limits, environment, config and secrets. Deny
+//! by default.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -7,6 +8,8 @@ use std::time::Duration;
 pub use sluice_protocol::limits::{
     DEFAULT_TOOL_MEMORY_MIB as DEFAULT_MEMORY_MIB, DEFAULT_TOOL_TIMEOUT_MS as DEFAULT_TIMEOUT_MS,
 };
+
+use crate::secrets::SecretSource;
 
 /// A named host directory granted to a tool; the guest sees it preopened at `/<name>`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,6 +60,12 @@ pub struct ToolPolicy {
     /// `http_private`, `http_max_response_bytes`). The default grants no host: every request
     /// is refused.
     pub http: HttpGrant,
+    /// Plain values of the component's `wasi:config/store`, by config key (`[config]`).
+    pub config: BTreeMap<String, String>,
+    /// Secrets of the component's `wasi:config/store`, by config key (`[secrets]`): read
+    /// when the component loads (a secret that cannot be read makes it unavailable) and
+    /// withheld from every observation of its tools ([`crate::secrets`]).
+    pub secrets: BTreeMap<String, SecretSource>,
 }
 
 /// `http_max_response_bytes` when not configured: 10 MiB.
@@ -206,6 +215,8 @@ impl Default for ToolPolicy {
             functions: BTreeMap::new(),
             origin: None,
             http: HttpGrant::default(),
+            config: BTreeMap::new(),
+            secrets: BTreeMap::new(),
         }
     }
 }

@@ -24,6 +24,7 @@ use crate::invoke::Call;
 use crate::observation::{DEFAULT_HINT, Draft, Observation};
 use crate::policy::ToolPolicy;
 use crate::pool::PoolError;
+use crate::secrets::ComponentConfig;
 use crate::value::object_to_fields;
 
 /// How one call runs: the cap and, optionally, a cancellation token.
@@ -126,6 +127,8 @@ struct Loaded {
     policy: Arc<ToolPolicy>,
     http: Arc<crate::policy::HttpGrant>,
     key_names: Arc<sluice_pager::KeyNames>,
+    /// Its `wasi:config/store` and the secrets withheld from its observations.
+    config: Arc<ComponentConfig>,
 }
 
 struct Tool {
@@ -283,7 +286,18 @@ impl Toolbox {
         };
         let tool = &self.tools[i];
         let draft = self.invoke(tool, args, options).await;
-        draft.finish(&tool.info.name, options.cap as usize, &tool.hint)
+        let observation = draft
+            .withholding(tool.loaded.config.secrets.clone())
+            .finish(&tool.info.name, options.cap as usize, &tool.hint);
+        tracing::debug!(
+            tool = name,
+            status = ?observation.status,
+            bytes = observation.text.len(),
+            full_bytes = observation.full_bytes,
+            withheld = ?observation.withheld,
+            "tool call"
+        );
+        observation
     }
 
     async fn invoke(&self, tool: &Tool, args: &str, options: &CallOptions) -> Draft {
@@ -307,6 +321,7 @@ impl Toolbox {
             policy: policy.clone(),
             http: tool.loaded.http.clone(),
             key_names: tool.loaded.key_names.clone(),
+            config: tool.loaded.config.clone(),
             export: tool.export,
             result: tool.result.clone(),
             params,
@@ -368,6 +383,14 @@ fn load_component(
             });
         }
     }
+    let config =
+        crate::secrets::resolve(&spec.policy.config, &spec.policy.secrets, &|var: &str| {
+            std::env::var_os(var)
+        })
+        .map_err(|e| RuntimeError::Load {
+            what: what.clone(),
+            reason: e.to_string(),
+        })?;
     let component = engine.compile(&what, wasm)?;
     let pre = linker.instantiate_pre(&component).map_err(|e| {
         let missing = crate::component::missing_imports(engine, &component);
@@ -394,6 +417,7 @@ fn load_component(
             )?),
             policy: Arc::new(spec.policy.clone()),
             http: Arc::new(spec.policy.http.clone()),
+            config: Arc::new(config),
         });
     let defs = crate::component::reflect(engine, &component, &spec.source, &spec.policy)?;
     Ok(defs

@@ -10,11 +10,14 @@ use std::time::Duration;
 use sluice_agent::Settings;
 use sluice_backends::Backend;
 use sluice_backends::provider::{ProviderConfig, Secret};
-use sluice_config::{Config, ConfiguredBy, ModelConfig, ProviderName, ToolConfig, ToolSource};
+use sluice_config::{
+    Config, ConfiguredBy, ModelConfig, ProviderName, SecretRef, ToolConfig, ToolSource,
+};
 use sluice_registry::RegistryError;
 use sluice_runtime::{
     ComponentSpec, EngineOptions, FunctionPolicy, HttpAllow, HttpGrant, HttpHost, LiveToolbox,
-    PolicyOrigin, PoolOptions, RootGrant, RuntimeError, Source, ToolEngine, ToolPolicy, Toolbox,
+    PolicyOrigin, PoolOptions, RootGrant, RuntimeError, SecretSource, Source, ToolEngine,
+    ToolPolicy, Toolbox,
 };
 use sluice_store::{PgStore, SqliteStore, Store, StoreError};
 
@@ -182,6 +185,18 @@ pub(crate) fn spec_with(t: &ToolConfig, source: Source) -> ComponentSpec {
             ConfiguredBy::Sibling(file) => PolicyOrigin::Sibling(file.clone()),
         }),
         http: http_grant(&t.http),
+        config: t.config.clone(),
+        secrets: t
+            .secrets
+            .iter()
+            .map(|(k, s)| {
+                let source = match s {
+                    SecretRef::Env(var) => SecretSource::Env(var.clone()),
+                    SecretRef::File(path) => SecretSource::File(path.clone()),
+                };
+                (k.clone(), source)
+            })
+            .collect(),
         ..ToolPolicy::default()
     };
     ComponentSpec { source, policy }

@@ -1,0 +1,113 @@
+//! `config` and `secrets` of a tool policy: the values and secrets of a component's
+//! `wasi:config/store`. Secrets are only located here; their values are read when the
+//! component loads (`sluice_runtime::secrets`), so a secret that cannot be read makes its
+//! component unavailable rather than stopping the start.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::ConfigError;
+use crate::file::Raw;
+
+/// Where a secret is read from when its component loads (never when the configuration is
+/// read): `{ env = "VAR" }` or `{ file = "path" }`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SecretRef {
+    /// The operator's environment variable of this name.
+    Env(String),
+    /// This file, resolved against the directory of the file that names it; one trailing
+    /// newline is removed from its contents.
+    File(PathBuf),
+}
+
+/// What a config or secret key may be.
+pub const CONFIG_KEY_RULE: &str = "1 to 128 characters of A-Z, a-z, 0-9, `_`, `.` and `-`";
+
+/// True when `key` follows [`CONFIG_KEY_RULE`].
+fn valid_config_key(key: &str) -> bool {
+    (1..=128).contains(&key.len())
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+}
+
+/// `{ env = "VAR" }` or `{ file = "path" }` in `[secrets]`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SecretFile {
+    env: Option<String>,
+    file: Option<String>,
+}
+
+/// A policy's checked config values and secret sources, by config key.
+pub(crate) type ConfigAndSecrets = (BTreeMap<String, String>, BTreeMap<String, SecretRef>);
+
+/// The checked `config` and `secrets` of a policy (secret files resolved against `base`);
+/// `value_error(field, value, allowed)` makes the error naming the key.
+pub(crate) fn config_and_secrets(
+    config_raw: &BTreeMap<String, Raw>,
+    secrets_raw: &BTreeMap<String, SecretFile>,
+    base: &Path,
+    value_error: &dyn Fn(&str, String, &str) -> ConfigError,
+) -> Result<ConfigAndSecrets, ConfigError> {
+    let key_error = |table: &str, key: &str| {
+        value_error(
+            table,
+            format!("the key {key:?}"),
+            &format!("a table whose keys are {CONFIG_KEY_RULE}"),
+        )
+    };
+    let mut config = BTreeMap::new();
+    for (key, value) in config_raw {
+        if !valid_config_key(key) {
+            return Err(key_error("config", key));
+        }
+        match value {
+            Raw::String(s) => {
+                config.insert(key.clone(), s.clone());
+            }
+            other => {
+                return Err(value_error(
+                    &format!("config.{key}"),
+                    other.shown(),
+                    "a string (config values are strings: quote numbers and booleans)",
+                ));
+            }
+        }
+    }
+    let mut secrets = BTreeMap::new();
+    for (key, s) in secrets_raw {
+        if !valid_config_key(key) {
+            return Err(key_error("secrets", key));
+        }
+        let field = format!("secrets.{key}");
+        if config.contains_key(key) {
+            return Err(value_error(
+                &field,
+                format!("{key:?}, also set in config"),
+                "a key set in either config or secrets, not both",
+            ));
+        }
+        let allowed = "{ env = \"VAR\" } (an environment variable of the operator) or { file = \"path\" } (relative to this file)";
+        let source = match (&s.env, &s.file) {
+            (Some(var), None) if !var.is_empty() && !var.contains(['=', '\0']) => {
+                SecretRef::Env(var.clone())
+            }
+            (None, Some(file)) if !file.trim().is_empty() => SecretRef::File(base.join(file)),
+            (Some(var), None) => {
+                return Err(value_error(&field, format!("env = {var:?}"), allowed));
+            }
+            (None, Some(file)) => {
+                return Err(value_error(&field, format!("file = {file:?}"), allowed));
+            }
+            (Some(_), Some(_)) => {
+                return Err(value_error(&field, "both env and file".into(), allowed));
+            }
+            (None, None) => return Err(value_error(&field, "an empty table".into(), allowed)),
+        };
+        secrets.insert(key.clone(), source);
+    }
+    Ok((config, secrets))
+}

@@ -1,0 +1,247 @@
+//! Issue 16 item 2: `wasi:config/store` for components (`tests/components/config-reader`).
+//! A component reads a value and a secret granted by its policy; the secret's value never
+//! appears in an observation (results and tool errors alike), in a log line of the call, or
+//! in the session store. A secret that cannot be read makes its component unavailable with
+//! the reason; a component granted nothing sees an empty store.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+use sluice_protocol::SessionStatus;
+use sluice_runtime::{SecretSource, ToolPolicy, Toolbox};
+use sluice_store::Store;
+use sluice_tests::{CONFIG_READER_WASM, component_spec, engine};
+use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::util::SubscriberInitExt;
+
+use crate::agent_loop::{DEFAULT_CAP, agent, answer, block_on, calls, db, run, script};
+use crate::cache;
+
+/// The secret: its first byte, `Q`, appears in no marker or message of the host.
+const SECRET: &str = "QXZ-sk-live-0123456789abcdef";
+
+/// A policy granting `region` (a value) and `token` (the secret, from a file ending in a
+/// newline, which is not part of the secret).
+struct Granted {
+    _dir: tempfile::TempDir,
+    policy: ToolPolicy,
+}
+
+fn granted() -> Granted {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("token.txt");
+    std::fs::write(&file, format!("{SECRET}\n")).unwrap();
+    let policy = ToolPolicy {
+        config: BTreeMap::from([("region".to_string(), "eu-west-1".to_string())]),
+        secrets: BTreeMap::from([("token".to_string(), SecretSource::File(file))]),
+        ..ToolPolicy::default()
+    };
+    Granted { _dir: dir, policy }
+}
+
+fn toolbox(policy: ToolPolicy) -> Arc<Toolbox> {
+    Arc::new(
+        Toolbox::load(
+            engine(cache()),
+            &[component_spec(CONFIG_READER_WASM, policy)],
+        )
+        .unwrap(),
+    )
+}
+
+#[test]
+fn a_value_is_read_and_the_secret_is_withheld_from_every_observation() {
+    let g = granted();
+    let tools = toolbox(g.policy.clone());
+    let obs = block_on(tools.call("get", r#"{"key":"region"}"#, DEFAULT_CAP));
+    assert_eq!(obs.text, r#"{"ok":true,"result":"eu-west-1"}"#);
+    assert!(obs.withheld.is_empty());
+    let obs = block_on(tools.call("get", r#"{"key":"token"}"#, DEFAULT_CAP));
+    assert_eq!(
+        obs.text,
+        r#"{"ok":true,"result":"[secret withheld: token]"}"#
+    );
+    assert_eq!(obs.withheld, ["token"]);
+    let obs = block_on(tools.call("echo_all", "{}", DEFAULT_CAP));
+    assert_eq!(
+        obs.text,
+        r#"{"ok":true,"result":[{"key":"region","value":"eu-west-1"},{"key":"token","value":"[secret withheld: token]"}]}"#
+    );
+    // A tool error is an observation too.
+    let obs = block_on(tools.call("fail_with", r#"{"key":"token"}"#, DEFAULT_CAP));
+    assert_eq!(
+        obs.text,
+        r#"{"ok":false,"error":"cannot use token=[secret withheld: token]"}"#
+    );
+    assert_eq!(obs.withheld, ["token"]);
+}
+
+#[test]
+fn a_secret_from_the_environment_is_read_and_withheld() {
+    // Cargo sets CARGO_MANIFEST_DIR for the tests it runs (and nextest does too): a
+    // variable of the operator's environment that this process need not set itself.
+    let value = std::env::var("CARGO_MANIFEST_DIR").unwrap();
+    let policy = ToolPolicy {
+        secrets: BTreeMap::from([(
+            "dir".to_string(),
+            SecretSource::Env("CARGO_MANIFEST_DIR".into()),
+        )]),
+        ..ToolPolicy::default()
+    };
+    let tools = toolbox(policy);
+    let obs = block_on(tools.call("echo_all", "{}", DEFAULT_CAP));
+    assert_eq!(
+        obs.text,
+        r#"{"ok":true,"result":[{"key":"dir","value":"[secret withheld: dir]"}]}"#
+    );
+    assert!(!obs.text.contains(&value));
+}
+
+#[test]
+fn a_component_granted_nothing_sees_an_empty_store() {
+    let tools = toolbox(ToolPolicy::default());
+    let obs = block_on(tools.call("echo_all", "{}", DEFAULT_CAP));
+    assert_eq!(obs.text, r#"{"ok":true,"result":[]}"#);
+    let obs = block_on(tools.call("get", r#"{"key":"region"}"#, DEFAULT_CAP));
+    assert_eq!(obs.text, r#"{"ok":false,"error":"region is not set"}"#);
+}
+
+#[test]
+fn a_secret_that_cannot_be_read_makes_the_component_unavailable() {
+    let missing_var = ToolPolicy {
+        secrets: BTreeMap::from([(
+            "token".to_string(),
+            SecretSource::Env("SLUICE_TEST_NEVER_SET_SECRET".into()),
+        )]),
+        ..ToolPolicy::default()
+    };
+    let expected = "failed to load sluice_test_config_reader.wasm: its secret \"token\" cannot be read from environment variable SLUICE_TEST_NEVER_SET_SECRET: it is not set";
+    let specs = [component_spec(CONFIG_READER_WASM, missing_var)];
+    let strict = Toolbox::load(engine(cache()), &specs).err().unwrap();
+    assert_eq!(strict.to_string(), expected);
+    let lenient = Toolbox::load_available(engine(cache()), &specs).unwrap();
+    assert_eq!(lenient.tools().count(), 0);
+    assert_eq!(lenient.unavailable().len(), 1);
+    assert_eq!(lenient.unavailable()[0].reason, expected);
+
+    let dir = tempfile::tempdir().unwrap();
+    let absent = dir.path().join("absent.txt");
+    let missing_file = ToolPolicy {
+        secrets: BTreeMap::from([("token".to_string(), SecretSource::File(absent.clone()))]),
+        ..ToolPolicy::default()
+    };
+    let e = Toolbox::load(
+        engine(cache()),
+        &[component_spec(CONFIG_READER_WASM, missing_file)],
+    )
+    .err()
+    .unwrap();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "failed to load sluice_test_config_reader.wasm: its secret \"token\" cannot be read from file {}: No such file or directory (os error 2)",
+            absent.display()
+        )
+    );
+}
+
+/// A tracing writer into a shared buffer.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Captured {
+        self.clone()
+    }
+}
+
+#[test]
+fn the_secret_is_in_no_log_line_at_debug_level() {
+    let g = granted();
+    let tools = toolbox(g.policy.clone());
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(LevelFilter::TRACE)
+        .with_writer(captured.clone())
+        .with_ansi(false)
+        .finish();
+    {
+        let _default = subscriber.set_default();
+        for (tool, args) in [
+            ("get", r#"{"key":"token"}"#),
+            ("echo_all", "{}"),
+            ("fail_with", r#"{"key":"token"}"#),
+        ] {
+            block_on(tools.call(tool, args, DEFAULT_CAP));
+        }
+    }
+    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    // The call's log line names the key withheld, never the value.
+    assert_eq!(
+        log.matches("tool call tool=\"get\" status=Ok").count()
+            + log.matches("tool call tool=\"echo_all\" status=Ok").count()
+            + log
+                .matches("tool call tool=\"fail_with\" status=ToolError")
+                .count(),
+        3,
+        "{log}"
+    );
+    assert_eq!(log.matches("withheld=[\"token\"]").count(), 3, "{log}");
+    assert!(!log.contains(&SECRET[..8]), "{log}");
+}
+
+#[test]
+fn the_secret_never_reaches_the_session_store() {
+    let g = granted();
+    let tools = toolbox(g.policy.clone());
+    let db = db();
+    let model = script(&[
+        calls(&[
+            ("get", json!({"key": "token"})),
+            ("fail_with", json!({"key": "token"})),
+        ]),
+        answer("done"),
+    ]);
+    let agent = agent(&db.store, model, tools, DEFAULT_CAP);
+    let id = block_on(db.store.create_session()).unwrap().id;
+    let outcome = block_on(run(&agent, &id, Some("read the token")));
+    assert_eq!(outcome.status, SessionStatus::Completed);
+    let stored: Vec<String> = crate::agent_loop::tool_messages(&db.store, &id)
+        .into_iter()
+        .map(|m| m.message.content)
+        .collect();
+    assert_eq!(
+        stored,
+        [
+            r#"{"ok":true,"result":"[secret withheld: token]"}"#,
+            r#"{"ok":false,"error":"cannot use token=[secret withheld: token]"}"#,
+        ]
+    );
+    drop(agent);
+    // Every byte of the database and its journal: no prefix of the secret of 8 bytes.
+    let dir: PathBuf = db.path.parent().unwrap().to_path_buf();
+    let mut files = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        files += 1;
+        assert!(
+            !bytes.windows(8).any(|w| w == &SECRET.as_bytes()[..8]),
+            "the secret is in the session store"
+        );
+    }
+    assert!(files >= 1);
+}
