@@ -1,7 +1,7 @@
 //! Outbound HTTP of components through `wasi:http` (wasmtime-wasi-http), by allowlist.
 //!
 //! Every component may import `wasi:http`; what a request reaches is its policy's
-//! [`HttpGrant`]. The host sends each request itself ([`HttpHooks`], the
+//! [`HttpGrant`]. The host sends each request itself (`HttpHooks`, the
 //! `WasiHttpHooks::send_request` hook):
 //!
 //! 1. the method must be in `http_methods` (when set), and the host and port in `http`: an
@@ -20,7 +20,7 @@
 //! error, whatever the guest does next: kind `http-denied` naming the host and the policy
 //! key, or `resource-limit` naming the limit. A request takes at most what is left of the
 //! call's timeout (a shorter connect or first-byte timeout set by the guest applies too).
-//! The requests a call made are in its log line ([`HttpLog::summary`]).
+//! The requests a call made are in its log line (`HttpLog::summary`).
 
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;

@@ -18,7 +18,7 @@
 //! The rules are `list_dir`'s (docs/paging.md#list_dir): names sorted by bytes, symlinks not
 //! followed, names that are not UTF-8 or that spell a PEM armor line withheld and counted.
 //! `dir` is resolved beneath the call's preopen by `cap-primitives`, as every open of the
-//! call is ([`crate::open_at`]): `..`, absolute paths and symlinks cannot leave it.
+//! call is (the private `open_at` module): `..`, absolute paths and symlinks cannot leave it.
 
 use std::ffi::OsString;
 use std::fs::File;
