@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 use sluice_protocol::SessionStatus;
-use sluice_runtime::{SecretSource, ToolPolicy, Toolbox};
+use sluice_runtime::{ComponentSpec, RootGrant, SecretSource, Source, ToolPolicy, Toolbox};
 use sluice_store::Store;
 use sluice_tests::{CONFIG_READER_WASM, component_spec, engine};
 use tracing_subscriber::filter::LevelFilter;
@@ -75,6 +75,46 @@ fn a_value_is_read_and_the_secret_is_withheld_from_every_observation() {
     assert_eq!(
         obs.text,
         r#"{"ok":false,"error":"cannot use token=[secret withheld: token]"}"#
+    );
+    assert_eq!(obs.withheld, ["token"]);
+}
+
+#[test]
+fn a_builtin_granted_the_secret_file_reads_it_withheld() {
+    // The secret file sits in a directory the built-in read_file is granted (as a secrets/
+    // directory under `--root .` would): every tool's observations withhold every loaded
+    // secret, not only those of the component that owns it.
+    let g = granted();
+    let dir = g.policy.secrets["token"].clone();
+    let SecretSource::File(file) = dir else {
+        panic!("the secret comes from a file");
+    };
+    let read_file = ComponentSpec {
+        source: Source::Builtin("read_file"),
+        policy: ToolPolicy {
+            roots: vec![RootGrant {
+                name: "data".into(),
+                dir: file.parent().unwrap().to_path_buf(),
+                write: false,
+            }],
+            ..ToolPolicy::default()
+        },
+    };
+    let tools = Toolbox::load(
+        engine(cache()),
+        &[
+            component_spec(CONFIG_READER_WASM, g.policy.clone()),
+            read_file,
+        ],
+    )
+    .unwrap();
+    let obs = block_on(tools.call("read_file", r#"{"path":"token.txt"}"#, DEFAULT_CAP));
+    assert!(!obs.text.contains(SECRET), "{}", obs.text);
+    assert!(
+        obs.text
+            .contains(r#""content":"[secret withheld: token]\n""#),
+        "{}",
+        obs.text
     );
     assert_eq!(obs.withheld, ["token"]);
 }

@@ -84,6 +84,21 @@ impl Secrets {
         Secrets(secrets)
     }
 
+    /// Every secret of every set in `sets`, once (a set shared by several tools counts
+    /// once), longest first.
+    pub fn union<'a>(sets: impl IntoIterator<Item = &'a Secrets>) -> Secrets {
+        let mut all: Vec<(String, Secret)> = Vec::new();
+        for (key, secret) in sets.into_iter().flat_map(|s| s.0.iter()) {
+            if !all
+                .iter()
+                .any(|(k, s)| k == key && s.expose() == secret.expose())
+            {
+                all.push((key.clone(), secret.clone()));
+            }
+        }
+        Secrets::new(all)
+    }
+
     /// True when there is none.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()

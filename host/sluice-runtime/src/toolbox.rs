@@ -167,6 +167,9 @@ pub struct Toolbox {
     tools: Vec<Tool>,
     by_name: HashMap<String, usize>,
     unavailable: Vec<Unavailable>,
+    /// The secrets of every loaded component: withheld from the observations of every tool,
+    /// since a built-in granted the directory of a secret file could otherwise read it.
+    secrets: Arc<crate::secrets::Secrets>,
 }
 
 impl std::fmt::Debug for Toolbox {
@@ -216,6 +219,7 @@ impl Toolbox {
             tools: Vec::new(),
             by_name: HashMap::new(),
             unavailable: Vec::new(),
+            secrets: Arc::default(),
         };
         for spec in specs {
             let tools = match load_component(&engine, &linker, spec) {
@@ -242,6 +246,9 @@ impl Toolbox {
                 toolbox.tools.push(tool);
             }
         }
+        toolbox.secrets = Arc::new(crate::secrets::Secrets::union(
+            toolbox.tools.iter().map(|t| &*t.loaded.config.secrets),
+        ));
         Ok(toolbox)
     }
 
@@ -286,9 +293,11 @@ impl Toolbox {
         };
         let tool = &self.tools[i];
         let draft = self.invoke(tool, args, options).await;
-        let observation = draft
-            .withholding(tool.loaded.config.secrets.clone())
-            .finish(&tool.info.name, options.cap as usize, &tool.hint);
+        let observation = draft.withholding(self.secrets.clone()).finish(
+            &tool.info.name,
+            options.cap as usize,
+            &tool.hint,
+        );
         tracing::debug!(
             tool = name,
             status = ?observation.status,
