@@ -4,28 +4,12 @@
 //! start instead. A component exporting `read-file` loads beside the built-in under a
 //! `prefix`, and the collision error names the keys that end it.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
 
 use serde_json::Value;
 
-/// Runs `sluice` with `args`, sharing one compiled-component cache across tests.
-fn sluice(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .env(
-            "SLUICE_CACHE_DIR",
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-cache"),
-        )
-        .env_remove("SLUICE_AGENT_MAX_TOOL_RESULT_BYTES")
-        .env_remove("SLUICE_LOG")
-        .output()
-        .expect("sluice runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+mod binary;
+use binary::{sluice, text};
 
 /// A configuration with root `data` (holding `f.txt`) and a tools directory holding
 /// `component` as `<stem>.wasm`, with the sibling policy `policy` if any; `top` goes first

@@ -5,31 +5,15 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
 /// The document the local server serves at `/repo.json`.
 const REPO_JSON: &str = r#"{"name":"wasmtime","stars":16000,"topics":["wasm","wasi"],"owner":{"login":"bytecodealliance"}}"#;
 
-/// Runs `sluice` with `args`, sharing one compiled-component cache across tests.
-fn sluice(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .env(
-            "SLUICE_CACHE_DIR",
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-cache"),
-        )
-        .env_remove("SLUICE_AGENT_MAX_TOOL_RESULT_BYTES")
-        .env_remove("SLUICE_LOG")
-        .output()
-        .expect("sluice runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+mod binary;
+use binary::{sluice, text};
 
 /// A one-route HTTP/1.1 server on 127.0.0.1 on a thread of its own: `GET /repo.json` is
 /// [`REPO_JSON`] as `application/json`, anything else a 404. It serves until the test
