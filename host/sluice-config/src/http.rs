@@ -4,7 +4,10 @@
 use std::net::IpAddr;
 
 /// What an entry of `http` may be.
-pub const HTTP_ENTRY_RULE: &str = "a host name (`api.example.com`), `*.DOMAIN` (every name below DOMAIN), an IPv4 address or a bracketed IPv6 address (`[::1]`), each optionally followed by `:PORT` (1 to 65535; without a port, only port 80 for http and 443 for https); no scheme and no path";
+pub const HTTP_ENTRY_RULE: &str = "a host name (`api.example.com`), `*.DOMAIN` (every name below DOMAIN), an IPv4 address as four decimal numbers (`a.b.c.d`) or a bracketed IPv6 address (`[::1]`), each optionally followed by `:PORT` (1 to 65535; without a port, only port 80 for http and 443 for https); no scheme and no path";
+
+/// Why an entry that reads as an IPv4 address in another form is refused.
+pub const IPV4_FORM_RULE: &str = "write IPv4 addresses as four decimal numbers, a.b.c.d";
 
 /// `http_max_response_bytes` when not set: 10 MiB.
 pub const DEFAULT_HTTP_MAX_RESPONSE_BYTES: u64 = 10 << 20;
@@ -82,7 +85,24 @@ pub fn parse_entry(text: &str) -> Result<HttpEntry, String> {
             Some((h, p)) => (h, Some(p)),
             None => (t, None),
         };
-        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        // The WHATWG URL host parser reads a host whose last label is a number (decimal,
+        // `0x` hex or octal) as an IPv4 address, and so do many resolvers: only the plain
+        // `a.b.c.d` form is accepted, so that an entry means one address.
+        let bare = host.strip_prefix("*.").unwrap_or(host);
+        match url::Host::parse(bare) {
+            Ok(url::Host::Ipv4(ip)) if ip.to_string() != bare => {
+                return Err(format!(
+                    "{bare:?} reads as the IPv4 address {ip}: {IPV4_FORM_RULE}"
+                ));
+            }
+            // `example.0x10`: ends in a number, yet no address.
+            Err(_) if !bare.is_empty() && !bare.contains('*') => {
+                return Err(format!("{bare:?} is not a host name"));
+            }
+            _ => {}
+        }
+        // A trailing dot (a fully qualified name) names the same host: one is removed.
+        let host = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
         let host = if let Ok(ip) = host.parse::<IpAddr>() {
             HttpEntryHost::Ip(ip)
         } else if let Some(domain) = host.strip_prefix("*.") {
@@ -201,6 +221,52 @@ mod tests {
             Err("`*` may only stand first, as a whole label: `*.example.com`".into())
         );
         assert_eq!(parse_entry(""), Err("\"\" is not a host name".into()));
+    }
+
+    #[test]
+    fn numeric_hosts_other_than_a_b_c_d_are_refused() {
+        for (text, bare, ip) in [
+            ("2130706433", "2130706433", "127.0.0.1"),
+            ("0177.0.0.1", "0177.0.0.1", "127.0.0.1"),
+            ("0x7f.1", "0x7f.1", "127.0.0.1"),
+            ("0X7F.1:8080", "0X7F.1", "127.0.0.1"),
+            ("*.0.1", "0.1", "0.0.0.1"),
+            ("127.0.0.1.", "127.0.0.1.", "127.0.0.1"),
+            ("example.0x10", "example.0x10", "?"),
+        ] {
+            let got = parse_entry(text);
+            if ip == "?" {
+                // A name whose last label is a number but the rest is not is no address
+                // and no name: the WHATWG parser fails it.
+                assert_eq!(got, Err("\"example.0x10\" is not a host name".into()));
+                continue;
+            }
+            assert_eq!(
+                got,
+                Err(format!(
+                    "{bare:?} reads as the IPv4 address {ip}: write IPv4 addresses as four decimal numbers, a.b.c.d"
+                )),
+                "{text}"
+            );
+        }
+        // Plain dotted decimal, and names with numeric labels that are not last, pass.
+        assert_eq!(
+            parse_entry("10.0.0.1"),
+            Ok(entry(HttpEntryHost::Ip([10, 0, 0, 1].into()), None))
+        );
+        assert_eq!(
+            parse_entry("1.2.3.example.com"),
+            Ok(entry(HttpEntryHost::Name("1.2.3.example.com".into()), None))
+        );
+        // One trailing dot is removed from a name; two are refused.
+        assert_eq!(
+            parse_entry("example.com."),
+            Ok(entry(HttpEntryHost::Name("example.com".into()), None))
+        );
+        assert_eq!(
+            parse_entry("example.com.."),
+            Err("\"example.com.\" is not a host name".into())
+        );
     }
 
     #[test]

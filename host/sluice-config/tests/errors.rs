@@ -307,6 +307,17 @@ fn bad_http_policy_values_name_the_key_the_line_and_what_is_allowed() {
         )
     );
     let (text, _, path) = refused(
+        "[roots]\nlogs = \"logs\"\n\n[tools.x]\ncomponent = \"x.wasm\"\nhttp = [\"0x7f.1:8080\"]\n",
+    );
+    assert_eq!(
+        text,
+        format!(
+            "tools.x.http must be {} (\"0x7f.1\" reads as the IPv4 address 127.0.0.1: write IPv4 addresses as four decimal numbers, a.b.c.d); got \"0x7f.1:8080\" (from {} line 6)",
+            sluice_config::http::HTTP_ENTRY_RULE,
+            shown(&path)
+        )
+    );
+    let (text, _, path) = refused(
         "[roots]\nlogs = \"logs\"\n\n[tools.x]\ncomponent = \"x.wasm\"\nhttp_methods = [\"GET POST\"]\n",
     );
     assert_eq!(
