@@ -25,6 +25,7 @@ mod file;
 pub mod http;
 mod mcp;
 mod model;
+pub mod regular_file;
 mod runtime;
 mod secrets;
 mod server;
@@ -374,10 +375,13 @@ impl Config {
         let Some(path) = file else {
             return Config::resolve_parsed(File::default(), None, env, overrides);
         };
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
-        })?;
+        let text =
+            regular_file::read_text(path, regular_file::MAX_CONFIG_FILE_BYTES).map_err(|e| {
+                ConfigError::Read {
+                    path: path.to_path_buf(),
+                    reason: e.to_string(),
+                }
+            })?;
         let source = Source {
             path,
             text: &text,

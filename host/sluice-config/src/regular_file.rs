@@ -1,0 +1,134 @@
+//! Reading a file the operator names (`sluice.toml`, a sibling policy file, a secret file)
+//! without letting it hang the start: the file is opened with `O_NONBLOCK` (so a FIFO
+//! without a writer does not block the open), checked on the open handle to be a regular
+//! file (a FIFO, a device, a socket or a directory is refused), and read up to a limit.
+
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+/// The most bytes read from a configuration file (`sluice.toml`, a sibling policy file):
+/// 1 MiB.
+pub const MAX_CONFIG_FILE_BYTES: u64 = 1 << 20;
+
+/// The most bytes read from a secret file (`{ file = "…" }` in `[secrets]`): 64 KiB.
+pub const MAX_SECRET_FILE_BYTES: u64 = 64 << 10;
+
+/// Why a file could not be read. The messages are lowercase and never hold the contents.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegularFileError {
+    /// It is there but is no regular file.
+    #[error("not a regular file (it is {0}); name a regular file")]
+    NotRegular(&'static str),
+    /// It holds more than the limit.
+    #[error("it is larger than {0} bytes, the most read from such a file")]
+    TooLarge(u64),
+    /// It is not UTF-8 (where text is read).
+    #[error("it is not UTF-8")]
+    NotUtf8,
+    /// The operating system refused to open or read it, in its words.
+    #[error("{0}")]
+    Io(String),
+}
+
+/// What a file that is not regular is, for the message.
+fn kind_of(file_type: std::fs::FileType) -> &'static str {
+    if file_type.is_dir() {
+        "a directory"
+    } else if file_type.is_fifo() {
+        "a FIFO"
+    } else if file_type.is_socket() {
+        "a socket"
+    } else if file_type.is_char_device() {
+        "a character device"
+    } else if file_type.is_block_device() {
+        "a block device"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// The contents of the regular file at `path` (symbolic links followed), at most
+/// `max_bytes` bytes.
+///
+/// # Errors
+/// [`RegularFileError::NotRegular`] for a directory, FIFO, socket or device (checked on the
+/// open handle, so the check and the read see the same file); [`RegularFileError::TooLarge`]
+/// when it holds more than `max_bytes`; [`RegularFileError::Io`] when it cannot be opened
+/// or read.
+pub fn read_regular(path: &Path, max_bytes: u64) -> Result<Vec<u8>, RegularFileError> {
+    let io = |e: std::io::Error| RegularFileError::Io(e.to_string());
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    if !meta.file_type().is_file() {
+        return Err(RegularFileError::NotRegular(kind_of(meta.file_type())));
+    }
+    let mut bytes = Vec::new();
+    file.take(max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(RegularFileError::TooLarge(max_bytes));
+    }
+    Ok(bytes)
+}
+
+/// [`read_regular`], as UTF-8 text.
+///
+/// # Errors
+/// Those of [`read_regular`], and [`RegularFileError::NotUtf8`].
+pub fn read_text(path: &Path, max_bytes: u64) -> Result<String, RegularFileError> {
+    String::from_utf8(read_regular(path, max_bytes)?).map_err(|_| RegularFileError::NotUtf8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_a_regular_file_up_to_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"0123456789").unwrap();
+        assert_eq!(read_regular(&path, 10), Ok(b"0123456789".to_vec()));
+        assert_eq!(read_regular(&path, 9), Err(RegularFileError::TooLarge(9)));
+    }
+
+    #[test]
+    fn a_fifo_a_directory_and_a_device_are_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        // Without O_NONBLOCK this open would wait for a writer for ever.
+        assert_eq!(
+            read_regular(&fifo, 10).unwrap_err().to_string(),
+            "not a regular file (it is a FIFO); name a regular file"
+        );
+        assert_eq!(
+            read_regular(dir.path(), 10),
+            Err(RegularFileError::NotRegular("a directory"))
+        );
+        assert_eq!(
+            read_regular(Path::new("/dev/null"), 10),
+            Err(RegularFileError::NotRegular("a character device"))
+        );
+        assert_eq!(
+            read_regular(&dir.path().join("absent"), 10),
+            Err(RegularFileError::Io(
+                "No such file or directory (os error 2)".into()
+            ))
+        );
+    }
+}
