@@ -140,6 +140,31 @@ fn a_secret_from_the_environment_is_read_and_withheld() {
     assert!(!obs.text.contains(&value));
 }
 
+/// The stderr buffer keeps the last 64 KiB a guest writes; a secret the buffer's start cuts
+/// through, and one the first 64 KiB would have cut (the tester's case: the old buffer kept
+/// the first 64 KiB and the failure showed the secret's first bytes), leave nothing of it.
+#[test]
+fn a_secret_cut_by_the_stderr_buffer_leaves_no_part_in_the_failure() {
+    let g = granted();
+    let tools = toolbox(g.policy.clone());
+    let kept = 64 * 1024;
+    for (before, after) in [(0, kept - 5), (kept - 5, 0), (kept - 1, 0), (0, kept - 1)] {
+        let args = format!(r#"{{"key":"token","before":{before},"after":{after}}}"#);
+        let obs = block_on(tools.call("crash_after_stderr", &args, DEFAULT_CAP));
+        let v: serde_json::Value = serde_json::from_str(&obs.text).unwrap();
+        let error = v["error"].as_str().unwrap();
+        assert_eq!(v["kind"], "trap", "{}", obs.text);
+        assert!(
+            error.starts_with("the tool crashed: ")
+                && error.ends_with("; its stderr ends: [secret withheld: token]"),
+            "before {before}, after {after}: {error}"
+        );
+        // `Q`, the secret's first byte, is in no marker or message of the host.
+        assert!(!obs.text.contains('Q'), "{}", obs.text);
+        assert!(!obs.text.contains("cdef"), "{}", obs.text);
+    }
+}
+
 #[test]
 fn a_component_granted_nothing_sees_an_empty_store() {
     let tools = toolbox(ToolPolicy::default());

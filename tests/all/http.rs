@@ -111,7 +111,7 @@ fn without_a_grant_the_component_loads_and_every_request_is_refused() {
     assert_eq!(
         error,
         format!(
-            "the tool's GET request to {authority} was refused: {authority} is not in its policy key http (it grants no host; an entry without a port allows port 80 only for http)"
+            "the tool's GET request to {authority} was refused: {authority} is not in its policy key http (it grants no host)"
         )
     );
 }
@@ -129,7 +129,7 @@ fn an_unlisted_host_or_port_is_refused_naming_it_and_the_key() {
     assert_eq!(
         error,
         format!(
-            "the tool's GET request to unlisted.example:{port} was refused: unlisted.example:{port} is not in its policy key http (it allows 127.0.0.1:{port}; an entry without a port allows port 80 only for http)"
+            "the tool's GET request to unlisted.example:{port} was refused: unlisted.example:{port} is not in its policy key http (it allows 127.0.0.1:{port})"
         )
     );
     // The listed address on another port.
@@ -187,10 +187,13 @@ fn a_listed_name_resolving_to_loopback_needs_http_private() {
     let sb = fetcher(|p| p.http.allow = vec![localhost.clone()]);
     let (error, kind) = sb.err("fetch", &json!({"url": url}));
     assert_eq!(kind, "http-denied");
+    // localhost resolves to 127.0.0.1 or ::1, whichever the resolver answers first.
+    let tail = ", an address that is not globally reachable, which a host name may reach only with http_private = true in its policy (or list the address itself in http)";
+    let prefix =
+        format!("the tool's GET request to localhost:{port} was refused: localhost resolves to ");
     assert!(
-        error.starts_with(&format!(
-            "the tool's GET request to localhost:{port} was refused: localhost resolves to "
-        )) && error.ends_with(", a loopback, private or link-local address, which a host name may reach only with http_private = true in its policy (or list the address itself in http)"),
+        error == format!("{prefix}127.0.0.1, in 127.0.0.0/8 (loopback){tail}")
+            || error == format!("{prefix}::1, in ::1/128 (loopback){tail}"),
         "{error}"
     );
     let sb = fetcher(|p| {
@@ -248,6 +251,97 @@ fn a_server_that_never_answers_is_ended_by_the_calls_timeout() {
         "the call took {elapsed:?}"
     );
     // The next call works.
+    assert_eq!(
+        sb.ok("fetch", &json!({"url": server.url("/hello")}))["status"],
+        200
+    );
+}
+
+#[test]
+fn the_port_note_appears_only_for_a_portless_entry_of_the_host() {
+    let server = TestServer::start();
+    let port = server.addr.port();
+    // 127.0.0.1 listed without a port: port 80 only, so the note says why.
+    let sb = fetcher(|p| {
+        p.http.allow = vec![HttpAllow {
+            host: HttpHost::Ip(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+            port: None,
+        }]
+    });
+    let (error, kind) = sb.err("fetch", &json!({"url": server.url("/hello")}));
+    assert_eq!(kind, "http-denied");
+    assert_eq!(
+        error,
+        format!(
+            "the tool's GET request to 127.0.0.1:{port} was refused: 127.0.0.1:{port} is not in its policy key http (it allows 127.0.0.1; an entry without a port allows port 80 only for http)"
+        )
+    );
+    // Another host: no entry without a port names it, so no note.
+    let (error, _) = sb.err(
+        "fetch",
+        &json!({"url": format!("http://127.0.0.2:{port}/hello")}),
+    );
+    assert_eq!(
+        error,
+        format!(
+            "the tool's GET request to 127.0.0.2:{port} was refused: 127.0.0.2:{port} is not in its policy key http (it allows 127.0.0.1)"
+        )
+    );
+}
+
+#[test]
+fn hosts_written_as_other_ipv4_forms_are_refused_before_resolution() {
+    let server = TestServer::start();
+    let port = server.addr.port();
+    // A listed name, with private addresses allowed: were `2130706433` resolved, it would
+    // reach 127.0.0.1.
+    let sb = fetcher(|p| {
+        p.http.allow = vec![HttpAllow {
+            host: HttpHost::Name("localhost".into()),
+            port: Some(port),
+        }];
+        p.http.private = true;
+    });
+    for host in ["2130706433", "0x7f.1", "0177.0.0.1", "127.0.0.1."] {
+        let (error, kind) = sb.err(
+            "fetch",
+            &json!({"url": format!("http://{host}:{port}/hello")}),
+        );
+        assert_eq!(kind, "http-denied", "{host}");
+        assert_eq!(
+            error,
+            format!(
+                "the tool's GET request to {host}:{port} was refused: the host {host} is an IPv4 address written in another form than four decimal numbers a.b.c.d, which the policy does not match (write the address as a.b.c.d, and list it in the policy key http)"
+            )
+        );
+    }
+    // The listed name still works.
+    assert_eq!(
+        sb.ok(
+            "fetch",
+            &json!({"url": format!("http://localhost:{port}/hello")})
+        )["status"],
+        200
+    );
+}
+
+#[test]
+fn credentials_in_the_url_are_refused_and_never_echoed() {
+    let server = TestServer::start();
+    let port = server.addr.port();
+    let sb = fetcher(|p| p.http.allow = vec![loopback(port)]);
+    let (error, kind) = sb.err(
+        "fetch",
+        &json!({"url": format!("http://alice:hunter2pw@127.0.0.1:{port}/hello")}),
+    );
+    assert_eq!(kind, "http-denied");
+    assert_eq!(
+        error,
+        format!(
+            "the tool's GET request to 127.0.0.1:{port} was refused: credentials in the URL are not sent; use an Authorization header"
+        )
+    );
+    // Without the credentials the same request goes through.
     assert_eq!(
         sb.ok("fetch", &json!({"url": server.url("/hello")}))["status"],
         200

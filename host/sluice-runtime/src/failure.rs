@@ -12,6 +12,7 @@ use crate::limits::{
     HostLimit, LIFT_BYTES_PER_VALUE, MAX_LIFT_BYTES, MAX_LIFT_VALUES, MAX_RESOURCES,
 };
 use crate::policy::ToolPolicy;
+use crate::secrets::Cut;
 
 /// Why the host stopped a call that was still running (raised by the epoch callback while
 /// guest code runs; the same reasons end a call that waits inside the host).
@@ -128,17 +129,22 @@ pub(crate) fn explain(e: &wasmtime::Error, state: &mut CallState, policy: &ToolP
         );
     }
     // Secrets are withheld before the tail is cut, so that the cut cannot leave a part of
-    // one that the observation's scan would not recognise.
-    let raw = state.stderr.contents();
-    let (stderr, _) = state
-        .config
-        .secrets
-        .withhold(String::from_utf8_lossy(&raw).trim());
+    // one that the observation's scan would not recognise; where the stderr buffer itself
+    // dropped older bytes, a part of a secret at its start is withheld too.
+    let (raw, cut) = state.stderr.contents();
+    let (stderr, _) = state.config.secrets.withhold_cut(
+        &String::from_utf8_lossy(&raw),
+        Cut {
+            start: cut,
+            end: false,
+        },
+    );
+    let stderr = stderr.trim();
     let with_stderr = |what: String| {
         if stderr.is_empty() {
             what
         } else {
-            format!("{what}; its stderr ends: {}", tail_chars(&stderr, 500))
+            format!("{what}; its stderr ends: {}", tail_chars(stderr, 500))
         }
     };
     if let Some(trap) = e.downcast_ref::<Trap>() {

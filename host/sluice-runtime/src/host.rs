@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use wasmtime::component::{Linker, ResourceTable};
 use wasmtime::{ResourceLimiter, StoreContextMut};
-use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
@@ -31,8 +30,8 @@ pub struct CallState {
     pub(crate) table: ResourceTable,
     pub(crate) limiter: MemoryLimiter,
     pub(crate) budget: CallBudget,
-    /// The guest's stderr, kept for error messages.
-    pub(crate) stderr: MemoryOutputPipe,
+    /// The guest's stderr, its last 64 KiB kept for error messages.
+    pub(crate) stderr: crate::stderr::StderrTail,
     /// The host files behind the descriptors the call opened; a descriptor is open while
     /// its file is alive (streams share it).
     pub(crate) descriptors: Vec<Weak<std::fs::File>>,

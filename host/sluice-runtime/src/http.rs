@@ -7,9 +7,13 @@
 //! 1. the method must be in `http_methods` (when set), and the host and port in `http`: an
 //!    entry without a port covers the scheme's default port only (80 for `http`, 443 for
 //!    `https`);
-//! 2. a host name is resolved once, and every address it resolves to is checked: a loopback,
-//!    private or link-local address ([`is_private`]) refuses the request unless
-//!    `http_private = true`; an IP literal is reached only when listed;
+//! 2. a host name is resolved once, and every address it resolves to is checked: an address
+//!    that is not globally reachable (loopback, private, link-local, documentation and the
+//!    other special-purpose blocks, [`special_range`]) refuses the request unless
+//!    `http_private = true`; an IP literal is reached only when listed. A host that the
+//!    WHATWG URL parser would read as an IPv4 address in another form than `a.b.c.d`
+//!    (`2130706433`, `0x7f.1`, `0177.0.0.1`, `127.0.0.1.`) is refused, and so is an
+//!    authority with userinfo (`user:pw@host`): credentials in a URL are never sent;
 //! 3. the host connects to a checked address (no second resolution, so no DNS rebinding),
 //!    speaks TLS for `https` (rustls with the Mozilla roots), and sends the request over
 //!    HTTP/1.1;
@@ -35,6 +39,7 @@ use http_body_util::BodyExt;
 use tokio::net::TcpStream;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
+use crate::address::special_range;
 use crate::policy::{HttpGrant, HttpHost};
 
 /// Documented kind of the tool error of a request the policy refused.
@@ -120,34 +125,12 @@ fn record(log: &Mutex<HttpLog>, index: usize, f: impl FnOnce(&mut HttpLog, usize
     );
 }
 
-/// True for the addresses a host name may resolve to only with `http_private = true`:
-/// unspecified, loopback, private (RFC 1918, IPv6 unique local), shared (100.64.0.0/10),
-/// link-local, broadcast and documentation ranges, and IPv4 addresses in those ranges
-/// mapped into IPv6.
-pub fn is_private(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
-            v4.is_unspecified()
-                || v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_broadcast()
-                || v4.is_documentation()
-                || a == 0
-                || (a == 100 && (64..128).contains(&b))
-        }
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_private(IpAddr::V4(v4));
-            }
-            let first = v6.segments()[0];
-            v6.is_unspecified()
-                || v6.is_loopback()
-                || (first & 0xfe00) == 0xfc00
-                || (first & 0xffc0) == 0xfe80
-        }
-    }
+/// True when the WHATWG URL host parser reads `host` as an IPv4 address written in another
+/// form than `a.b.c.d` (a last label that is a number: `2130706433`, `0x7f.1`,
+/// `0177.0.0.1`, or a trailing dot: `127.0.0.1.`). Resolvers read some of those forms as
+/// addresses too, so such a host never matches a listed name.
+pub fn is_other_ipv4_form(host: &str) -> bool {
+    matches!(url::Host::parse(host), Ok(url::Host::Ipv4(ip)) if ip.to_string() != host)
 }
 
 /// Where a request may go: the addresses to try, in order, and the TLS server name.
@@ -188,19 +171,27 @@ async fn target(
     }
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     let literal: Option<IpAddr> = bare.parse().ok();
-    let name = bare.trim_end_matches('.').to_ascii_lowercase();
+    if literal.is_none() && is_other_ipv4_form(bare) {
+        return Err(NotSent::Refused(format!(
+            "the tool's {method} request to {authority} was refused: the host {bare} is an IPv4 address written in another form than four decimal numbers a.b.c.d, which the policy does not match (write the address as a.b.c.d, and list it in the policy key http)"
+        )));
+    }
+    // A trailing dot (a fully qualified name) names the same host.
+    let name = bare.strip_suffix('.').unwrap_or(bare).to_ascii_lowercase();
     let default_port = if tls { 443 } else { 80 };
-    let listed = grant.allow.iter().any(|a| {
-        a.port.unwrap_or(default_port) == port
-            && match (&a.host, literal) {
-                (HttpHost::Ip(ip), Some(l)) => *ip == l,
-                (HttpHost::Name(n), None) => *n == name,
-                (HttpHost::Subdomains(d), None) => name
-                    .strip_suffix(d.as_str())
-                    .is_some_and(|rest| rest.len() > 1 && rest.ends_with('.')),
-                _ => false,
-            }
-    });
+    let host_matches = |a: &&crate::policy::HttpAllow| match (&a.host, literal) {
+        (HttpHost::Ip(ip), Some(l)) => *ip == l,
+        (HttpHost::Name(n), None) => *n == name,
+        (HttpHost::Subdomains(d), None) => name
+            .strip_suffix(d.as_str())
+            .is_some_and(|rest| rest.len() > 1 && rest.ends_with('.')),
+        _ => false,
+    };
+    let listed = grant
+        .allow
+        .iter()
+        .filter(host_matches)
+        .any(|a| a.port.unwrap_or(default_port) == port);
     if !listed {
         let allowed = if grant.allow.is_empty() {
             "it grants no host".to_string()
@@ -208,9 +199,23 @@ async fn target(
             let list: Vec<String> = grant.allow.iter().map(ToString::to_string).collect();
             format!("it allows {}", list.join(", "))
         };
+        // The note on ports applies where an entry without a port names this host.
+        let portless_same_host = port != default_port
+            && grant
+                .allow
+                .iter()
+                .filter(host_matches)
+                .any(|a| a.port.is_none());
+        let note = if portless_same_host {
+            format!(
+                "; an entry without a port allows port {default_port} only for {}",
+                if tls { "https" } else { "http" }
+            )
+        } else {
+            String::new()
+        };
         return Err(NotSent::Refused(format!(
-            "the tool's {method} request to {authority} was refused: {authority} is not in its policy key http ({allowed}; an entry without a port allows port {default_port} only for {})",
-            if tls { "https" } else { "http" }
+            "the tool's {method} request to {authority} was refused: {authority} is not in its policy key http ({allowed}{note})"
         )));
     }
     let addrs: Vec<SocketAddr> = match literal {
@@ -228,11 +233,12 @@ async fn target(
     }
     if literal.is_none()
         && !grant.private
-        && let Some(bad) = addrs.iter().find(|a| is_private(a.ip()))
+        && let Some((bad, range)) = addrs
+            .iter()
+            .find_map(|a| special_range(a.ip()).map(|r| (a.ip(), r)))
     {
         return Err(NotSent::Refused(format!(
-            "the tool's {method} request to {authority} was refused: {name} resolves to {}, a loopback, private or link-local address, which a host name may reach only with http_private = true in its policy (or list the address itself in http)",
-            bad.ip()
+            "the tool's {method} request to {authority} was refused: {name} resolves to {bad}, in {range}, an address that is not globally reachable, which a host name may reach only with http_private = true in its policy (or list the address itself in http)"
         )));
     }
     Ok(Target {
@@ -314,6 +320,19 @@ impl WasiHttpHooks for HttpHooks {
             };
             if host.is_empty() {
                 return Err(fail(Error::HttpRequestUriInvalid));
+            }
+            // Userinfo would go out in the Host header; it is refused and never echoed.
+            if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
+                record(&log, index, |l, i| {
+                    l.requests[i].error = Some("refused by the policy".into());
+                    l.refuse(
+                        format!(
+                            "the tool's {method} request to {host}:{port} was refused: credentials in the URL are not sent; use an Authorization header"
+                        ),
+                        HTTP_DENIED_KIND,
+                    );
+                });
+                return Err(Error::HttpRequestDenied);
             }
             // What the guest set, within what is left of the call.
             let connect_by = options
@@ -453,3 +472,69 @@ impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin> Stream for 
 
 /// The connection as hyper's I/O.
 type Io = wasmtime_wasi_http::io::TokioIo<Box<dyn Stream>>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::HttpAllow;
+
+    /// Sends `uri` through the hooks of a call allowed `127.0.0.1:9` and returns the error
+    /// and the call's log summary.
+    fn send(uri: &str) -> (Error, Option<(String, &'static str)>, String) {
+        let grant = HttpGrant {
+            allow: vec![HttpAllow {
+                host: HttpHost::Ip([127, 0, 0, 1].into()),
+                port: Some(9),
+            }],
+            ..HttpGrant::default()
+        };
+        let mut hooks = HttpHooks::new(
+            Arc::new(grant),
+            Instant::now() + std::time::Duration::from_secs(5),
+        );
+        let body: WasiBody = http_body_util::Empty::new()
+            .map_err(|never| match never {})
+            .boxed_unsync();
+        let request = http::Request::get(uri).body(body).unwrap();
+        let sent = hooks.send_request(request, None, Box::new(async { Ok(()) }));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let error = match runtime.block_on(Box::into_pin(sent)) {
+            Err(e) => e,
+            Ok(_) => panic!("{uri} was sent"),
+        };
+        let log = hooks.log();
+        (error, log.refusal().cloned(), log.summary())
+    }
+
+    #[test]
+    fn credentials_are_refused_and_in_no_log_line() {
+        let (error, refusal, summary) = send("http://alice:hunter2pw@127.0.0.1:9/x");
+        assert!(matches!(error, Error::HttpRequestDenied), "{error:?}");
+        assert_eq!(
+            refusal,
+            Some((
+                "the tool's GET request to 127.0.0.1:9 was refused: credentials in the URL are not sent; use an Authorization header".to_string(),
+                HTTP_DENIED_KIND
+            ))
+        );
+        // The call's log line shows host and port only.
+        assert_eq!(summary, "GET 127.0.0.1:9 failed: refused by the policy");
+    }
+
+    #[test]
+    fn other_ipv4_forms_are_refused_by_name() {
+        let (_, refusal, summary) = send("http://0x7f.1:9/x");
+        assert_eq!(
+            refusal.unwrap().0,
+            "the tool's GET request to 0x7f.1:9 was refused: the host 0x7f.1 is an IPv4 address written in another form than four decimal numbers a.b.c.d, which the policy does not match (write the address as a.b.c.d, and list it in the policy key http)"
+        );
+        assert_eq!(summary, "GET 0x7f.1:9 failed: refused by the policy");
+        assert!(is_other_ipv4_form("2130706433"));
+        assert!(is_other_ipv4_form("127.0.0.1."));
+        assert!(!is_other_ipv4_form("127.0.0.1"));
+        assert!(!is_other_ipv4_form("example.com"));
+    }
+}

@@ -14,7 +14,6 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::component::types::Type;
 use wasmtime::component::{ComponentExportIndex, InstancePre, ResourceTable, Val};
 use wasmtime::{Store, UpdateDeadline};
-use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 use wasmtime_wasi_http::WasiHttpCtx;
 
@@ -24,10 +23,8 @@ use crate::http::HttpHooks;
 use crate::limits::{MAX_LIFT_BYTES, MAX_RANDOM_BYTES, MAX_RESOURCES};
 use crate::observation::{Draft, Observation};
 use crate::policy::{HttpGrant, ToolPolicy};
+use crate::stderr::{STDERR_BYTES, StderrTail};
 use crate::value::to_json;
-
-/// Bytes of a guest's stderr kept for error messages.
-const STDERR_BYTES: usize = 64 * 1024;
 
 /// What one call needs, moved to its pool thread.
 pub(crate) struct Call {
@@ -141,7 +138,7 @@ impl Call {
         for (k, v) in &policy.env {
             wasi.env(k, v);
         }
-        let stderr = MemoryOutputPipe::new(STDERR_BYTES);
+        let stderr = StderrTail::new(STDERR_BYTES);
         wasi.stderr(stderr.clone());
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_RESOURCES);

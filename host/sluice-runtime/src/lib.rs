@@ -26,6 +26,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod address;
 pub mod component;
 pub mod docs;
 pub mod engine;
@@ -46,6 +47,7 @@ pub mod policy;
 pub mod pool;
 pub mod schema;
 pub mod secrets;
+mod stderr;
 pub mod toolbox;
 pub mod value;
 

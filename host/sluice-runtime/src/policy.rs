@@ -79,7 +79,8 @@ pub struct HttpGrant {
     /// `http_methods`: the methods it may use, uppercase (`GET`); empty: any.
     pub methods: Vec<String>,
     /// `http_private`: allowed host names may resolve to loopback, private and link-local
-    /// addresses ([`is_private`](crate::http::is_private)). IP literals of those ranges are
+    /// addresses (any address that is not globally reachable,
+    /// [`special_range`](crate::address::special_range)). IP literals of those ranges are
     /// allowed when listed, whatever this says.
     pub private: bool,
     /// `http_max_response_bytes`: the most body bytes one response may have (default

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use sluice_config::regular_file::{MAX_SECRET_FILE_BYTES, read_regular};
 use wasmtime_wasi_config::WasiConfigVariables;
 
 /// The `wasi:config` release the host provides (wasmtime-wasi-config 48).
@@ -54,7 +55,10 @@ pub enum SecretSource {
     /// `{ env = "VAR" }`: the operator's environment variable `VAR`, as it is.
     Env(String),
     /// `{ file = "path" }`: the file's contents (UTF-8), read at load, with one trailing
-    /// `\n` (or `\r\n`) removed; the path is already resolved against the policy file.
+    /// `\n` (or `\r\n`) removed; the path is already resolved against the policy file. It
+    /// must be a regular file of at most
+    /// [`MAX_SECRET_FILE_BYTES`](sluice_config::regular_file::MAX_SECRET_FILE_BYTES)
+    /// (64 KiB); a FIFO, a device or a directory is refused without being read.
     File(PathBuf),
 }
 
@@ -107,30 +111,99 @@ impl Secrets {
     /// `text` with every occurrence of every secret replaced by [`withheld_marker`], and the
     /// keys withheld (in the order scanned; empty when none occurred). Each secret is looked
     /// for as it is and as it appears inside a JSON string (escaped), since observations are
-    /// JSON.
+    /// JSON. For text that is still whole (an observation is withheld before the cap cuts
+    /// it); for text that was already cut, [`Secrets::withhold_cut`].
     pub fn withhold(&self, text: &str) -> (String, Vec<String>) {
-        let mut out = None::<String>;
+        self.withhold_cut(text, Cut::default())
+    }
+
+    /// [`Secrets::withhold`] for `text` that was cut where `cut` says (a buffer that kept
+    /// only the last or the first bytes written): besides every whole occurrence, the
+    /// longest part of a secret that the cut left at the text's start (an end of a secret,
+    /// 1 byte or more) or at its end (a beginning of a secret) is replaced by the same
+    /// marker. A single byte is withheld too, so text that merely ends like a secret's
+    /// beginning loses those bytes: no cut can leave a part of a secret to read.
+    pub fn withhold_cut(&self, text: &str, cut: Cut) -> (String, Vec<String>) {
+        let mut out = text.to_string();
         let mut keys = Vec::new();
-        for (key, secret) in &self.0 {
-            let raw = secret.expose();
-            let escaped = serde_json::Value::from(raw).to_string();
-            let escaped = &escaped[1..escaped.len() - 1];
-            let mut forms = vec![escaped];
-            if raw != escaped {
-                forms.push(raw);
+        let note = |key: &String, keys: &mut Vec<String>| {
+            if !keys.contains(key) {
+                keys.push(key.clone());
             }
-            for form in forms {
-                let current = out.as_deref().unwrap_or(text);
-                if current.contains(form) {
-                    let replaced = current.replace(form, &withheld_marker(key));
-                    out = Some(replaced);
-                    if !keys.contains(key) {
-                        keys.push(key.clone());
+        };
+        for (key, secret) in &self.0 {
+            for form in forms(secret) {
+                if out.contains(form.as_str()) {
+                    out = out.replace(form.as_str(), &withheld_marker(key));
+                    note(key, &mut keys);
+                }
+            }
+        }
+        for at_start in [true, false] {
+            if (at_start && !cut.start) || (!at_start && !cut.end) {
+                continue;
+            }
+            if let Some((len, key)) = self.longest_part(&out, at_start) {
+                let range = if at_start {
+                    0..len
+                } else {
+                    out.len() - len..out.len()
+                };
+                out.replace_range(range, &withheld_marker(key));
+                note(key, &mut keys);
+            }
+        }
+        (out, keys)
+    }
+
+    /// The longest proper part of a secret (in either form) that `text` starts with (an
+    /// end of the secret, when `at_start`) or ends with (a beginning of it), on a
+    /// character boundary: (its length in bytes, the secret's key).
+    fn longest_part(&self, text: &str, at_start: bool) -> Option<(usize, &String)> {
+        let mut best: Option<(usize, &String)> = None;
+        let t = text.as_bytes();
+        for (key, secret) in &self.0 {
+            for form in forms(secret) {
+                let f = form.as_bytes();
+                let longest = (f.len() - 1).min(t.len());
+                let shortest = best.map_or(1, |(n, _)| n + 1);
+                for len in (shortest..=longest).rev() {
+                    let found = if at_start {
+                        t.starts_with(&f[f.len() - len..]) && text.is_char_boundary(len)
+                    } else {
+                        t.ends_with(&f[..len]) && text.is_char_boundary(t.len() - len)
+                    };
+                    if found {
+                        best = Some((len, key));
+                        break;
                     }
                 }
             }
         }
-        (out.unwrap_or_else(|| text.to_string()), keys)
+        best
+    }
+}
+
+/// Where a text given to [`Secrets::withhold_cut`] was cut: at its start (older bytes were
+/// dropped), at its end (later bytes were), both, or neither (the default).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cut {
+    /// Bytes before the text were dropped.
+    pub start: bool,
+    /// Bytes after the text were dropped.
+    pub end: bool,
+}
+
+/// The forms a secret is looked for in: as it appears inside a JSON string (escaped), and
+/// as it is, when that differs.
+fn forms(secret: &Secret) -> Vec<String> {
+    let raw = secret.expose();
+    let quoted = serde_json::Value::from(raw).to_string();
+    let escaped = quoted[1..quoted.len() - 1].to_string();
+    if escaped == raw {
+        vec![escaped]
+    } else {
+        vec![escaped, raw.to_string()]
     }
 }
 
@@ -159,8 +232,8 @@ pub struct SecretError {
 /// looks variables up).
 ///
 /// # Errors
-/// [`SecretError`] for a variable that is not set (or not UTF-8), a file that cannot be read
-/// or is not UTF-8, or a secret shorter than [`MIN_SECRET_BYTES`] (empty included).
+/// [`SecretError`] for a variable that is not set (or not UTF-8), a file that cannot be read,
+/// is not a regular file, is larger than 64 KiB or is not UTF-8, or a secret shorter than [`MIN_SECRET_BYTES`] (empty included).
 pub(crate) fn resolve(
     config: &BTreeMap<String, String>,
     secrets: &BTreeMap<String, SecretSource>,
@@ -183,7 +256,10 @@ pub(crate) fn resolve(
                 .into_string()
                 .map_err(|_| fail("it is not UTF-8".into()))?,
             SecretSource::File(path) => {
-                let bytes = std::fs::read(path).map_err(|e| fail(e.to_string()))?;
+                // Opened without blocking, refused unless a regular file, read up to
+                // MAX_SECRET_FILE_BYTES: a FIFO or a device named here cannot hang the load.
+                let bytes =
+                    read_regular(path, MAX_SECRET_FILE_BYTES).map_err(|e| fail(e.to_string()))?;
                 let mut text =
                     String::from_utf8(bytes).map_err(|_| fail("it is not UTF-8".into()))?;
                 if text.ends_with("\r\n") {
@@ -246,6 +322,65 @@ mod tests {
     }
 
     #[test]
+    fn a_part_of_a_secret_at_a_cut_is_withheld() {
+        let all = secrets(&[("token", "QXZ-0123456789"), ("other", "abcdefgh-ij")]);
+        // Text that kept the last bytes: it starts with the secret's last 5 bytes.
+        let start = Cut {
+            start: true,
+            end: false,
+        };
+        assert_eq!(
+            all.withhold_cut("56789\ntrap", start),
+            (
+                "[secret withheld: token]\ntrap".to_string(),
+                vec!["token".to_string()]
+            )
+        );
+        // One byte is enough, and the longest part of any secret wins.
+        assert_eq!(
+            all.withhold_cut("9 then QXZ-0123456789", start),
+            (
+                "[secret withheld: token] then [secret withheld: token]".to_string(),
+                vec!["token".to_string()]
+            )
+        );
+        assert_eq!(
+            all.withhold_cut("h-ij.", start),
+            (
+                "[secret withheld: other].".to_string(),
+                vec!["other".to_string()]
+            )
+        );
+        // Text that kept the first bytes: it ends with the secret's first 4 bytes.
+        let end = Cut {
+            start: false,
+            end: true,
+        };
+        assert_eq!(
+            all.withhold_cut("log: QXZ-", end),
+            (
+                "log: [secret withheld: token]".to_string(),
+                vec!["token".to_string()]
+            )
+        );
+        // Where the text was not cut, a part is left alone (it is no secret).
+        assert_eq!(
+            all.withhold("56789 QXZ-"),
+            ("56789 QXZ-".to_string(), Vec::<String>::new())
+        );
+        assert_eq!(
+            all.withhold_cut(
+                "nothing",
+                Cut {
+                    start: true,
+                    end: true
+                }
+            ),
+            ("nothing".to_string(), Vec::<String>::new())
+        );
+    }
+
+    #[test]
     fn a_secret_holding_another_is_withheld_whole() {
         let all = secrets(&[("short", "abcdefgh"), ("long", "abcdefgh-ijklmnop")]);
         let (text, keys) = all.withhold("x abcdefgh-ijklmnop y abcdefgh");
@@ -302,6 +437,34 @@ mod tests {
             format!(
                 "its secret \"api\" cannot be read from file {}: No such file or directory (os error 2)",
                 path.display()
+            )
+        );
+        // A FIFO would hang a plain read for ever; it is refused without blocking.
+        let fifo = dir.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let sources = BTreeMap::from([("api".to_string(), SecretSource::File(fifo.clone()))]);
+        assert_eq!(
+            resolve(&none, &sources, &env).err().unwrap().to_string(),
+            format!(
+                "its secret \"api\" cannot be read from file {}: not a regular file (it is a FIFO); name a regular file",
+                fifo.display()
+            )
+        );
+        let big = dir.path().join("big");
+        std::fs::write(&big, "k".repeat(64 * 1024 + 1)).unwrap();
+        let sources = BTreeMap::from([("api".to_string(), SecretSource::File(big.clone()))]);
+        assert_eq!(
+            resolve(&none, &sources, &env).err().unwrap().to_string(),
+            format!(
+                "its secret \"api\" cannot be read from file {}: it is larger than 65536 bytes, the most read from such a file",
+                big.display()
             )
         );
         let short = dir.path().join("short");

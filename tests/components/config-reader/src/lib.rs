@@ -40,9 +40,32 @@ impl bindings::Guest for ConfigReader {
             .collect()
     }
 
+    fn crash_after_stderr(key: String, before: u32, after: u32) {
+        Self::crash(&key, before, after)
+    }
+
     fn fail_with(key: String) -> Result<String, String> {
         let value = Self::get(key.clone())?;
         Err(format!("cannot use {key}={value}"))
+    }
+}
+
+/// Writes `text` to stderr whole.
+fn write_stderr(text: &[u8]) {
+    use std::io::Write;
+    let mut stderr = std::io::stderr();
+    // The host keeps what it is given; a refused write would end the test's point anyway.
+    let _ = stderr.write_all(text);
+    let _ = stderr.flush();
+}
+
+impl ConfigReader {
+    fn crash(key: &str, before: u32, after: u32) -> ! {
+        let value = store::get(key).ok().flatten().unwrap_or_default();
+        write_stderr(&vec![b'\n'; before as usize]);
+        write_stderr(value.as_bytes());
+        write_stderr(&vec![b'\n'; after as usize]);
+        std::process::abort()
     }
 }
 
