@@ -1,10 +1,11 @@
 //! The WIT a tool author builds against, embedded so that `sluice wit DIR` writes it without
-//! a Sluice build: the `sluice:tools` package ([`crate::WIT`]) and the WASI 0.2 packages the
-//! host implements ([`WASI_WIT`], version [`WASI_VERSION`]).
+//! a Sluice build: the `sluice:tools` package ([`crate::WIT`]) and the WASI packages the
+//! host implements ([`WASI_WIT`]): WASI 0.2 (version [`WASI_VERSION`]) with `wasi:http`,
+//! and `wasi:config` (version [`WASI_CONFIG_VERSION`]).
 //!
 //! The layout written is the one `wit-bindgen`, `componentize-py -d DIR` and
-//! `componentize-js --wit DIR` read: `DIR/sluice-tools.wit` and one file per WASI package in
-//! `DIR/deps/`.
+//! `componentize-js --wit DIR` read: `DIR/sluice-tools.wit` and, in `DIR/deps/`, one file per
+//! WASI 0.2 package and the directory `config/` of `wasi:config`.
 
 use std::path::{Path, PathBuf};
 
@@ -12,15 +13,22 @@ use std::path::{Path, PathBuf};
 /// importing any 0.2.x version link.
 pub const WASI_VERSION: &str = "0.2.12";
 
-/// The WASI 0.2 WIT packages as (file name under `deps/`, text), from wasmtime-wasi 48.0.8
+/// The `wasi:config` version of [`WASI_WIT`]: what wasmtime-wasi-config 48.0.8 implements.
+pub const WASI_CONFIG_VERSION: &str = "0.2.0-rc.1";
+
+/// The WASI WIT packages as (path under `deps/`, text), from wasmtime-wasi 48.0.8,
+/// wasmtime-wasi-http 48.0.8 (`http.wit`) and wasmtime-wasi-config 48.0.8 (`config/`)
 /// (`host/sluice-builtins/wasi/`).
-pub const WASI_WIT: [(&str, &str); 6] = [
+pub const WASI_WIT: [(&str, &str); 9] = [
     ("cli.wit", include_str!("../wasi/cli.wit")),
     ("clocks.wit", include_str!("../wasi/clocks.wit")),
     ("filesystem.wit", include_str!("../wasi/filesystem.wit")),
+    ("http.wit", include_str!("../wasi/http.wit")),
     ("io.wit", include_str!("../wasi/io.wit")),
     ("random.wit", include_str!("../wasi/random.wit")),
     ("sockets.wit", include_str!("../wasi/sockets.wit")),
+    ("config/store.wit", include_str!("../wasi/config/store.wit")),
+    ("config/world.wit", include_str!("../wasi/config/world.wit")),
 ];
 
 /// The file name of the `sluice:tools` package in the directory written.
@@ -84,9 +92,10 @@ pub fn write_wit(dir: &Path) -> Result<Vec<PathBuf>, WitError> {
             Err(e) => return Err(io(path, e)),
         }
     }
-    let deps = dir.join("deps");
-    std::fs::create_dir_all(&deps).map_err(|e| io(&deps, e))?;
     for (path, text) in &files {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
+        }
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())

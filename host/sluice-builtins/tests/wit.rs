@@ -32,9 +32,12 @@ fn the_files_written_parse_and_match_the_embedded_packages() {
             "deps/cli.wit",
             "deps/clocks.wit",
             "deps/filesystem.wit",
+            "deps/http.wit",
             "deps/io.wit",
             "deps/random.wit",
-            "deps/sockets.wit"
+            "deps/sockets.wit",
+            "deps/config/store.wit",
+            "deps/config/world.wit"
         ]
     );
     assert_eq!(
@@ -46,6 +49,16 @@ fn the_files_written_parse_and_match_the_embedded_packages() {
             std::fs::read_to_string(out.join("deps").join(name)).unwrap(),
             text
         );
+    }
+    // The package files open with their package line (`config/store.wit` is the second
+    // file of the `wasi:config` directory package and has none).
+    for (file, line) in [
+        ("http.wit", format!("package wasi:http@{WASI_VERSION};")),
+        ("config/world.wit", "package wasi:config@0.2.0-rc.1;".into()),
+        ("config/store.wit", "interface store {".into()),
+    ] {
+        let text = std::fs::read_to_string(out.join("deps").join(file)).unwrap();
+        assert_eq!(text.lines().next(), Some(line.as_str()), "{file}");
     }
 
     let mut resolve = Resolve::default();
@@ -61,7 +74,9 @@ fn the_files_written_parse_and_match_the_embedded_packages() {
             "sluice:tools@0.1.1".to_string(),
             format!("wasi:cli@{v}"),
             format!("wasi:clocks@{v}"),
+            "wasi:config@0.2.0-rc.1".to_string(),
             format!("wasi:filesystem@{v}"),
+            format!("wasi:http@{v}"),
             format!("wasi:io@{v}"),
             format!("wasi:random@{v}"),
             format!("wasi:sockets@{v}"),
@@ -79,7 +94,7 @@ fn the_files_written_parse_and_match_the_embedded_packages() {
 }
 
 /// A tool author's own world beside the files written: it uses `sluice:tools` types and
-/// imports WASI's preopens, all resolved from the directory.
+/// imports WASI's preopens, `wasi:http` and `wasi:config`, all resolved from the directory.
 #[test]
 fn an_authors_world_resolves_against_them() {
     let dir = tempfile::tempdir().unwrap();
@@ -94,7 +109,7 @@ fn an_authors_world_resolves_against_them() {
     std::fs::write(
         out.join("tool.wit"),
         format!(
-            "package acme:reader@0.1.0;\n\nworld reader {{\n    import wasi:filesystem/preopens@{WASI_VERSION};\n    import sluice:tools/budget@0.1.1;\n    use sluice:tools/types@0.1.1.{{tool-error}};\n    export read: func(path: string) -> result<string, tool-error>;\n}}\n"
+            "package acme:reader@0.1.0;\n\nworld reader {{\n    import wasi:filesystem/preopens@{WASI_VERSION};\n    import wasi:http/outgoing-handler@{WASI_VERSION};\n    import wasi:config/store@0.2.0-rc.1;\n    import sluice:tools/budget@0.1.1;\n    use sluice:tools/types@0.1.1.{{tool-error}};\n    export read: func(path: string) -> result<string, tool-error>;\n}}\n"
         ),
     )
     .unwrap();
