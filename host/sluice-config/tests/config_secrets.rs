@@ -168,4 +168,23 @@ fn a_tools_directory_policy_takes_config_and_secrets_relative_to_itself() {
             tools.join("reader.toml").display()
         )
     );
+    // A FIFO as the policy file is refused at once, naming it.
+    let policy = tools.join("reader.toml");
+    std::fs::remove_file(&policy).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &policy,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let e = Config::resolve(Some(&path), &|_| None, &Overrides::default()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "failed to read {}: not a regular file (it is a FIFO); name a regular file",
+            policy.display()
+        )
+    );
 }

@@ -371,3 +371,36 @@ fn http_policy_keys_reach_the_tool_config() {
         }
     );
 }
+
+/// A FIFO (or a directory) named as the configuration file is refused at once: a plain read
+/// would wait for a writer for ever.
+#[test]
+fn a_fifo_or_a_directory_as_the_configuration_file_is_refused_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("sluice.toml");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let e = Config::resolve(Some(&fifo), &|_| None, &Overrides::default()).unwrap_err();
+    assert!(matches!(e, ConfigError::Read { .. }), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "failed to read {}: not a regular file (it is a FIFO); name a regular file",
+            shown(&fifo)
+        )
+    );
+    let e = Config::resolve(Some(dir.path()), &|_| None, &Overrides::default()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "failed to read {}: not a regular file (it is a directory); name a regular file",
+            shown(dir.path())
+        )
+    );
+}
