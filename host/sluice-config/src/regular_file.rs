@@ -1,4 +1,5 @@
-//! Reading a file the operator names (`sluice.toml`, a sibling policy file, a secret file)
+//! Reading a file the operator names (`sluice.toml`, a sibling policy file, a secret file,
+//! the API key and token files, a component file)
 //! without letting it hang the start: the file is opened with `O_NONBLOCK` (so a FIFO
 //! without a writer does not block the open), checked on the open handle to be a regular
 //! file (a FIFO, a device, a socket or a directory is refused), and read up to a limit.
@@ -11,7 +12,12 @@ use std::path::Path;
 /// 1 MiB.
 pub const MAX_CONFIG_FILE_BYTES: u64 = 1 << 20;
 
-/// The most bytes read from a secret file (`{ file = "…" }` in `[secrets]`): 64 KiB.
+/// The most bytes read from a component file named by a path (`component = "x.wasm"`, a
+/// tools directory): 1 GiB.
+pub const MAX_COMPONENT_FILE_BYTES: u64 = 1 << 30;
+
+/// The most bytes read from a secret file (`{ file = "…" }` in `[secrets]`,
+/// `model.api_key_file`, the server's token file): 64 KiB.
 pub const MAX_SECRET_FILE_BYTES: u64 = 64 << 10;
 
 /// Why a file could not be read. The messages are lowercase and never hold the contents.

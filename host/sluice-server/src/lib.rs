@@ -209,7 +209,8 @@ pub enum ServerError {
 /// [`ENV_TOKEN`] read through `env` (empty counts as unset); `None` when neither is set.
 ///
 /// # Errors
-/// [`ServerError::TokenFile`] when the file cannot be read; [`ServerError::BadToken`] when
+/// [`ServerError::TokenFile`] when the file cannot be read (it must be a regular file of at
+/// most 64 KiB, opened without blocking); [`ServerError::BadToken`] when
 /// the token is empty (a file) or not 1 to 4096 visible ASCII characters.
 pub fn token_from(
     file: Option<&Path>,
@@ -217,10 +218,12 @@ pub fn token_from(
 ) -> Result<Option<String>, ServerError> {
     let (token, origin) = match file {
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| ServerError::TokenFile {
-                path: path.to_path_buf(),
-                reason: e.to_string(),
-            })?;
+            use sluice_config::regular_file::{MAX_SECRET_FILE_BYTES, read_text};
+            let text =
+                read_text(path, MAX_SECRET_FILE_BYTES).map_err(|e| ServerError::TokenFile {
+                    path: path.to_path_buf(),
+                    reason: e.to_string(),
+                })?;
             (
                 text.lines().next().unwrap_or("").trim().to_string(),
                 format!("in {}", path.display()),
@@ -442,6 +445,14 @@ mod tests {
             token_from(Some(&file), &env),
             Err(ServerError::BadToken { .. })
         ));
+        // A directory (like a FIFO or a device) is refused without being read.
+        assert_eq!(
+            token_from(Some(dir.path()), &env).unwrap_err().to_string(),
+            format!(
+                "failed to read the token file {}: not a regular file (it is a directory); name a regular file",
+                dir.path().display()
+            )
+        );
         let missing = dir.path().join("missing");
         assert!(matches!(
             token_from(Some(&missing), &env),

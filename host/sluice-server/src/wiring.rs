@@ -236,9 +236,12 @@ fn builtin_name(name: &str) -> Result<&'static str, WiringError> {
 /// A component file as a source, named by its path.
 ///
 /// # Errors
-/// [`WiringError::Read`] when the file cannot be read.
+/// [`WiringError::Read`] when the file cannot be read, is not a regular file (a FIFO, a
+/// device, a directory: refused without blocking) or is larger than 1 GiB
+/// ([`MAX_COMPONENT_FILE_BYTES`](sluice_config::regular_file::MAX_COMPONENT_FILE_BYTES)).
 pub fn component_source(path: &Path) -> Result<Source, WiringError> {
-    let wasm = std::fs::read(path).map_err(|e| WiringError::Read {
+    use sluice_config::regular_file::{MAX_COMPONENT_FILE_BYTES, read_regular};
+    let wasm = read_regular(path, MAX_COMPONENT_FILE_BYTES).map_err(|e| WiringError::Read {
         what: "the component",
         path: path.to_path_buf(),
         reason: e.to_string(),
@@ -304,7 +307,8 @@ pub fn backend(config: &Config) -> Result<Arc<dyn Backend>, WiringError> {
 /// ([`ProviderName::default_key_env`]). Never logged, never stored with the session.
 fn api_key(m: &ModelConfig) -> Result<Option<Secret>, WiringError> {
     if let Some(file) = &m.api_key_file {
-        let text = std::fs::read_to_string(file).map_err(|e| WiringError::Read {
+        use sluice_config::regular_file::{MAX_SECRET_FILE_BYTES, read_text};
+        let text = read_text(file, MAX_SECRET_FILE_BYTES).map_err(|e| WiringError::Read {
             what: "the API key file",
             path: file.clone(),
             reason: e.to_string(),
@@ -381,4 +385,22 @@ pub fn mcp_server(config: &Config, toolbox: Arc<LiveToolbox>) -> sluice_mcp::Mcp
             tools_per_page: config.mcp.tools_per_page as usize,
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_component_path_that_is_no_regular_file_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = component_source(dir.path()).err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "failed to read the component {}: not a regular file (it is a directory); name a regular file",
+                dir.path().display()
+            )
+        );
+    }
 }
