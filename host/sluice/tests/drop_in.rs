@@ -282,9 +282,12 @@ fn sluice_wit_writes_the_packages() {
         "deps/cli.wit",
         "deps/clocks.wit",
         "deps/filesystem.wit",
+        "deps/http.wit",
         "deps/io.wit",
         "deps/random.wit",
         "deps/sockets.wit",
+        "deps/config/store.wit",
+        "deps/config/world.wit",
     ]
     .iter()
     .map(|f| out.join(f).display().to_string())

@@ -108,7 +108,7 @@ fn the_json_summary_example_answers_sluice_call_for_a_listed_host_only() {
     assert_eq!(
         v["error"],
         format!(
-            "the tool's GET request to {addr} was refused: {addr} is not in its policy key http (it allows 127.0.0.2:1; an entry without a port allows port 80 only for http)"
+            "the tool's GET request to {addr} was refused: {addr} is not in its policy key http (it allows 127.0.0.2:1)"
         )
     );
 }
