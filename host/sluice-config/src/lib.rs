@@ -25,7 +25,6 @@ mod file;
 pub mod http;
 mod mcp;
 mod model;
-pub mod regular_file;
 mod runtime;
 mod secrets;
 mod server;
@@ -376,7 +375,7 @@ impl Config {
             return Config::resolve_parsed(File::default(), None, env, overrides);
         };
         let text =
-            regular_file::read_text(path, regular_file::MAX_CONFIG_FILE_BYTES).map_err(|e| {
+            sluice_files::read_text(path, sluice_files::MAX_CONFIG_FILE_BYTES).map_err(|e| {
                 ConfigError::Read {
                     path: path.to_path_buf(),
                     reason: e.to_string(),

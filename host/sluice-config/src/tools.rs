@@ -351,14 +351,12 @@ impl Resolver<'_> {
                 .unwrap_or_default();
             let policy_path = path.with_extension("toml");
             let (policy, origin) = if policy_path.exists() {
-                let text = crate::regular_file::read_text(
-                    &policy_path,
-                    crate::regular_file::MAX_CONFIG_FILE_BYTES,
-                )
-                .map_err(|e| ConfigError::Read {
-                    path: policy_path.clone(),
-                    reason: e.to_string(),
-                })?;
+                let text =
+                    sluice_files::read_text(&policy_path, sluice_files::MAX_CONFIG_FILE_BYTES)
+                        .map_err(|e| ConfigError::Read {
+                            path: policy_path.clone(),
+                            reason: e.to_string(),
+                        })?;
                 let source = Source {
                     path: &policy_path,
                     text: &text,

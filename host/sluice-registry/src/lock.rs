@@ -71,9 +71,9 @@ impl Lock {
             path: path.to_path_buf(),
             reason,
         };
-        let text = match std::fs::read_to_string(path) {
+        let text = match sluice_files::read_text(path, sluice_files::MAX_CONFIG_FILE_BYTES) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(sluice_files::RegularFileError::NotFound(_)) => {
                 return Ok(Lock::empty(path));
             }
             Err(e) => return Err(fail(e.to_string())),

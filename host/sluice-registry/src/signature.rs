@@ -131,10 +131,13 @@ impl PublicKey {
     /// [`KeyError`] when the file cannot be read or holds no public key of a supported
     /// algorithm.
     pub fn load(path: &Path) -> Result<PublicKey, KeyError> {
-        let pem = std::fs::read(path).map_err(|e| KeyError {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
-        })?;
+        let pem =
+            sluice_files::read_regular(path, sluice_files::MAX_SECRET_FILE_BYTES).map_err(|e| {
+                KeyError {
+                    path: path.to_path_buf(),
+                    reason: e.to_string(),
+                }
+            })?;
         PublicKey::from_pem(&path.display().to_string(), &pem).map_err(|reason| KeyError {
             path: path.to_path_buf(),
             reason,

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use sluice_config::regular_file::{MAX_SECRET_FILE_BYTES, read_regular};
+use sluice_files::{MAX_SECRET_FILE_BYTES, read_regular};
 use wasmtime_wasi_config::WasiConfigVariables;
 
 /// The `wasi:config` release the host provides (wasmtime-wasi-config 48).
@@ -57,7 +57,7 @@ pub enum SecretSource {
     /// `{ file = "path" }`: the file's contents (UTF-8), read at load, with one trailing
     /// `\n` (or `\r\n`) removed; the path is already resolved against the policy file. It
     /// must be a regular file of at most
-    /// [`MAX_SECRET_FILE_BYTES`](sluice_config::regular_file::MAX_SECRET_FILE_BYTES)
+    /// [`MAX_SECRET_FILE_BYTES`](sluice_files::MAX_SECRET_FILE_BYTES)
     /// (64 KiB); a FIFO, a device or a directory is refused without being read.
     File(PathBuf),
 }

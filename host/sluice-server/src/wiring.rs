@@ -238,9 +238,9 @@ fn builtin_name(name: &str) -> Result<&'static str, WiringError> {
 /// # Errors
 /// [`WiringError::Read`] when the file cannot be read, is not a regular file (a FIFO, a
 /// device, a directory: refused without blocking) or is larger than 1 GiB
-/// ([`MAX_COMPONENT_FILE_BYTES`](sluice_config::regular_file::MAX_COMPONENT_FILE_BYTES)).
+/// ([`MAX_COMPONENT_FILE_BYTES`](sluice_files::MAX_COMPONENT_FILE_BYTES)).
 pub fn component_source(path: &Path) -> Result<Source, WiringError> {
-    use sluice_config::regular_file::{MAX_COMPONENT_FILE_BYTES, read_regular};
+    use sluice_files::{MAX_COMPONENT_FILE_BYTES, read_regular};
     let wasm = read_regular(path, MAX_COMPONENT_FILE_BYTES).map_err(|e| WiringError::Read {
         what: "the component",
         path: path.to_path_buf(),
@@ -307,7 +307,7 @@ pub fn backend(config: &Config) -> Result<Arc<dyn Backend>, WiringError> {
 /// ([`ProviderName::default_key_env`]). Never logged, never stored with the session.
 fn api_key(m: &ModelConfig) -> Result<Option<Secret>, WiringError> {
     if let Some(file) = &m.api_key_file {
-        use sluice_config::regular_file::{MAX_SECRET_FILE_BYTES, read_text};
+        use sluice_files::{MAX_SECRET_FILE_BYTES, read_text};
         let text = read_text(file, MAX_SECRET_FILE_BYTES).map_err(|e| WiringError::Read {
             what: "the API key file",
             path: file.clone(),

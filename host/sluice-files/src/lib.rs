@@ -1,5 +1,5 @@
 //! Reading a file the operator names (`sluice.toml`, a sibling policy file, a secret file,
-//! the API key and token files, a component file)
+//! the API key and token files, a component file, `sluice.lock`, a `verify.key`)
 //! without letting it hang the start: the file is opened with `O_NONBLOCK` (so a FIFO
 //! without a writer does not block the open), checked on the open handle to be a regular
 //! file (a FIFO, a device, a socket or a directory is refused), and read up to a limit.
@@ -8,16 +8,16 @@ use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
-/// The most bytes read from a configuration file (`sluice.toml`, a sibling policy file):
-/// 1 MiB.
+/// The most bytes read from a configuration file (`sluice.toml`, a sibling policy file,
+/// `sluice.lock`): 1 MiB.
 pub const MAX_CONFIG_FILE_BYTES: u64 = 1 << 20;
 
 /// The most bytes read from a component file named by a path (`component = "x.wasm"`, a
 /// tools directory): 1 GiB.
 pub const MAX_COMPONENT_FILE_BYTES: u64 = 1 << 30;
 
-/// The most bytes read from a secret file (`{ file = "…" }` in `[secrets]`,
-/// `model.api_key_file`, the server's token file): 64 KiB.
+/// The most bytes read from a secret or key file (`{ file = "…" }` in `[secrets]`,
+/// `model.api_key_file`, the server's token file, a registry's `verify.key`): 64 KiB.
 pub const MAX_SECRET_FILE_BYTES: u64 = 64 << 10;
 
 /// Why a file could not be read. The messages are lowercase and never hold the contents.
@@ -33,6 +33,9 @@ pub enum RegularFileError {
     /// It is not UTF-8 (where text is read).
     #[error("it is not UTF-8")]
     NotUtf8,
+    /// There is no file at the path (the operating system's words).
+    #[error("{0}")]
+    NotFound(String),
     /// The operating system refused to open or read it, in its words.
     #[error("{0}")]
     Io(String),
@@ -61,15 +64,18 @@ fn kind_of(file_type: std::fs::FileType) -> &'static str {
 /// # Errors
 /// [`RegularFileError::NotRegular`] for a directory, FIFO, socket or device (checked on the
 /// open handle, so the check and the read see the same file); [`RegularFileError::TooLarge`]
-/// when it holds more than `max_bytes`; [`RegularFileError::Io`] when it cannot be opened
-/// or read.
+/// when it holds more than `max_bytes`; [`RegularFileError::NotFound`] when nothing is at
+/// `path`; [`RegularFileError::Io`] when it cannot be opened or read.
 pub fn read_regular(path: &Path, max_bytes: u64) -> Result<Vec<u8>, RegularFileError> {
     let io = |e: std::io::Error| RegularFileError::Io(e.to_string());
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)
-        .map_err(io)?;
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => RegularFileError::NotFound(e.to_string()),
+            _ => io(e),
+        })?;
     let meta = file.metadata().map_err(io)?;
     if !meta.file_type().is_file() {
         return Err(RegularFileError::NotRegular(kind_of(meta.file_type())));
@@ -132,7 +138,7 @@ mod tests {
         );
         assert_eq!(
             read_regular(&dir.path().join("absent"), 10),
-            Err(RegularFileError::Io(
+            Err(RegularFileError::NotFound(
                 "No such file or directory (os error 2)".into()
             ))
         );
