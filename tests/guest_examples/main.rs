@@ -214,24 +214,28 @@ impl Example {
             .runtime
             .block_on(self.toolbox.call(tool, &args.to_string(), cap));
         assert!(
-            obs.text.len() <= cap as usize,
+            obs.text().len() <= cap as usize,
             "{tool} {args}: observation of {} bytes over the cap {cap}",
-            obs.text.len()
+            obs.text().len()
         );
-        assert!(!obs.truncated, "{tool} {args}: the cap cut {}", obs.text);
+        assert!(
+            !obs.truncated(),
+            "{tool} {args}: the cap cut {}",
+            obs.text()
+        );
         obs
     }
 
     /// Calls `tool`; the call must succeed: returns `result`.
     fn ok(&self, tool: &str, args: &Value, cap: u32) -> Value {
-        let v: Value = serde_json::from_str(&self.call(tool, args, cap).text).expect("JSON");
+        let v: Value = serde_json::from_str(self.call(tool, args, cap).text()).expect("JSON");
         assert_eq!(v["ok"], json!(true), "{tool} {args}: expected success: {v}");
         v["result"].clone()
     }
 
     /// Calls `tool`; the call must fail: returns the whole observation.
     fn err(&self, tool: &str, args: &Value, cap: u32) -> Value {
-        let v: Value = serde_json::from_str(&self.call(tool, args, cap).text).expect("JSON");
+        let v: Value = serde_json::from_str(self.call(tool, args, cap).text()).expect("JSON");
         assert_eq!(
             v["ok"],
             json!(false),

@@ -232,9 +232,9 @@ impl Sandbox {
     pub fn checked(&self, tool: &str, args: &Value) -> Observation {
         let obs = self.call(tool, args);
         assert!(
-            obs.text.len() <= self.cap as usize,
+            obs.text().len() <= self.cap as usize,
             "{tool} {args}: observation of {} bytes over the cap {}",
-            obs.text.len(),
+            obs.text().len(),
             self.cap
         );
         obs
@@ -324,13 +324,17 @@ impl Sandbox {
     pub fn call_json(&self, tool: &str, args: &Value) -> Value {
         let obs = self.call(tool, args);
         assert!(
-            obs.text.len() <= self.cap as usize,
+            obs.text().len() <= self.cap as usize,
             "observation of {} bytes over the cap {}",
-            obs.text.len(),
+            obs.text().len(),
             self.cap
         );
-        assert!(!obs.truncated, "the cap cut the observation: {}", obs.text);
-        serde_json::from_str(&obs.text).expect("an uncut observation is JSON")
+        assert!(
+            !obs.truncated(),
+            "the cap cut the observation: {}",
+            obs.text()
+        );
+        serde_json::from_str(obs.text()).expect("an uncut observation is JSON")
     }
 
     /// Like [`Sandbox::call_json`], and the call must have succeeded: returns `result`.

@@ -392,7 +392,7 @@ impl Agent {
                 } else {
                     self.call(call, cancel, events).await
                 };
-            let cancelled = observation.status == CallStatus::Cancelled;
+            let cancelled = observation.status() == CallStatus::Cancelled;
             self.store_observation(id, call, &observation, events)
                 .await?;
             if cancelled {
@@ -414,17 +414,17 @@ impl Agent {
         self.store
             .append(
                 id,
-                &Message::tool(call.id.clone(), observation.text.clone(), now()),
+                &Message::tool(call.id.clone(), observation.text().to_string(), now()),
             )
             .await?;
         events(RunEvent::ToolFinished {
             call_id: call.id.clone(),
             name: call.name.clone(),
-            bytes: observation.text.len(),
-            full_bytes: observation.full_bytes,
-            truncated: observation.truncated,
-            paged: observation.paged,
-            error: observation.status != CallStatus::Ok,
+            bytes: observation.text().len(),
+            full_bytes: observation.full_bytes(),
+            truncated: observation.truncated(),
+            paged: observation.paged(),
+            error: observation.status() != CallStatus::Ok,
         });
         Ok(())
     }

@@ -300,10 +300,10 @@ impl Toolbox {
         );
         tracing::debug!(
             tool = name,
-            status = ?observation.status,
-            bytes = observation.text.len(),
-            full_bytes = observation.full_bytes,
-            withheld = ?observation.withheld,
+            status = ?observation.status(),
+            bytes = observation.text().len(),
+            full_bytes = observation.full_bytes(),
+            withheld = ?observation.withheld(),
             "tool call"
         );
         observation
