@@ -186,10 +186,10 @@ impl Draft {
             status,
             paged,
             secrets: _,
-        } = if sluice_pager::keys::has_armor(self.text.as_bytes()) {
+        } = if sluice_keys::has_armor(self.text.as_bytes()) {
             let refusal = format!(
                 "refusing to return key material: the result of {} holds a PEM private key",
-                sluice_pager::error::quote(&sluice_pager::keys::redact_armor(tool))
+                sluice_pager::error::quote(&sluice_keys::redact_armor(tool))
             );
             Observation::error(&refusal, Some("key-material")).with_status(CallStatus::KeyMaterial)
         } else {
@@ -198,7 +198,7 @@ impl Draft {
         let full_bytes = text.len();
         // The hint comes from the tool's argument names: redacted too, so that the marker
         // cannot bring armor back into a scanned observation.
-        let capped = cap_text(text, cap, &sluice_pager::keys::redact_armor(hint));
+        let capped = cap_text(text, cap, &sluice_keys::redact_armor(hint));
         Observation {
             truncated: capped.len() != full_bytes,
             text: capped,
@@ -424,7 +424,7 @@ mod tests {
             "{}",
             obs.text()
         );
-        assert!(!sluice_pager::keys::has_armor(obs.text().as_bytes()));
+        assert!(!sluice_keys::has_armor(obs.text().as_bytes()));
     }
 
     #[test]
@@ -464,7 +464,7 @@ mod tests {
             };
             let obs = draft.finish(&text, cap, &hint);
             prop_assert!(obs.text().len() <= cap, "{} > {cap}", obs.text().len());
-            prop_assert!(!sluice_pager::keys::has_armor(obs.text().as_bytes()), "{:?}", obs.text());
+            prop_assert!(!sluice_keys::has_armor(obs.text().as_bytes()), "{:?}", obs.text());
             prop_assert_eq!(obs.truncated(), obs.full_bytes() > cap);
         }
 
