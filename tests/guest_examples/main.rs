@@ -13,6 +13,10 @@
 //! A component that is not built skips its test with a line on stderr, except under
 //! `CI=true`, where that is a failure (`.ci/run` builds them before the tests).
 
+// Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this
+// lets the helpers they share do so too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod c_wc; // guest-examples/c-wc: `wc`, in C (zig + wit-bindgen + the preview1 adapter).
 mod head; // guest-examples/{py,js,c,rust}-head: `head` in four languages, and the guide (README.md).
 mod js_json_query; // guest-examples/js-json-query: `query_json`, in JavaScript (componentize-js).

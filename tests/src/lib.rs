@@ -5,6 +5,10 @@
 //! The test components of `tests/components/` are compiled by this crate's build script;
 //! their paths are the `*_WASM` constants below.
 
+// Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this
+// lets the helpers they share do so too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

@@ -119,6 +119,7 @@ const WORDINGS: &[(&str, usize, usize, Option<usize>)] = &[
     (r"current length is (\d+) while limit is (\d+)", 1, 2, None),
 ];
 
+#[allow(clippy::expect_used)] // Constant patterns: see the comment inside.
 static COMPILED: LazyLock<Vec<Wording>> = LazyLock::new(|| {
     WORDINGS
         .iter()
