@@ -32,7 +32,8 @@
 //! is over `M`, the limit is `M`: llama-cpp-python, for one, reports `max_tokens` in the
 //! completion part but only refuses a prompt longer than its window (it lowers the output cap
 //! itself). When `M − K` leaves nothing, no sizes are reported: shrinking the prompt cannot
-//! help, and the loop falls back to the SPEC rule.
+//! help, and the loop falls back to the 2,048-byte rule
+//! (docs/agent-loop.md#context-window-recovery).
 
 use std::sync::LazyLock;
 
