@@ -48,6 +48,9 @@ const COMPONENTS: &[(&str, &str, &str)] = &[
     ),
 ];
 
+// A build script fails by panicking (cargo shows the message); the variables are ones cargo
+// always sets for it.
+#[allow(clippy::expect_used)]
 fn main() {
     let manifest_dir =
         PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));

@@ -79,8 +79,8 @@ impl Bench {
         let obs = self
             .runtime
             .block_on(toolbox.call(tool, &args.to_string(), cap));
-        let v: serde_json::Value = serde_json::from_str(&obs.text)?;
-        anyhow::ensure!(v["ok"] == true, "{tool} failed: {}", obs.text);
+        let v: serde_json::Value = serde_json::from_str(obs.text())?;
+        anyhow::ensure!(v["ok"] == true, "{tool} failed: {}", obs.text());
         Ok(v["result"].clone())
     }
 }

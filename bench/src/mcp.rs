@@ -40,7 +40,7 @@ pub(crate) fn stdio_round_trip(bench: &Bench) -> anyhow::Result<Vec<Row>> {
         let obs = bench
             .runtime
             .block_on(toolbox.call("read_file", &args, 65_536));
-        std::hint::black_box(obs.text);
+        std::hint::black_box(obs.into_text());
         Ok(())
     })?;
 

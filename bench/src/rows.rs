@@ -94,7 +94,7 @@ pub(crate) fn per_call(bench: &Bench) -> anyhow::Result<Vec<Row>> {
             let obs = bench
                 .runtime
                 .block_on(toolbox.call("read_file", &args, cap));
-            std::hint::black_box(obs.text);
+            std::hint::black_box(obs.into_text());
             Ok(())
         })?;
         let allocator = if engine.pooling() {
@@ -133,12 +133,12 @@ fn page_through_component(bench: &Bench, path: &Path, cap: u32) -> anyhow::Resul
             .runtime
             .block_on(toolbox.call("read_file", &args, cap));
         anyhow::ensure!(
-            obs.text.starts_with(r#"{"ok":true"#),
+            obs.text().starts_with(r#"{"ok":true"#),
             "read_file failed: {}",
-            obs.text
+            obs.text()
         );
         pages += 1;
-        match next_offset(&obs.text) {
+        match next_offset(obs.text()) {
             Some(next) => offset = next,
             None => break,
         }
@@ -264,9 +264,9 @@ pub(crate) fn resume(bench: &Bench) -> anyhow::Result<Vec<Row>> {
             .block_on(toolbox.call("read_file", &args, 65_536));
         let took = t.elapsed();
         anyhow::ensure!(
-            obs.text.starts_with(r#"{"ok":true"#),
+            obs.text().starts_with(r#"{"ok":true"#),
             "read_file failed: {}",
-            obs.text
+            obs.text()
         );
         Ok(took)
     };
@@ -734,9 +734,9 @@ pub(crate) fn guest_examples(bench: &Bench) -> anyhow::Result<Vec<Row>> {
         let args = args.to_string();
         let first = bench.runtime.block_on(toolbox.call(tool, &args, 65_536));
         anyhow::ensure!(
-            first.text.starts_with(r#"{"ok":true"#),
+            first.text().starts_with(r#"{"ok":true"#),
             "{tool} failed: {}",
-            first.text
+            first.text()
         );
         let took = time_median(calls, || {
             std::hint::black_box(bench.runtime.block_on(toolbox.call(tool, &args, 65_536)));

@@ -13,6 +13,9 @@ const TOOLS: &[(&str, &str)] = &[
     ("list_dir", "sluice-tool-list-dir"),
 ];
 
+// A build script fails by panicking (cargo shows the message); the variables are ones cargo
+// always sets for it.
+#[allow(clippy::expect_used)]
 fn main() {
     let manifest_dir =
         PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));

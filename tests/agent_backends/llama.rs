@@ -1,7 +1,8 @@
 //! The agent loop over the OpenAI-compatible backend against the fake that behaves like a
 //! real llama-cpp-python 0.3.36 server (issue 13; [`Fake::like_llama_cpp_python`]): a session
-//! holding a 32 KB page continues, streamed and not, and one that the SPEC rule alone would
-//! leave over the window recovers in one retry. The backend's own side of the same fake is in
+//! holding a 32 KB page continues, streamed and not, and one that the 2,048-byte rule
+//! (docs/agent-loop.md#context-window-recovery) alone would leave over the window recovers in
+//! one retry. The backend's own side of the same fake is in
 //! `host/sluice-backends/tests/providers/llama.rs`.
 
 use std::sync::Arc;
@@ -149,8 +150,8 @@ async fn a_session_holding_a_32_kb_page_continues_streamed_and_not() {
 
 #[tokio::test]
 async fn recovery_shrinks_as_far_as_the_stated_sizes_need_in_one_retry() {
-    // Two groups of two 2,109-byte pages (a 4,096-byte cap's read_file pages): the SPEC rule
-    // alone cuts the newest group by 61 bytes a page, which is not enough.
+    // Two groups of two 2,109-byte pages (a 4,096-byte cap's read_file pages): the 2,048-byte
+    // rule alone cuts the newest group by 61 bytes a page, which is not enough.
     let history = [
         Message::user("Read a.log and b.log.", T),
         Message::assistant("", vec![read_call("call_1"), read_call("call_2")], T),

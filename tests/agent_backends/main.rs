@@ -3,6 +3,10 @@
 //! These tests link the agent loop, the runtime and the store, which is why they live here
 //! and not in `sluice-backends` (whose tests must not build wasmtime or the guests).
 
+// Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this
+// lets the helpers they share do so too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 // The fake is shared with `sluice-backends/tests/providers`, which uses all of it; these
 // tests use a part.
 #[allow(dead_code)]

@@ -52,10 +52,10 @@ fn wrong_types() {
     );
     let obs = sb.call_raw("read_file", r#"{"path":"f.txt","startLine":2.0}"#);
     assert_eq!(
-        obs.text,
+        obs.text(),
         r#"{"ok":false,"error":"startLine must be an integer of at least 1; got 2.0","kind":"invalid-argument"}"#
     );
-    assert_eq!(obs.status, CallStatus::ToolError);
+    assert_eq!(obs.status(), CallStatus::ToolError);
     assert_invalid(
         &sb,
         "grep_files",
@@ -180,9 +180,9 @@ fn arguments_not_an_object_or_not_json() {
         ("{path: 'f.txt'}", "arguments are not valid JSON: "),
     ] {
         let obs = sb.call_raw("read_file", raw);
-        assert!(obs.text.len() <= 65_536);
-        assert_eq!(obs.status, CallStatus::ToolError, "{raw}");
-        let v: Value = serde_json::from_str(&obs.text).unwrap();
+        assert!(obs.text().len() <= 65_536);
+        assert_eq!(obs.status(), CallStatus::ToolError, "{raw}");
+        let v: Value = serde_json::from_str(obs.text()).unwrap();
         assert_eq!(v["ok"], false);
         assert_eq!(v["kind"], "invalid-argument", "{raw}");
         assert!(
@@ -192,11 +192,11 @@ fn arguments_not_an_object_or_not_json() {
     }
     // Empty argument text means no arguments: list_dir needs none.
     let obs = sb.call_raw("list_dir", "");
-    assert!(obs.text.len() <= 65_536 && !obs.truncated);
+    assert!(obs.text().len() <= 65_536 && !obs.truncated());
     assert!(
-        obs.text.starts_with(r#"{"ok":true,"result":{"path":".""#),
+        obs.text().starts_with(r#"{"ok":true,"result":{"path":".""#),
         "{}",
-        obs.text
+        obs.text()
     );
 }
 
@@ -290,14 +290,14 @@ fn unknown_tool() {
     let sb = Sandbox::new(cache(), 65_536);
     let obs = sb.checked("cat_file", &json!({"path": "x"}));
     assert_eq!(
-        obs.text,
+        obs.text(),
         r#"{"ok":false,"error":"unknown_tool","name":"cat_file"}"#
     );
-    assert_eq!(obs.status, CallStatus::UnknownTool);
+    assert_eq!(obs.status(), CallStatus::UnknownTool);
     let obs = sb.call_raw("read_file\"}", "not even json");
-    assert!(obs.text.len() <= 65_536);
+    assert!(obs.text().len() <= 65_536);
     assert_eq!(
-        obs.text,
+        obs.text(),
         r#"{"ok":false,"error":"unknown_tool","name":"read_file\"}"}"#
     );
 }
@@ -309,23 +309,23 @@ fn very_long_unknown_tool_name_is_capped() {
     let sb = Sandbox::new(cache(), 2048);
     let name = "n".repeat(10_000);
     let obs = sb.call(&name, &json!({}));
-    assert!(obs.text.len() <= 2048, "{}", obs.text.len());
+    assert!(obs.text().len() <= 2048, "{}", obs.text().len());
     assert!(
-        obs.text
+        obs.text()
             .starts_with(r#"{"ok":false,"error":"unknown_tool","name":"nnnn"#),
         "{}",
-        &obs.text[..80]
+        &obs.text()[..80]
     );
-    assert!(obs.truncated);
-    assert_eq!(obs.status, CallStatus::UnknownTool);
+    assert!(obs.truncated());
+    assert_eq!(obs.status(), CallStatus::UnknownTool);
     let full = r#"{"ok":false,"error":"unknown_tool","name":""}"#.len() + 10_000;
-    assert_eq!(obs.full_bytes, full);
+    assert_eq!(obs.full_bytes(), full);
     assert!(
-        obs.text.contains(&format!(
+        obs.text().contains(&format!(
             "…[truncated; full result is {full} bytes. Ask for less: "
         )),
         "{}",
-        &obs.text[1900..]
+        &obs.text()[1900..]
     );
 }
 
@@ -338,7 +338,7 @@ fn integers_beyond_64_bits_are_too_large() {
         "read_file",
         r#"{"path":"f.txt","offset":18446744073709551616}"#,
     );
-    let v: serde_json::Value = serde_json::from_str(&obs.text).unwrap();
+    let v: serde_json::Value = serde_json::from_str(obs.text()).unwrap();
     assert_eq!(v["kind"], "invalid-argument");
     assert_eq!(
         v["error"],

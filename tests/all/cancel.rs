@@ -142,9 +142,9 @@ fn a_cancelled_call_has_its_own_status() {
     };
     let obs = sb.block_on(sb.toolbox.call_with("sleep", r#"{"ms":60000}"#, &options));
     let took = trigger.join().unwrap().elapsed();
-    assert_eq!(obs.status, CallStatus::Cancelled);
+    assert_eq!(obs.status(), CallStatus::Cancelled);
     assert_eq!(
-        obs.text,
+        obs.text(),
         r#"{"ok":false,"error":"the call was cancelled before the tool finished (its run was cancelled); it may have done part of its work","kind":"cancelled"}"#
     );
     assert!(
@@ -153,9 +153,9 @@ fn a_cancelled_call_has_its_own_status() {
     );
     // Cancelled before it starts: no slot is even taken.
     let obs = sb.block_on(sb.toolbox.call_with("sleep", r#"{"ms":60000}"#, &options));
-    assert_eq!(obs.status, CallStatus::Cancelled);
+    assert_eq!(obs.status(), CallStatus::Cancelled);
     assert_eq!(
-        obs.text,
+        obs.text(),
         r#"{"ok":false,"error":"the call was cancelled before it started","kind":"cancelled"}"#
     );
     assert_eq!(sb.ok("big_string", &json!({"bytes": 2})), json!("xx"));

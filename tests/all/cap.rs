@@ -172,17 +172,17 @@ fn errors_with_long_paths_stay_within_the_cap() {
     ] {
         let obs = sb.checked(tool, &args);
         assert!(
-            obs.text.starts_with(r#"{"ok":false,"error":""#),
+            obs.text().starts_with(r#"{"ok":false,"error":""#),
             "{tool}: {}",
-            obs.text
+            obs.text()
         );
         // Cut or not, the observation is valid UTF-8 of at most the cap.
-        assert!(std::str::from_utf8(obs.text.as_bytes()).is_ok());
-        if obs.truncated {
+        assert!(std::str::from_utf8(obs.text().as_bytes()).is_ok());
+        if obs.truncated() {
             assert!(
-                obs.text.contains("…[truncated; full result is "),
+                obs.text().contains("…[truncated; full result is "),
                 "{}",
-                obs.text
+                obs.text()
             );
         }
     }

@@ -20,8 +20,8 @@ fn c1_one_line_json_in_parts() {
     assert!(file.len() > 130_000);
     sb.write("min.json", &file);
     let obs = sb.checked("read_file", &json!({"path": "min.json"}));
-    assert!(!obs.truncated);
-    let first: Value = serde_json::from_str::<Value>(&obs.text).unwrap()["result"].clone();
+    assert!(!obs.truncated());
+    let first: Value = serde_json::from_str::<Value>(obs.text()).unwrap()["result"].clone();
     assert_eq!(first["lineTruncated"], true);
     assert_eq!(first["nextLine"], 1);
     assert!(first["nextOffset"].as_u64().unwrap() > 0);
@@ -166,11 +166,11 @@ fn c7_invalid_utf8_and_binary() {
     sb.write("img.png", &png);
     let obs = sb.checked("read_file", &json!({"path": "img.png"}));
     assert!(
-        !obs.text.contains('\u{FFFD}') && !obs.text.contains("PNG"),
+        !obs.text().contains('\u{FFFD}') && !obs.text().contains("PNG"),
         "{}",
-        obs.text
+        obs.text()
     );
-    let v: Value = serde_json::from_str(&obs.text).unwrap();
+    let v: Value = serde_json::from_str(obs.text()).unwrap();
     assert_eq!(v["kind"], "binary-file");
     let msg = v["error"].as_str().unwrap();
     assert!(
@@ -410,7 +410,7 @@ fn c12_env_with_embedded_key() {
         ("tail_file", json!({"path": ".env"})),
     ] {
         let obs = sb.checked(tool, &args);
-        let v: Value = serde_json::from_str(&obs.text).unwrap();
+        let v: Value = serde_json::from_str(obs.text()).unwrap();
         assert_eq!(v["ok"], false, "{tool} {args}: {v}");
         assert_eq!(v["kind"], "key-material", "{tool} {args}");
         assert!(
@@ -420,23 +420,29 @@ fn c12_env_with_embedded_key() {
                 .starts_with("refusing to read key material: .env"),
             "{v}"
         );
-        observations.push(obs.text);
+        observations.push(obs.into_text());
     }
     let g = sb.checked("grep_files", &json!({"pattern": "KEY"}));
     assert_eq!(
-        serde_json::from_str::<Value>(&g.text).unwrap()["result"],
+        serde_json::from_str::<Value>(g.text()).unwrap()["result"],
         json!({"path":".","count":1,"results":[{"path":"plain.env","line":1,"text":"API_KEY=sk-test-001"}],"truncated":false,"skippedFiles":1})
     );
-    observations.push(g.text);
-    observations.push(sb.checked("grep_files", &json!({"pattern": body[1]})).text);
+    observations.push(g.into_text());
+    observations.push(
+        sb.checked("grep_files", &json!({"pattern": body[1]}))
+            .into_text(),
+    );
     // The plain line before the key is readable on its own.
     let first = sb.checked("read_file", &json!({"path": ".env", "lineCount": 1}));
     assert_eq!(
-        serde_json::from_str::<Value>(&first.text).unwrap()["result"]["content"],
+        serde_json::from_str::<Value>(first.text()).unwrap()["result"]["content"],
         "API_KEY=sk-test-000\n"
     );
-    observations.push(first.text);
-    observations.push(sb.checked("read_file", &json!({"path": "plain.env"})).text);
+    observations.push(first.into_text());
+    observations.push(
+        sb.checked("read_file", &json!({"path": "plain.env"}))
+            .into_text(),
+    );
     for text in &observations {
         for line in &body {
             assert!(!text.contains(line.as_str()), "a key body line in {text}");
@@ -485,11 +491,11 @@ fn c13_key_directory_refused_everywhere() {
         ),
     ] {
         let obs = sb.checked(tool, &args);
-        assert_eq!(obs.text, refusal, "{tool} {args}");
+        assert_eq!(obs.text(), refusal, "{tool} {args}");
     }
     let obs = sb.checked("grep_files", &json!({"pattern": "AAAA", "path": "keys"}));
     assert_eq!(
-        obs.text,
+        obs.text(),
         r#"{"ok":false,"error":"refusing to read key material: keys","kind":"key-material"}"#
     );
     // Searching the whole root never enters keys/.

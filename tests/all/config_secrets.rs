@@ -57,26 +57,26 @@ fn a_value_is_read_and_the_secret_is_withheld_from_every_observation() {
     let g = granted();
     let tools = toolbox(g.policy.clone());
     let obs = block_on(tools.call("get", r#"{"key":"region"}"#, DEFAULT_CAP));
-    assert_eq!(obs.text, r#"{"ok":true,"result":"eu-west-1"}"#);
-    assert!(obs.withheld.is_empty());
+    assert_eq!(obs.text(), r#"{"ok":true,"result":"eu-west-1"}"#);
+    assert!(obs.withheld().is_empty());
     let obs = block_on(tools.call("get", r#"{"key":"token"}"#, DEFAULT_CAP));
     assert_eq!(
-        obs.text,
+        obs.text(),
         r#"{"ok":true,"result":"[secret withheld: token]"}"#
     );
-    assert_eq!(obs.withheld, ["token"]);
+    assert_eq!(obs.withheld(), ["token"]);
     let obs = block_on(tools.call("echo_all", "{}", DEFAULT_CAP));
     assert_eq!(
-        obs.text,
+        obs.text(),
         r#"{"ok":true,"result":[{"key":"region","value":"eu-west-1"},{"key":"token","value":"[secret withheld: token]"}]}"#
     );
     // A tool error is an observation too.
     let obs = block_on(tools.call("fail_with", r#"{"key":"token"}"#, DEFAULT_CAP));
     assert_eq!(
-        obs.text,
+        obs.text(),
         r#"{"ok":false,"error":"cannot use token=[secret withheld: token]"}"#
     );
-    assert_eq!(obs.withheld, ["token"]);
+    assert_eq!(obs.withheld(), ["token"]);
 }
 
 #[test]
@@ -109,14 +109,14 @@ fn a_builtin_granted_the_secret_file_reads_it_withheld() {
     )
     .unwrap();
     let obs = block_on(tools.call("read_file", r#"{"path":"token.txt"}"#, DEFAULT_CAP));
-    assert!(!obs.text.contains(SECRET), "{}", obs.text);
+    assert!(!obs.text().contains(SECRET), "{}", obs.text());
     assert!(
-        obs.text
+        obs.text()
             .contains(r#""content":"[secret withheld: token]\n""#),
         "{}",
-        obs.text
+        obs.text()
     );
-    assert_eq!(obs.withheld, ["token"]);
+    assert_eq!(obs.withheld(), ["token"]);
 }
 
 #[test]
@@ -134,10 +134,10 @@ fn a_secret_from_the_environment_is_read_and_withheld() {
     let tools = toolbox(policy);
     let obs = block_on(tools.call("echo_all", "{}", DEFAULT_CAP));
     assert_eq!(
-        obs.text,
+        obs.text(),
         r#"{"ok":true,"result":[{"key":"dir","value":"[secret withheld: dir]"}]}"#
     );
-    assert!(!obs.text.contains(&value));
+    assert!(!obs.text().contains(&value));
 }
 
 /// The stderr buffer keeps the last 64 KiB a guest writes; a secret the buffer's start cuts
@@ -151,17 +151,17 @@ fn a_secret_cut_by_the_stderr_buffer_leaves_no_part_in_the_failure() {
     for (before, after) in [(0, kept - 5), (kept - 5, 0), (kept - 1, 0), (0, kept - 1)] {
         let args = format!(r#"{{"key":"token","before":{before},"after":{after}}}"#);
         let obs = block_on(tools.call("crash_after_stderr", &args, DEFAULT_CAP));
-        let v: serde_json::Value = serde_json::from_str(&obs.text).unwrap();
+        let v: serde_json::Value = serde_json::from_str(obs.text()).unwrap();
         let error = v["error"].as_str().unwrap();
-        assert_eq!(v["kind"], "trap", "{}", obs.text);
+        assert_eq!(v["kind"], "trap", "{}", obs.text());
         assert_eq!(
             error,
             "the tool crashed: wasm trap: wasm `unreachable` instruction executed; its stderr ends: [secret withheld: token]",
             "before {before}, after {after}"
         );
         // `Q`, the secret's first byte, is in no marker or message of the host.
-        assert!(!obs.text.contains('Q'), "{}", obs.text);
-        assert!(!obs.text.contains("cdef"), "{}", obs.text);
+        assert!(!obs.text().contains('Q'), "{}", obs.text());
+        assert!(!obs.text().contains("cdef"), "{}", obs.text());
     }
 }
 
@@ -169,9 +169,9 @@ fn a_secret_cut_by_the_stderr_buffer_leaves_no_part_in_the_failure() {
 fn a_component_granted_nothing_sees_an_empty_store() {
     let tools = toolbox(ToolPolicy::default());
     let obs = block_on(tools.call("echo_all", "{}", DEFAULT_CAP));
-    assert_eq!(obs.text, r#"{"ok":true,"result":[]}"#);
+    assert_eq!(obs.text(), r#"{"ok":true,"result":[]}"#);
     let obs = block_on(tools.call("get", r#"{"key":"region"}"#, DEFAULT_CAP));
-    assert_eq!(obs.text, r#"{"ok":false,"error":"region is not set"}"#);
+    assert_eq!(obs.text(), r#"{"ok":false,"error":"region is not set"}"#);
 }
 
 #[test]

@@ -108,15 +108,18 @@ fn with_a_prefix_it_loads_beside_the_builtin_and_both_answer() {
         ]
     );
     let theirs = block_on(toolbox.call("fs_read_file", r#"{"path":"/data/notes.txt"}"#, 65_536));
-    assert_eq!(theirs.text, r#"{"ok":true,"result":"hello from notes\n"}"#);
+    assert_eq!(
+        theirs.text(),
+        r#"{"ok":true,"result":"hello from notes\n"}"#
+    );
     let listing = block_on(toolbox.call("fs_list_directory", r#"{"path":"/data"}"#, 65_536));
-    assert_eq!(listing.text, r#"{"ok":true,"result":["notes.txt"]}"#);
+    assert_eq!(listing.text(), r#"{"ok":true,"result":["notes.txt"]}"#);
     let ours = block_on(toolbox.call("read_file", r#"{"path":"notes.txt"}"#, 65_536));
-    assert_eq!(ours.status, CallStatus::Ok);
+    assert_eq!(ours.status(), CallStatus::Ok);
     assert!(
-        ours.text.contains(r#""content":"hello from notes\n""#),
+        ours.text().contains(r#""content":"hello from notes\n""#),
         "{}",
-        ours.text
+        ours.text()
     );
 }
 
@@ -206,15 +209,15 @@ fn the_cut_hint_of_a_third_party_read_file_follows_its_arguments() {
     .expect("fs-like alone loads under its own names");
     assert_eq!(names(&toolbox), ["read_file", "list_directory"]);
     let obs = block_on(toolbox.call("read_file", r#"{"path":"/data/notes.txt"}"#, 1024));
-    assert!(obs.truncated);
-    assert_eq!(obs.text.len(), 1024);
+    assert!(obs.truncated());
+    assert_eq!(obs.text().len(), 1024);
     assert!(
-        obs.text.ends_with(&format!(
+        obs.text().ends_with(&format!(
             "…[truncated; full result is {} bytes. Ask for less: a narrower query]",
-            obs.full_bytes
+            obs.full_bytes()
         )),
         "{}",
-        obs.text
+        obs.text()
     );
 }
 
@@ -235,8 +238,8 @@ fn a_component_that_cannot_load_leaves_the_builtins_running() {
         "failed to load sluice_test_needs_missing.wasm: it imports interfaces the host does not provide: acme:missing/clock@1.0.0; the host provides WASI 0.2 (cli, clocks, filesystem, http, io, random, sockets), wasi:config/store@0.2.0-rc.1 and sluice:tools/budget, key-policy and listing"
     );
     let obs = block_on(toolbox.call("read_file", r#"{"path":"notes.txt"}"#, 65_536));
-    assert_eq!(obs.status, CallStatus::Ok);
-    assert!(obs.text.contains("still here"), "{}", obs.text);
+    assert_eq!(obs.status(), CallStatus::Ok);
+    assert!(obs.text().contains("still here"), "{}", obs.text());
 
     let strict = Toolbox::load(sluice_tests::engine(cache()), &specs)
         .expect_err("strict loading stops at the component");

@@ -31,14 +31,14 @@ macro_rules! same {
         let expected = match $run(&native(sb), &typed) {
             Ok(page) => {
                 let text = serde_json::to_string(&page).unwrap();
-                let parsed: Value = serde_json::from_str(&obs.text).unwrap();
+                let parsed: Value = serde_json::from_str(obs.text()).unwrap();
                 assert_eq!(parsed["result"], serde_json::to_value(&page).unwrap(), "{} {args}", $tool);
                 format!(r#"{{"ok":true,"result":{text}}}"#)
             }
             Err::<_, ToolError>(e) => json!({"ok": false, "error": e.message, "kind": e.kind.as_str()}).to_string(),
         };
-        assert_eq!(obs.text, expected, "{} {args}", $tool);
-        serde_json::from_str::<Value>(&obs.text).unwrap()
+        assert_eq!(obs.text(), expected, "{} {args}", $tool);
+        serde_json::from_str::<Value>(obs.text()).unwrap()
     }};
 }
 

@@ -95,7 +95,7 @@ fn race(tool: &str, args: Value, classify: impl Fn(&Value) -> bool) -> Tally {
         let start = Instant::now();
         let obs = sb.checked(tool, &args);
         tally.slowest = tally.slowest.max(start.elapsed());
-        let v: Value = serde_json::from_str(&obs.text).expect("an observation is JSON");
+        let v: Value = serde_json::from_str(obs.text()).expect("an observation is JSON");
         if v["ok"] == true {
             if classify(&v["result"]) {
                 tally.content += 1;
@@ -112,7 +112,7 @@ fn race(tool: &str, args: Value, classify: impl Fn(&Value) -> bool) -> Tally {
                     Some("wrong-kind")
                 ),
                 "{tool} call {i}: {}",
-                obs.text
+                obs.text()
             );
             tally.refused += 1;
         }

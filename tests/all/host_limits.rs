@@ -235,12 +235,12 @@ fn the_result_limit_is_counted_in_values() {
     assert_eq!(MAX_LIFT_VALUES, MAX_LIFT_BYTES / LIFT_BYTES_PER_VALUE);
     let sb = hostile(|_| {});
     let obs = sb.checked("bools", &json!({"count": MAX_LIFT_VALUES}));
-    assert_eq!(obs.status, CallStatus::Ok);
-    assert!(obs.truncated);
+    assert_eq!(obs.status(), CallStatus::Ok);
+    assert!(obs.truncated());
     // `[true,false,…]`: half `true`, half `false`, commas between, in the success envelope.
     let n = MAX_LIFT_VALUES;
     let list = 4 * (n / 2) + 5 * (n / 2) + (n - 1) + 2;
-    assert_eq!(obs.full_bytes, r#"{"ok":true,"result":"#.len() + list + 1);
+    assert_eq!(obs.full_bytes(), r#"{"ok":true,"result":"#.len() + list + 1);
     let (_, message, kind) = timed_err(&sb, "bools", &json!({"count": MAX_LIFT_VALUES + 1}));
     assert_eq!(kind, "result-too-large");
     // The issue's 500,000 booleans are past it, and the message says why.

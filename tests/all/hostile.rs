@@ -121,7 +121,7 @@ fn a_500_mb_result_is_refused_before_the_host_copies_it() {
     let obs = sb.checked("big_string", &json!({"bytes": 500_000_000}));
     let after = cfg!(target_os = "linux").then(peak_rss);
     assert_eq!(
-        obs.text,
+        obs.text(),
         json!({
             "ok": false,
             "error": format!(
@@ -131,7 +131,7 @@ fn a_500_mb_result_is_refused_before_the_host_copies_it() {
         })
         .to_string()
     );
-    assert_eq!(obs.status, CallStatus::ToolError);
+    assert_eq!(obs.status(), CallStatus::ToolError);
     if let (Some(before), Some(after)) = (before, after) {
         let grew = after.saturating_sub(before);
         assert!(
@@ -148,19 +148,19 @@ fn a_500_mb_result_is_refused_before_the_host_copies_it() {
 fn a_1_mb_result_is_capped() {
     let sb = Sandbox::with_component(cache(), 4096, HOSTILE_WASM, |_| {});
     let obs = sb.checked("big_string", &json!({"bytes": 1_000_000}));
-    assert_eq!(obs.status, CallStatus::Ok);
-    assert!(obs.truncated);
-    assert_eq!(obs.full_bytes, 1_000_023);
-    assert!(obs.text.starts_with(r#"{"ok":true,"result":"xxxx"#));
+    assert_eq!(obs.status(), CallStatus::Ok);
+    assert!(obs.truncated());
+    assert_eq!(obs.full_bytes(), 1_000_023);
+    assert!(obs.text().starts_with(r#"{"ok":true,"result":"xxxx"#));
     assert!(
-        obs.text.ends_with(
+        obs.text().ends_with(
             "x…[truncated; full result is 1000023 bytes. Ask for less: a narrower query]"
         ),
         "{}",
-        obs.text
+        obs.text()
     );
     // The head fills the cap exactly (`x` is one byte).
-    assert_eq!(obs.text.len(), 4096);
+    assert_eq!(obs.text().len(), 4096);
 }
 
 /// A sandbox whose root holds `inside.txt`, with `secret.txt` (`TOPSECRET`) beside the root
@@ -181,13 +181,13 @@ fn hostile_with_secrets(adjust: impl FnOnce(&mut ToolPolicy)) -> Sandbox {
 fn assert_refused(sb: &Sandbox, tool: &str, args: &Value, error: &str) {
     let obs = sb.checked(tool, args);
     assert!(
-        !obs.text.contains("TOPSECRET") && !obs.text.contains("root:"),
+        !obs.text().contains("TOPSECRET") && !obs.text().contains("root:"),
         "{tool} {args}: {}",
-        obs.text
+        obs.text()
     );
-    assert_eq!(obs.status, CallStatus::ToolError, "{tool} {args}");
+    assert_eq!(obs.status(), CallStatus::ToolError, "{tool} {args}");
     assert_eq!(
-        obs.text,
+        obs.text(),
         json!({"ok": false, "error": error}).to_string(),
         "{tool} {args}"
     );

@@ -80,7 +80,8 @@ fn a_call_on_a_replaced_toolbox_keeps_it_and_can_still_be_cancelled() {
         &CallOptions::new(CAP),
     ));
     assert_eq!(
-        next.text, r#"{"ok":true,"result":"v2"}"#,
+        next.text(),
+        r#"{"ok":true,"result":"v2"}"#,
         "the next call uses v2"
     );
     assert!(
@@ -91,16 +92,16 @@ fn a_call_on_a_replaced_toolbox_keeps_it_and_can_still_be_cancelled() {
     cancel.cancel();
     let observation = runtime.block_on(in_flight).unwrap();
     assert_eq!(
-        observation.status,
+        observation.status(),
         CallStatus::Cancelled,
         "{}",
-        observation.text
+        observation.text()
     );
     assert!(
-        observation.text.starts_with(r#"{"ok":false,"error":"#)
-            && observation.text.ends_with(r#","kind":"cancelled"}"#),
+        observation.text().starts_with(r#"{"ok":false,"error":"#)
+            && observation.text().ends_with(r#","kind":"cancelled"}"#),
         "{}",
-        observation.text
+        observation.text()
     );
     assert!(
         old.upgrade().is_none(),

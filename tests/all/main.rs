@@ -5,6 +5,10 @@
 //! Row and case names (R1, T3, C10, …) are anchors of `docs/regressions.md`
 //! (`docs/regressions.md#c10`), which gives each its source and its tests.
 
+// Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this
+// lets the helpers they share do so too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod agent_cases; // The reference scenario (1 MB log, 300 KB / 45 KB windows) and cases C5–C6.
 mod agent_loop; // Rows P1–P11: the agent loop with a replay model, caps, recovery, cancel, approvals.
 mod bad_input; // Wrong types, bounds, unknown and missing arguments, bad JSON, unknown tools.

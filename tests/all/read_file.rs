@@ -13,13 +13,13 @@ fn r1_crlf_and_last_line_without_newline() {
     sb.write("f.txt", "one\r\ntwo\nthree");
     let obs = sb.checked("read_file", &json!({"path": "f.txt"}));
     assert_eq!(
-        obs.text,
+        obs.text(),
         r#"{"ok":true,"result":{"path":"f.txt","size":14,"offset":0,"content":"one\r\ntwo\nthree","startLine":1,"endLine":3,"totalLines":3}}"#
     );
-    assert_eq!(obs.status, CallStatus::Ok);
-    assert!(!obs.truncated);
-    assert!(!obs.paged);
-    assert_eq!(obs.full_bytes, obs.text.len());
+    assert_eq!(obs.status(), CallStatus::Ok);
+    assert!(!obs.truncated());
+    assert!(!obs.paged());
+    assert_eq!(obs.full_bytes(), obs.text().len());
 }
 
 /// R2: num(500) at cap 2048 pages 48 lines at a time; resuming with {startLine, offset}
@@ -84,7 +84,7 @@ fn r3_offset_without_line_numbers_and_past_the_end() {
     sb.write("f.txt", "one\ntwo\nthree\n");
     let obs = sb.checked("read_file", &json!({"path": "f.txt", "offset": 4}));
     assert_eq!(
-        obs.text,
+        obs.text(),
         r#"{"ok":true,"result":{"path":"f.txt","size":14,"offset":4,"content":"two\nthree\n"}}"#
     );
     assert_eq!(
@@ -208,7 +208,7 @@ fn r6_long_path_shrinks_the_page() {
 
     // grep of the file itself: whatever it answers, it is within the cap and not cut.
     let obs = sb.checked("grep_files", &json!({"pattern": "line", "path": path}));
-    assert!(!obs.truncated, "{}", obs.text);
+    assert!(!obs.truncated(), "{}", obs.text());
 
     let l = sb.ok("list_dir", &json!({"path": dir}));
     assert_eq!(
@@ -347,8 +347,8 @@ fn binary_file_is_refused_with_its_size() {
     bytes.extend_from_slice(b"SECRETBYTES");
     sb.write("b.dat", &bytes);
     let obs = sb.checked("read_file", &json!({"path": "b.dat"}));
-    assert!(!obs.text.contains("SECRETBYTES") && !obs.text.contains("text before"));
-    let v: Value = serde_json::from_str(&obs.text).unwrap();
+    assert!(!obs.text().contains("SECRETBYTES") && !obs.text().contains("text before"));
+    let v: Value = serde_json::from_str(obs.text()).unwrap();
     assert_eq!(v["kind"], "binary-file");
     let msg = v["error"].as_str().unwrap();
     assert!(

@@ -13,11 +13,11 @@ use crate::cache;
 fn assert_outside(sb: &Sandbox, tool: &str, args: &Value) {
     let obs = sb.checked(tool, args);
     assert!(
-        !obs.text.contains("TOPSECRET"),
+        !obs.text().contains("TOPSECRET"),
         "{tool} {args}: {}",
-        obs.text
+        obs.text()
     );
-    let v: Value = serde_json::from_str(&obs.text).unwrap();
+    let v: Value = serde_json::from_str(obs.text()).unwrap();
     assert_eq!(v["ok"], false, "{tool} {args}: {v}");
     assert_eq!(v["kind"], "outside-root", "{tool} {args}: {v}");
     let msg = v["error"].as_str().unwrap();
@@ -254,7 +254,7 @@ fn a_name_spelling_armor_does_not_block_the_directory() {
     // A tool name that spells armor is refused without repeating it.
     let obs = sb.call_raw("-----BEGIN RSA PRIVATE KEY-----", "{}");
     assert_eq!(
-        obs.text,
+        obs.text(),
         r#"{"ok":false,"error":"refusing to return key material: the result of [PEM armor] holds a PEM private key","kind":"key-material"}"#
     );
 }

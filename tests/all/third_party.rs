@@ -51,9 +51,14 @@ fn schema_snapshot() {
 /// Asserts that `tool` with `args` succeeds with exactly `result`.
 fn assert_result(sb: &Sandbox, tool: &str, args: Value, result: Value) {
     let obs = sb.checked(tool, &args);
-    assert_eq!(obs.status, CallStatus::Ok, "{tool} {args}: {}", obs.text);
     assert_eq!(
-        obs.text,
+        obs.status(),
+        CallStatus::Ok,
+        "{tool} {args}: {}",
+        obs.text()
+    );
+    assert_eq!(
+        obs.text(),
         json!({"ok": true, "result": result}).to_string(),
         "{tool} {args}"
     );
@@ -150,9 +155,9 @@ fn valid_calls_return_exact_results() {
         ),
     ] {
         let obs = sb.checked("stats_split", &args);
-        assert_eq!(obs.status, CallStatus::ToolError, "{args}");
+        assert_eq!(obs.status(), CallStatus::ToolError, "{args}");
         assert_eq!(
-            obs.text,
+            obs.text(),
             json!({"ok": false, "error": message}).to_string(),
             "{args}"
         );
@@ -340,9 +345,9 @@ fn invalid_arguments_are_refused_with_exact_errors() {
     let sb = outsider();
     for (tool, args, message) in invalid_cases() {
         let obs = sb.checked(tool, &args);
-        assert_eq!(obs.status, CallStatus::ToolError, "{tool} {args}");
+        assert_eq!(obs.status(), CallStatus::ToolError, "{tool} {args}");
         assert_eq!(
-            obs.text,
+            obs.text(),
             json!({"ok": false, "error": message, "kind": "invalid-argument"}).to_string(),
             "{tool} {args}"
         );
@@ -376,7 +381,7 @@ fn invalid_arguments_never_reach_the_guest() {
     for (tool, args, message) in invalid_cases() {
         let obs = sb.checked(tool, &args);
         assert_eq!(
-            obs.text,
+            obs.text(),
             json!({"ok": false, "error": message, "kind": "invalid-argument"}).to_string(),
             "{tool} {args}"
         );

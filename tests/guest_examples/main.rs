@@ -13,6 +13,10 @@
 //! A component that is not built skips its test with a line on stderr, except under
 //! `CI=true`, where that is a failure (`.ci/run` builds them before the tests).
 
+// Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this
+// lets the helpers they share do so too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod c_wc; // guest-examples/c-wc: `wc`, in C (zig + wit-bindgen + the preview1 adapter).
 mod head; // guest-examples/{py,js,c,rust}-head: `head` in four languages, and the guide (README.md).
 mod js_json_query; // guest-examples/js-json-query: `query_json`, in JavaScript (componentize-js).
@@ -214,24 +218,28 @@ impl Example {
             .runtime
             .block_on(self.toolbox.call(tool, &args.to_string(), cap));
         assert!(
-            obs.text.len() <= cap as usize,
+            obs.text().len() <= cap as usize,
             "{tool} {args}: observation of {} bytes over the cap {cap}",
-            obs.text.len()
+            obs.text().len()
         );
-        assert!(!obs.truncated, "{tool} {args}: the cap cut {}", obs.text);
+        assert!(
+            !obs.truncated(),
+            "{tool} {args}: the cap cut {}",
+            obs.text()
+        );
         obs
     }
 
     /// Calls `tool`; the call must succeed: returns `result`.
     fn ok(&self, tool: &str, args: &Value, cap: u32) -> Value {
-        let v: Value = serde_json::from_str(&self.call(tool, args, cap).text).expect("JSON");
+        let v: Value = serde_json::from_str(self.call(tool, args, cap).text()).expect("JSON");
         assert_eq!(v["ok"], json!(true), "{tool} {args}: expected success: {v}");
         v["result"].clone()
     }
 
     /// Calls `tool`; the call must fail: returns the whole observation.
     fn err(&self, tool: &str, args: &Value, cap: u32) -> Value {
-        let v: Value = serde_json::from_str(&self.call(tool, args, cap).text).expect("JSON");
+        let v: Value = serde_json::from_str(self.call(tool, args, cap).text()).expect("JSON");
         assert_eq!(
             v["ok"],
             json!(false),

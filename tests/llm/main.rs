@@ -19,6 +19,10 @@
 //! bash .ci/llama-server.sh stop
 //! ```
 
+// Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this
+// lets the helpers they share do so too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 

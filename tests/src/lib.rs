@@ -5,6 +5,10 @@
 //! The test components of `tests/components/` are compiled by this crate's build script;
 //! their paths are the `*_WASM` constants below.
 
+// Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this
+// lets the helpers they share do so too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -232,9 +236,9 @@ impl Sandbox {
     pub fn checked(&self, tool: &str, args: &Value) -> Observation {
         let obs = self.call(tool, args);
         assert!(
-            obs.text.len() <= self.cap as usize,
+            obs.text().len() <= self.cap as usize,
             "{tool} {args}: observation of {} bytes over the cap {}",
-            obs.text.len(),
+            obs.text().len(),
             self.cap
         );
         obs
@@ -324,13 +328,17 @@ impl Sandbox {
     pub fn call_json(&self, tool: &str, args: &Value) -> Value {
         let obs = self.call(tool, args);
         assert!(
-            obs.text.len() <= self.cap as usize,
+            obs.text().len() <= self.cap as usize,
             "observation of {} bytes over the cap {}",
-            obs.text.len(),
+            obs.text().len(),
             self.cap
         );
-        assert!(!obs.truncated, "the cap cut the observation: {}", obs.text);
-        serde_json::from_str(&obs.text).expect("an uncut observation is JSON")
+        assert!(
+            !obs.truncated(),
+            "the cap cut the observation: {}",
+            obs.text()
+        );
+        serde_json::from_str(obs.text()).expect("an uncut observation is JSON")
     }
 
     /// Like [`Sandbox::call_json`], and the call must have succeeded: returns `result`.

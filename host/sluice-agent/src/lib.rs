@@ -53,7 +53,7 @@ pub struct Settings {
     pub max_tool_result_bytes: u32,
     /// The most model turns of one run (default 50), not counting the one retry after a
     /// context-window rejection nor HTTP retries. Running out ends the run `completed` with
-    /// lastError `Reached maxTurns=<n> without a final answer.` (SPEC section 5).
+    /// lastError `Reached maxTurns=<n> without a final answer.` (docs/agent-loop.md#maxturns).
     pub max_turns: u32,
     /// Run destructive tools without waiting for approval.
     pub auto_approve: bool,

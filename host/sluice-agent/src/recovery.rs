@@ -26,7 +26,7 @@ use sluice_protocol::{Message, Role};
 use sluice_store::StoredMessage;
 
 /// Observations larger than this, in bytes, are shrunk to at most this size, marker
-/// included (the SPEC rule).
+/// included: the 2,048-byte rule of docs/agent-loop.md#context-window-recovery.
 pub const SHRINK_ABOVE_BYTES: usize = 2048;
 
 /// The smaller head, in bytes, marker included, that sized recovery shrinks observations to
@@ -72,7 +72,7 @@ pub fn shrink_targets(messages: &[StoredMessage]) -> Vec<u64> {
         .unwrap_or_default()
 }
 
-/// What to shrink after a rejection: the SPEC rule ([`shrink_targets`]), then, when `need`
+/// What to shrink after a rejection: the 2,048-byte rule ([`shrink_targets`]), then, when `need`
 /// (the bytes to free, see [`bytes_to_free`]) is known and not yet met, the steps of the
 /// module docs. In message order; empty when nothing can be shrunk.
 pub fn shrink_plan(messages: &[StoredMessage], need: Option<usize>) -> Vec<Cut> {
@@ -82,7 +82,8 @@ pub fn shrink_plan(messages: &[StoredMessage], need: Option<usize>) -> Vec<Cut> 
         cut: vec![None; messages.len()],
         freed: 0,
     };
-    // The SPEC rule: the newest group with an observation over 2,048 bytes.
+    // The 2,048-byte rule (docs/agent-loop.md#context-window-recovery): the newest group
+    // with an observation over 2,048 bytes.
     let first = groups
         .iter()
         .position(|g| plan.shrink(g.clone(), SHRINK_ABOVE_BYTES));

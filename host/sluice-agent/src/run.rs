@@ -144,7 +144,7 @@ impl Agent {
             }
             Err(e) => (SessionStatus::Error, Some(e.to_string()), None),
         };
-        // `maxTurns` completes the run but says why it stopped (SPEC section 5: the
+        // `maxTurns` completes the run but says why it stopped (docs/agent-loop.md#maxturns: the
         // transcript is whole and the session goes on with the next prompt; only the final
         // answer is missing, and lastError says so).
         let last_error = match (&result, last_error) {
@@ -281,9 +281,10 @@ impl Agent {
         }
     }
 
-    /// After a context-window rejection: shrinks observations ([`shrink_plan`]: the SPEC
-    /// rule, and as far as needed for the retry to fit when the rejection's sizes are known),
-    /// keeping the originals in the audit, and retries once. `Ok(Err(stop))` ends the run.
+    /// After a context-window rejection: shrinks observations ([`shrink_plan`]: the
+    /// 2,048-byte rule of docs/agent-loop.md#context-window-recovery, and as far as needed for
+    /// the retry to fit when the rejection's sizes are known), keeping the originals in the
+    /// audit, and retries once. `Ok(Err(stop))` ends the run.
     #[allow(clippy::too_many_arguments)]
     async fn recover(
         &self,
@@ -392,7 +393,7 @@ impl Agent {
                 } else {
                     self.call(call, cancel, events).await
                 };
-            let cancelled = observation.status == CallStatus::Cancelled;
+            let cancelled = observation.status() == CallStatus::Cancelled;
             self.store_observation(id, call, &observation, events)
                 .await?;
             if cancelled {
@@ -414,17 +415,17 @@ impl Agent {
         self.store
             .append(
                 id,
-                &Message::tool(call.id.clone(), observation.text.clone(), now()),
+                &Message::tool(call.id.clone(), observation.text().to_string(), now()),
             )
             .await?;
         events(RunEvent::ToolFinished {
             call_id: call.id.clone(),
             name: call.name.clone(),
-            bytes: observation.text.len(),
-            full_bytes: observation.full_bytes,
-            truncated: observation.truncated,
-            paged: observation.paged,
-            error: observation.status != CallStatus::Ok,
+            bytes: observation.text().len(),
+            full_bytes: observation.full_bytes(),
+            truncated: observation.truncated(),
+            paged: observation.paged(),
+            error: observation.status() != CallStatus::Ok,
         });
         Ok(())
     }

@@ -32,7 +32,8 @@
 //! is over `M`, the limit is `M`: llama-cpp-python, for one, reports `max_tokens` in the
 //! completion part but only refuses a prompt longer than its window (it lowers the output cap
 //! itself). When `M − K` leaves nothing, no sizes are reported: shrinking the prompt cannot
-//! help, and the loop falls back to the SPEC rule.
+//! help, and the loop falls back to the 2,048-byte rule
+//! (docs/agent-loop.md#context-window-recovery).
 
 use std::sync::LazyLock;
 
@@ -119,6 +120,7 @@ const WORDINGS: &[(&str, usize, usize, Option<usize>)] = &[
     (r"current length is (\d+) while limit is (\d+)", 1, 2, None),
 ];
 
+#[allow(clippy::expect_used)] // Constant patterns: see the comment inside.
 static COMPILED: LazyLock<Vec<Wording>> = LazyLock::new(|| {
     WORDINGS
         .iter()

@@ -2,6 +2,10 @@
 //! replies, classified errors and retries, the request body, both kinds of authentication,
 //! and the pre-send window estimate.
 
+// Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this
+// lets the helpers they share do so too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -3,6 +3,10 @@
 //! located here (their values are read when the component loads); bad keys and shapes are
 //! refused naming the key, the line and what is allowed.
 
+// Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this
+// lets the helpers they share do so too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

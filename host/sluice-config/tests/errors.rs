@@ -5,6 +5,10 @@
 //! accepted silently and failed later or never (`base_url = "not a url"`, a non-UTF-8
 //! `SLUICE_AGENT_MAX_TOOL_RESULT_BYTES`).
 
+// Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this
+// lets the helpers they share do so too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 

@@ -173,15 +173,15 @@ impl McpServer {
 /// observation as JSON) only when the observation is whole, never when the cap cut it. No
 /// tool declares an `outputSchema`, since a cut observation conforms to none.
 pub fn call_result(observation: Observation) -> CallToolResult {
-    let structured = if observation.truncated {
+    let structured = if observation.truncated() {
         None
     } else {
-        serde_json::from_str::<serde_json::Value>(&observation.text)
+        serde_json::from_str::<serde_json::Value>(observation.text())
             .ok()
             .filter(serde_json::Value::is_object)
     };
-    let content = vec![ContentBlock::text(observation.text)];
-    let mut result = if observation.status == CallStatus::Ok {
+    let content = vec![ContentBlock::text(observation.text())];
+    let mut result = if observation.status() == CallStatus::Ok {
         CallToolResult::success(content)
     } else {
         CallToolResult::error(content)

@@ -69,7 +69,7 @@ pub(crate) struct CallBudget {
     /// When the search time budget (80% of the timeout) runs out.
     pub(crate) search_until: Instant,
     /// Names refused as key material.
-    pub(crate) key_names: Arc<sluice_pager::KeyNames>,
+    pub(crate) key_names: Arc<sluice_keys::KeyNames>,
 }
 
 impl CallBudget {
@@ -77,7 +77,7 @@ impl CallBudget {
     pub(crate) fn new(
         max_result_bytes: u32,
         timeout: Duration,
-        key_names: Arc<sluice_pager::KeyNames>,
+        key_names: Arc<sluice_keys::KeyNames>,
     ) -> Self {
         CallBudget {
             max_result_bytes,
@@ -182,7 +182,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
     keys.func_wrap(
         "is-key-name",
         |store: StoreContextMut<'_, CallState>, (name, directory): (String, bool)| {
-            use sluice_pager::KeyNamePolicy;
+            use sluice_keys::KeyNamePolicy;
             let names = &store.data().budget.key_names;
             Ok((if directory {
                 names.is_key_dir(&name)

@@ -32,7 +32,7 @@ pub(crate) struct Call {
     pub(crate) policy: Arc<ToolPolicy>,
     /// The policy's `wasi:http` grant, shared by the tool's calls.
     pub(crate) http: Arc<HttpGrant>,
-    pub(crate) key_names: Arc<sluice_pager::KeyNames>,
+    pub(crate) key_names: Arc<sluice_keys::KeyNames>,
     pub(crate) config: Arc<crate::secrets::ComponentConfig>,
     pub(crate) export: ComponentExportIndex,
     pub(crate) result: Option<Type>,

@@ -22,7 +22,7 @@
 //! let spec = ComponentSpec { source: Source::Builtin("read_file"), policy };
 //! let toolbox = Toolbox::load(engine, &[spec])?;
 //! let observation = toolbox.call("read_file", r#"{"path":"syslog"}"#, 65_536).await;
-//! assert!(observation.text.len() <= 65_536);
+//! assert!(observation.text().len() <= 65_536);
 //! # Ok(()) }
 //! ```
 

@@ -322,7 +322,7 @@ fn read(dir: &File) -> std::io::Result<Snapshot> {
             withheld += 1;
             continue;
         };
-        if sluice_pager::keys::has_armor(name.as_bytes()) {
+        if sluice_keys::has_armor(name.as_bytes()) {
             withheld += 1;
             continue;
         }

@@ -3,6 +3,21 @@
 //!
 //! Everything a model can see from a tool passes [`Draft::finish`], which withholds the
 //! component's secrets, applies the key scan and then the cap, in that order, in one place.
+//! It is the only way to make an [`Observation`]: its fields are private, so no tool source
+//! (a component, a built-in, an MCP client, a test fake) can store text that skipped them.
+//!
+//! ```compile_fail
+//! use sluice_runtime::observation::{CallStatus, Observation};
+//! // A tool source cannot write an observation by hand: the fields are private.
+//! let observation = Observation {
+//!     text: "-----BEGIN OPENSSH PRIVATE KEY-----".to_string(),
+//!     full_bytes: 35,
+//!     truncated: false,
+//!     status: CallStatus::Ok,
+//!     paged: false,
+//!     withheld: Vec::new(),
+//! };
+//! ```
 
 use std::sync::Arc;
 
@@ -31,25 +46,58 @@ pub enum CallStatus {
     Cancelled,
 }
 
-/// One tool call's observation.
+/// One tool call's observation: made only by [`Draft::finish`], so its text has had the
+/// component's secrets withheld, holds no PEM private-key armor and is at most the cap in
+/// bytes. Read it through its accessors.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Observation {
-    /// The exact string stored in the transcript: compact JSON, at most the cap in bytes.
-    pub text: String,
-    /// Length in bytes of the observation before the cap.
-    pub full_bytes: usize,
-    /// True when the cap cut it.
-    pub truncated: bool,
-    /// What the call came to.
-    pub status: CallStatus,
-    /// True when the result says more can be had: a `next…` cursor or `truncated: true`.
-    pub paged: bool,
-    /// The config keys whose secret values were found and withheld, in the order scanned
-    /// (each occurrence replaced by `[secret withheld: KEY]`).
-    pub withheld: Vec<String>,
+    text: String,
+    full_bytes: usize,
+    truncated: bool,
+    status: CallStatus,
+    paged: bool,
+    withheld: Vec<String>,
 }
 
 impl Observation {
+    /// The exact string stored in the transcript: compact JSON (or its capped head), at most
+    /// the cap in bytes.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The stored string, by value ([`Observation::text`]).
+    pub fn into_text(self) -> String {
+        self.text
+    }
+
+    /// Length in bytes of the observation before the cap (after the secret withholding and
+    /// the key scan).
+    pub fn full_bytes(&self) -> usize {
+        self.full_bytes
+    }
+
+    /// True when the cap cut it.
+    pub fn truncated(&self) -> bool {
+        self.truncated
+    }
+
+    /// What the call came to.
+    pub fn status(&self) -> CallStatus {
+        self.status
+    }
+
+    /// True when the result says more can be had: a `next…` cursor or `truncated: true`.
+    pub fn paged(&self) -> bool {
+        self.paged
+    }
+
+    /// The config keys whose secret values were found and withheld, in the order scanned
+    /// (each occurrence replaced by `[secret withheld: KEY]`); empty when none was.
+    pub fn withheld(&self) -> &[String] {
+        &self.withheld
+    }
+
     /// `{"ok":true,"result":<result>}`.
     pub fn success(result: &Value) -> Draft {
         let paged = result.as_object().is_some_and(|o| {
@@ -138,17 +186,19 @@ impl Draft {
             status,
             paged,
             secrets: _,
-        } = if sluice_pager::keys::has_armor(self.text.as_bytes()) {
+        } = if sluice_keys::has_armor(self.text.as_bytes()) {
             let refusal = format!(
                 "refusing to return key material: the result of {} holds a PEM private key",
-                sluice_pager::error::quote(&sluice_pager::keys::redact_armor(tool))
+                sluice_pager::error::quote(&sluice_keys::redact_armor(tool))
             );
             Observation::error(&refusal, Some("key-material")).with_status(CallStatus::KeyMaterial)
         } else {
             self
         };
         let full_bytes = text.len();
-        let capped = cap_text(text, cap, hint);
+        // The hint comes from the tool's argument names: redacted too, so that the marker
+        // cannot bring armor back into a scanned observation.
+        let capped = cap_text(text, cap, &sluice_keys::redact_armor(hint));
         Observation {
             truncated: capped.len() != full_bytes,
             text: capped,
@@ -174,8 +224,10 @@ pub use crate::hint::paging_hint;
 /// Caps `text` at `cap` bytes: when it is longer, keeps the longest head that ends on a
 /// character boundary and leaves room for the marker
 /// `…[truncated; full result is N bytes. Ask for less: <hint>]`, N being `text`'s length.
-/// The result is at most `cap` bytes whenever the marker itself fits; text of at most `cap`
-/// bytes is returned unchanged, so capping is idempotent.
+/// The result is always at most `cap` bytes: should the marker itself not fit (a cap under
+/// its length, or a very long hint; the configured cap is at least 1,024 bytes), it is the
+/// marker's own head, cut on a character boundary. Text of at most `cap` bytes is returned
+/// unchanged, so capping is idempotent.
 pub fn cap_text(text: String, cap: usize, hint: &str) -> String {
     if text.len() <= cap {
         return text;
@@ -190,7 +242,8 @@ pub fn cap_text(text: String, cap: usize, hint: &str) -> String {
 /// Shrinks an observation after a context-window rejection: a head of at most `limit`
 /// bytes, marker included, ending
 /// `…[cut from N bytes: a request including this result exceeded the model's context
-/// window. Ask for less: <hint>]`. Text of at most `limit` bytes is returned unchanged.
+/// window. Ask for less: <hint>]` (cut itself when it does not fit, as in [`cap_text`]).
+/// Text of at most `limit` bytes is returned unchanged.
 pub fn shrink_text(text: String, limit: usize, hint: &str) -> String {
     if text.len() <= limit {
         return text;
@@ -203,9 +256,13 @@ pub fn shrink_text(text: String, limit: usize, hint: &str) -> String {
 }
 
 /// The longest head of `text` that ends on a character boundary and, followed by `marker`,
-/// fits in `limit` bytes; then the marker.
+/// fits in `limit` bytes; then the marker. When the marker alone is longer than `limit`,
+/// the longest head of the marker that fits: never more than `limit` bytes.
 fn head_with_marker(mut text: String, limit: usize, marker: &str) -> String {
-    text.truncate(text.floor_char_boundary(limit.saturating_sub(marker.len())));
+    if marker.len() > limit {
+        return marker[..marker.floor_char_boundary(limit)].to_string();
+    }
+    text.truncate(text.floor_char_boundary(limit - marker.len()));
     text.push_str(marker);
     text
 }
@@ -328,7 +385,89 @@ mod tests {
         assert!(straddled > 0);
     }
 
+    #[test]
+    fn armor_in_an_error_or_a_tool_name_is_refused_exactly() {
+        let armor = "-----BEGIN RSA PRIVATE KEY-----";
+        let obs = Observation::error(&format!("cannot parse {armor}"), Some("io")).finish(
+            "t",
+            1024,
+            DEFAULT_HINT,
+        );
+        assert_eq!(obs.status(), CallStatus::KeyMaterial);
+        assert_eq!(
+            obs.text(),
+            r#"{"ok":false,"error":"refusing to return key material: the result of t holds a PEM private key","kind":"key-material"}"#
+        );
+        assert_eq!(obs.full_bytes(), 117);
+        assert!(!obs.truncated());
+        let name = format!("x{armor}");
+        let obs = Observation::unknown_tool(&name).finish(&name, 1024, DEFAULT_HINT);
+        assert_eq!(obs.status(), CallStatus::KeyMaterial);
+        assert_eq!(
+            obs.text(),
+            r#"{"ok":false,"error":"refusing to return key material: the result of x[PEM armor] holds a PEM private key","kind":"key-material"}"#
+        );
+    }
+
+    #[test]
+    fn a_hint_holding_armor_is_redacted_in_the_marker() {
+        let obs = Observation::success(&Value::from("L".repeat(2000))).finish(
+            "t",
+            1024,
+            "-----BEGIN EC PRIVATE KEY-----",
+        );
+        assert_eq!(obs.status(), CallStatus::Ok);
+        assert_eq!(obs.text().len(), 1024);
+        assert!(
+            obs.text()
+                .ends_with("…[truncated; full result is 2023 bytes. Ask for less: [PEM armor]]"),
+            "{}",
+            obs.text()
+        );
+        assert!(!sluice_keys::has_armor(obs.text().as_bytes()));
+    }
+
+    #[test]
+    fn a_cap_shorter_than_the_marker_cuts_the_marker() {
+        let obs = Observation::success(&Value::from("L".repeat(100))).finish("t", 20, "x");
+        assert!(obs.truncated());
+        assert_eq!(obs.full_bytes(), 123);
+        // The marker's first 20 bytes (`…` is 3 of them).
+        assert_eq!(obs.text(), "…[truncated; full ");
+        assert_eq!(obs.text().len(), 20);
+        let obs = Observation::success(&Value::from("L".repeat(100))).finish("t", 0, "x");
+        assert_eq!(obs.text(), "");
+    }
+
+    /// Text and hints made of armor fragments, line breaks, NULs and multi-byte characters,
+    /// so that whole armor lines (in each form the scan knows) turn up often.
+    fn fragments() -> impl Strategy<Value = String> {
+        "(-----BEGIN |-----END |-----|PRIVATE KEY|RSA |OPENSSH |\\n|\n|\u{0}|é|[a-z ]{0,6}){0,40}"
+    }
+
     proptest! {
+        /// Whatever a tool source puts in a draft (a result, an error, a cancellation, an
+        /// unknown name) and whatever cap and hint it finishes it with, the observation is
+        /// at most the cap and holds no armor: the guarantee `Observation` stands for.
+        #[test]
+        fn no_tool_source_gets_past_the_cap_or_the_key_scan(
+            text in fragments(),
+            hint in fragments(),
+            shape in 0..4u8,
+            cap in 0usize..600,
+        ) {
+            let draft = match shape {
+                0 => Observation::success(&Value::from(text.clone())),
+                1 => Observation::error(&text, Some("io")),
+                2 => Observation::cancelled(&text),
+                _ => Observation::unknown_tool(&text),
+            };
+            let obs = draft.finish(&text, cap, &hint);
+            prop_assert!(obs.text().len() <= cap, "{} > {cap}", obs.text().len());
+            prop_assert!(!sluice_keys::has_armor(obs.text().as_bytes()), "{:?}", obs.text());
+            prop_assert_eq!(obs.truncated(), obs.full_bytes() > cap);
+        }
+
         #[test]
         fn cap_is_bounded_utf8_and_idempotent(text in ".{0,3000}", cap in 1024usize..2048) {
             let once = cap_text(text.clone(), cap, "pass offset");

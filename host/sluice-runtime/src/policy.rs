@@ -205,7 +205,7 @@ impl Default for ToolPolicy {
             env: Vec::new(),
             memory_bytes: DEFAULT_MEMORY_MIB << 20,
             timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
-            key_names: sluice_pager::keys::DEFAULT_DENIED_NAMES
+            key_names: sluice_keys::DEFAULT_DENIED_NAMES
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),

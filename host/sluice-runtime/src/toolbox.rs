@@ -126,7 +126,7 @@ struct Loaded {
     pre: InstancePre<CallState>,
     policy: Arc<ToolPolicy>,
     http: Arc<crate::policy::HttpGrant>,
-    key_names: Arc<sluice_pager::KeyNames>,
+    key_names: Arc<sluice_keys::KeyNames>,
     /// Its `wasi:config/store` and the secrets withheld from its observations.
     config: Arc<ComponentConfig>,
 }
@@ -300,10 +300,10 @@ impl Toolbox {
         );
         tracing::debug!(
             tool = name,
-            status = ?observation.status,
-            bytes = observation.text.len(),
-            full_bytes = observation.full_bytes,
-            withheld = ?observation.withheld,
+            status = ?observation.status(),
+            bytes = observation.text().len(),
+            full_bytes = observation.full_bytes(),
+            withheld = ?observation.withheld(),
             "tool call"
         );
         observation
@@ -415,19 +415,18 @@ fn load_component(
             }
         }
     })?;
-    let loaded =
-        Arc::new(Loaded {
-            pre,
-            key_names: Arc::new(sluice_pager::KeyNames::new(&spec.policy.key_names).map_err(
-                |e| RuntimeError::Tool {
-                    what: what.clone(),
-                    reason: format!("its key-material name patterns are invalid: {e}"),
-                },
-            )?),
-            policy: Arc::new(spec.policy.clone()),
-            http: Arc::new(spec.policy.http.clone()),
-            config: Arc::new(config),
-        });
+    let loaded = Arc::new(Loaded {
+        pre,
+        key_names: Arc::new(
+            sluice_keys::KeyNames::new(&spec.policy.key_names).map_err(|e| RuntimeError::Tool {
+                what: what.clone(),
+                reason: format!("its key-material name patterns are invalid: {e}"),
+            })?,
+        ),
+        policy: Arc::new(spec.policy.clone()),
+        http: Arc::new(spec.policy.http.clone()),
+        config: Arc::new(config),
+    });
     let defs = crate::component::reflect(engine, &component, &spec.source, &spec.policy)?;
     Ok(defs
         .into_iter()

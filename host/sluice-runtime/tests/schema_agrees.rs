@@ -18,6 +18,10 @@
 //!   integer: the generator never puts an integral float where an integer goes, and
 //!   [`integral_float_is_the_documented_difference`] pins the difference down.
 
+// Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this
+// lets the helpers they share do so too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::cell::Cell;
 use std::sync::OnceLock;
 

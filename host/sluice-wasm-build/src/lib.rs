@@ -51,7 +51,8 @@ const CLEARED_ENV: &[&str] = &[
 
 /// Builds `packages` (guest crates of the workspace at `workspace`) for `wasm32-wasip2` and
 /// returns each component's path, in order. Tells cargo to rerun the build script when the
-/// workspace's `wit/`, `tools/`, `tests/components/` or lock file change.
+/// workspace's `wit/`, `tools/`, `tests/components/`, lock file or the host crates the
+/// guests also use (`host/sluice-keys`, `host/sluice-text`) change.
 ///
 /// # Panics
 /// When the target is missing and cannot be added ([`ensure_target`]), cargo cannot run,
@@ -59,7 +60,14 @@ const CLEARED_ENV: &[&str] = &[
 /// other way to fail.)
 #[allow(clippy::print_stdout)] // Cargo reads build-script instructions from stdout.
 pub fn build(workspace: &Path, packages: &[&str]) -> Vec<PathBuf> {
-    for dir in ["wit", "tools", "tests/components", "Cargo.lock"] {
+    for dir in [
+        "wit",
+        "tools",
+        "tests/components",
+        "host/sluice-keys",
+        "host/sluice-text",
+        "Cargo.lock",
+    ] {
         println!("cargo:rerun-if-changed={}", workspace.join(dir).display());
     }
     let target_dir = workspace.join("target").join("guests");

@@ -4,6 +4,10 @@
 //! start instead. A component exporting `read-file` loads beside the built-in under a
 //! `prefix`, and the collision error names the keys that end it.
 
+// Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this
+// lets the helpers they share do so too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::PathBuf;
 
 use serde_json::Value;

@@ -3,6 +3,10 @@
 //! HTTP server listed in its policy, and is refused one that is not; `sluice tools inspect`
 //! shows `wasi:http` as provided.
 
+// Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this
+// lets the helpers they share do so too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;

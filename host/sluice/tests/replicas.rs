@@ -13,6 +13,10 @@
 //! OpenAI-compatible server on 127.0.0.1 that holds each request until the test releases it,
 //! so "a run is in progress on A" is a state the test waits for, not a timing.
 
+// Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this
+// lets the helpers they share do so too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

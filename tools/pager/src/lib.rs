@@ -22,7 +22,8 @@
 
 pub mod budget;
 pub mod error;
-pub mod keys;
+/// The key rules (names and armor), from `sluice-keys`, which the host shares.
+pub use sluice_keys as keys;
 pub mod root;
 
 mod args;

@@ -57,6 +57,7 @@ pub const OVERFLOW_WORDINGS: &[&str] = &[
 ];
 
 /// [`OVERFLOW_WORDINGS`] as one case-insensitive alternation.
+#[allow(clippy::expect_used)] // A constant pattern: see the comment inside.
 pub(super) static OVERFLOW: LazyLock<Regex> = LazyLock::new(|| {
     let source = format!("(?i)(?:{})", OVERFLOW_WORDINGS.join("|"));
     // Infallible: the sources are constants, compiled by the `every_wording_compiles` test.
@@ -64,6 +65,7 @@ pub(super) static OVERFLOW: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// Bedrock `ValidationException` wordings that only count with that exception type.
+#[allow(clippy::expect_used)] // A constant pattern: see the comment inside.
 pub(super) static BEDROCK_OVERFLOW: LazyLock<Regex> = LazyLock::new(|| {
     // Infallible: a constant pattern, exercised by the Bedrock tests.
     Regex::new(r"(?i)too many tokens|expected maxLength:").expect("a valid regex")
@@ -71,6 +73,7 @@ pub(super) static BEDROCK_OVERFLOW: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Wordings that look like overflow but are not: rate limits counted in tokens, output caps,
 /// per-item string caps.
+#[allow(clippy::expect_used)] // A constant pattern: see the comment inside.
 pub(super) static NOT_OVERFLOW: LazyLock<Regex> = LazyLock::new(|| {
     // Infallible: a constant pattern, exercised by the exclusion tests.
     Regex::new(r"(?i)tokens per minute|at most \d+ completion tokens|string too long")
@@ -80,6 +83,7 @@ pub(super) static NOT_OVERFLOW: LazyLock<Regex> = LazyLock::new(|| {
 /// A server error whose body says the request itself is invalid: a validation error
 /// (pydantic's `N validation errors:` list, as llama-cpp-python's server sends with HTTP 500
 /// for an assistant message whose `content` is null). Sending it again cannot succeed.
+#[allow(clippy::expect_used)] // A constant pattern: see the comment inside.
 pub(super) static INVALID_REQUEST: LazyLock<Regex> = LazyLock::new(|| {
     // Infallible: a constant pattern, exercised by the 5xx tests.
     Regex::new(r"(?i)\bvalidation errors?\b|input should be a valid|field required")
@@ -87,6 +91,7 @@ pub(super) static INVALID_REQUEST: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// "tokens per minute": a rate limit whatever the status.
+#[allow(clippy::expect_used)] // A constant pattern: see the comment inside.
 pub(super) static TOKENS_PER_MINUTE: LazyLock<Regex> = LazyLock::new(|| {
     // Infallible: a constant pattern.
     Regex::new(r"(?i)tokens per minute").expect("a valid regex")

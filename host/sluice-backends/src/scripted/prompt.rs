@@ -7,6 +7,7 @@ use regex::Regex;
 use super::step::MAX_QUOTED_CHARS;
 
 /// Quoted spans: `"…"`, `“…”`, `` `…` ``, and `'…'` when the quotes are not inside a word.
+#[allow(clippy::expect_used)] // A constant pattern: see the comment inside.
 static QUOTED: LazyLock<Regex> = LazyLock::new(|| {
     // Infallible: a constant pattern, exercised by the prompt tests.
     Regex::new(r#""([^"\n]+)"|“([^”\n]+)”|`([^`\n]+)`|(?:^|[^\w'])'([^'\n]+)'(?:[^\w]|$)"#)

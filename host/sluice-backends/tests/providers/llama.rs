@@ -4,8 +4,9 @@
 //! sent once more unstreamed and remembered per request shape, a streamed overflow turned
 //! into a sized context-window rejection, and the estimate calibrated by the reported usage.
 //! The agent loop's recovery against the same fake (a session holding a 32 KB page, streamed
-//! and not, and one that the SPEC rule alone would leave over the window) runs in
-//! `tests/agent_backends/llama.rs` of `sluice-tests`, which links the agent loop.
+//! and not, and one that the 2,048-byte rule (docs/agent-loop.md#context-window-recovery)
+//! alone would leave over the window) runs in `tests/agent_backends/llama.rs` of
+//! `sluice-tests`, which links the agent loop.
 //!
 //! The same sessions run against the real server in `tests/llm` (`sluice-tests`).
 

@@ -6,6 +6,10 @@
 //! against the same fake live in `tests/agent_backends` of `sluice-tests`, so that testing
 //! this crate does not build the runtime.
 
+// Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this
+// lets the helpers they share do so too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 #[path = "../support/mod.rs"]
 mod support;
 

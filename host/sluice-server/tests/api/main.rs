@@ -2,6 +2,10 @@
 //! (a temporary SQLite store, the built-in tools over a tiny temporary root, the scripted or a
 //! replay model) and reqwest as the client.
 
+// Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this
+// lets the helpers they share do so too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod approvals; // Destructive calls: awaiting_approval, approve/deny, one observation each.
 mod auth; // Bearer tokens: 401s on every route, and no start beyond loopback without one.
 mod config; // GET/PUT /agent/config: row P13 (docs/regressions.md#p13), unknown and boot-only keys.

@@ -3,6 +3,10 @@
 //! (util.rs); tests of one backend's own mechanics (the SQLite file, PostgreSQL's URL and
 //! schema table) run against that backend alone.
 
+// Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this
+// lets the helpers they share do so too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 /// Runs `async fn $name(Kind)` as two tests, `$name::sqlite` and `$name::postgres`.
 macro_rules! both {
     ($($name:ident),* $(,)?) => {

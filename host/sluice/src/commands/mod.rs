@@ -99,7 +99,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
             let args = args.unwrap_or_default();
             let observation =
                 runtime.block_on(toolbox.call(&tool, &args, config.agent.max_tool_result_bytes));
-            writeln!(out, "{}", observation.text)?;
+            writeln!(out, "{}", observation.text())?;
         }
         Command::Wit { dir } => {
             let dir = dir.unwrap_or_else(|| "wit".into());

@@ -2,6 +2,10 @@
 //! transport) against the built binary, raw JSON-RPC for bad input, and clients Sluice did
 //! not write (the official Python SDK, the official conformance suite).
 
+// Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this
+// lets the helpers they share do so too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod bad_input; // Malformed JSON-RPC, unknown methods, wrong versions, oversized lines, EOF, a client that stops reading.
 mod clients; // The official Python SDK (stdio and HTTP, both handshakes) and the conformance suite.
 mod http; // POST /mcp of `sluice serve` and `sluice mcp --listen`: token, Host, Origin, body limit.

@@ -3,6 +3,9 @@
 //! WebAssembly artifact layout, cosign key pairs made at test time, and `sluice serve` /
 //! `sluice mcp` with their tools replaced while they run.
 
+// Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this
+// lets the helpers they share do so too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 // The tests print the pull, verify and reload times they measure (for the report; the
 // bounds they assert are behaviour, not speed).
 #![allow(clippy::print_stderr)]

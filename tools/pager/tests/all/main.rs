@@ -2,6 +2,10 @@
 //! `docs/regressions.md`, the sandbox rules, property tests of the cursors and the key rules,
 //! and the repros of issue 12.
 
+// Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this
+// lets the helpers they share do so too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod edge;
 mod grep;
 mod grep_seek; // Issue 19 item 1: resumes that seek.

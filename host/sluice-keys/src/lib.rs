@@ -1,4 +1,27 @@
-//! Key material: refused names and PEM private-key armor (docs/keys.md).
+//! Sluice's key rules (docs/keys.md): which names are key material, and where PEM
+//! private-key armor is.
+//!
+//! - [`KeyNames`] (a [`KeyNamePolicy`]): the deny list of key-material names
+//!   ([`DEFAULT_DENIED_NAMES`] by default), globs matched case-insensitively on one path
+//!   component; [`is_key_path`] applies it to a path.
+//! - [`has_armor`], [`find_armor`], [`redact_armor`]: armor lines in bytes, in each form the
+//!   rules know (one line, split over one line break, NUL bytes interleaved), in time linear
+//!   in the bytes; [`KeyScan`] and [`classify_line`] for the file tools' page rules.
+//!
+//! Both sides use it: the file tools (`sluice-pager`, compiled for `wasm32-wasip2`) refuse
+//! key material before answering, and the host (`sluice-runtime`) answers the components'
+//! `key-policy` from [`KeyNames`] and scans every observation with [`has_armor`] as a last
+//! check. It depends on `globset` and `memchr` only.
+//!
+//! ```
+//! use sluice_keys::{KeyNamePolicy, KeyNames, has_armor, redact_armor};
+//!
+//! assert!(has_armor(b"x\n-----BEGIN RSA PRIVATE KEY-----\nMIIE"));
+//! assert!(!has_armor(b"-----BEGIN CERTIFICATE-----"));
+//! assert_eq!(redact_armor("a -----END EC PRIVATE KEY----- b"), "a [PEM armor] b");
+//! let names = KeyNames::default();
+//! assert!(names.is_key_file("ID_RSA") && !names.is_key_file("id_rsa.pub"));
+//! ```
 
 mod armor;
 
@@ -60,6 +83,9 @@ pub struct KeyNames {
 }
 
 impl Default for KeyNames {
+    // Infallible: the patterns are the constant DEFAULT_DENIED_NAMES, compiled by the
+    // `key_names` test (and the crate's doctest).
+    #[allow(clippy::expect_used)]
     fn default() -> Self {
         KeyNames::new(DEFAULT_DENIED_NAMES).expect("the default key-name patterns are valid globs")
     }
