@@ -26,6 +26,7 @@
 //! # Ok(()) }
 //! ```
 
+mod bindings;
 pub mod component;
 pub mod docs;
 pub mod engine;
