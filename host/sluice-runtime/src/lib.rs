@@ -45,6 +45,7 @@ pub mod observation;
 mod open_at;
 pub mod policy;
 pub mod pool;
+mod preopens;
 pub mod schema;
 pub mod secrets;
 pub mod toolbox;
