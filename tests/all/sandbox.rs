@@ -1,6 +1,8 @@
 //! A component never reads outside its root: `..`, absolute paths, symlinks out (relative
 //! and absolute targets, with and without a trailing slash) are `outside-root` errors.
-//! Named roots: a second root by name, an unknown name listed against the real ones.
+//! Named roots: a second root by name, an unknown name listed against the real ones. Roots
+//! are opened once per loaded component: a root replaced at its path is seen by later calls,
+//! and a root removed fails them with its name.
 
 use serde_json::{Value, json};
 use sluice_runtime::RootGrant;
@@ -256,5 +258,62 @@ fn a_name_spelling_armor_does_not_block_the_directory() {
     assert_eq!(
         obs.text(),
         r#"{"ok":false,"error":"refusing to return key material: the result of [PEM armor] holds a PEM private key","kind":"key-material"}"#
+    );
+}
+
+/// A component's roots are opened when it is loaded and shared by its calls (issue 19); a
+/// root whose path comes to name another directory is opened again within the recheck
+/// interval (1 s), and one that disappears fails the call with its name and path.
+#[test]
+fn a_replaced_root_is_seen_and_a_removed_one_named() {
+    let sb = Sandbox::new(cache(), 65_536);
+    sb.write("a.txt", "old\n");
+    assert_eq!(
+        sb.ok("read_file", &json!({"path": "a.txt"}))["content"],
+        "old\n"
+    );
+    let root = sb.root();
+    std::fs::rename(&root, sb.dir.path().join("root.old")).unwrap();
+    std::fs::create_dir(&root).unwrap();
+    sb.write("a.txt", "new\n");
+    // The interval is 1 s; 10 s of slack for a loaded 2-core machine.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let content = sb.ok("read_file", &json!({"path": "a.txt"}))["content"].clone();
+        if content == "new\n" {
+            break;
+        }
+        assert_eq!(content, "old\n");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the replaced root was not seen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::fs::remove_file(root.join("a.txt")).unwrap();
+    std::fs::remove_dir(&root).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let (msg, kind) = loop {
+        let v = sb.call_json("read_file", &json!({"path": "a.txt"}));
+        if v["ok"] == false
+            && v["error"]
+                .as_str()
+                .is_some_and(|e| e.starts_with("root root"))
+        {
+            break (v["error"].as_str().unwrap().to_string(), v["kind"].clone());
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the removed root still answers: {v}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(kind, "io");
+    assert!(
+        msg.starts_with(&format!(
+            "root root ({}) is not available: ",
+            root.display()
+        )),
+        "{msg}"
     );
 }

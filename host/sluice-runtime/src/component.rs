@@ -16,7 +16,8 @@ use crate::toolbox::Source;
 pub use crate::names::MAX_TOOL_NAME_BYTES;
 use crate::names::{Export, Naming, TOOL_NAME_RULE, valid_tool_name};
 
-/// Interfaces the host provides to every component: WASI 0.2 (`wasi:cli`, `clocks`,
+/// Interfaces the host provides to every component (the `sluice:tools` ones are linked
+/// from the WIT's `world host`, which a test holds this list to): WASI 0.2 (`wasi:cli`, `clocks`,
 /// `filesystem`, `http`, `io`, `random`, `sockets`; any 0.2.x), `wasi:config/store@0.2.0-rc.1`
 /// and `sluice:tools` `budget`, `key-policy` and `listing` (0.1.x). Grants decide what they
 /// reach: a tool sees only its preopens, allowed environment and granted config, every socket
@@ -375,5 +376,41 @@ mod tests {
         assert!(is_toolchain_export("exports", "init"));
         assert!(!is_toolchain_export("exports", "summarize"));
         assert!(!is_toolchain_export("acme:tools/exports@0.1.0", "init"));
+    }
+
+    /// The host links `sluice:tools` from the WIT's `world host` (`crate::bindings`), so
+    /// what it reports as provided must cover every interface of that world, at the WIT's
+    /// version.
+    #[test]
+    fn every_interface_of_the_host_world_is_reported_as_provided() {
+        let mut resolve = wit_parser::Resolve::default();
+        let package = resolve
+            .push_str("sluice-tools.wit", sluice_builtins::WIT)
+            .unwrap();
+        let world = resolve.select_world(&[package], Some("host")).unwrap();
+        let mut with_functions = Vec::new();
+        for item in resolve.worlds[world].imports.values() {
+            let wit_parser::WorldItem::Interface { id, .. } = item else {
+                continue;
+            };
+            if resolve.interfaces[*id].functions.is_empty() {
+                continue;
+            }
+            let name = resolve.id_of(*id).unwrap();
+            assert!(
+                PROVIDED_INTERFACES.iter().any(|p| provides(p, &name)),
+                "{name} is linked but not in PROVIDED_INTERFACES"
+            );
+            with_functions.push(name);
+        }
+        with_functions.sort();
+        assert_eq!(
+            with_functions,
+            [
+                "sluice:tools/budget@0.1.1",
+                "sluice:tools/key-policy@0.1.1",
+                "sluice:tools/listing@0.1.1"
+            ]
+        );
     }
 }

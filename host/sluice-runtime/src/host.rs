@@ -154,44 +154,41 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
     })?;
     crate::open_at::shadow(linker)?;
     shadow_random(linker)?;
-    crate::listing::add_to_linker(linker)?;
-    let mut budget = linker.instance("sluice:tools/budget@0.1.1")?;
-    budget.func_wrap(
-        "max-result-bytes",
-        |store: StoreContextMut<'_, CallState>, (): ()| Ok((store.data().budget.max_result_bytes,)),
-    )?;
-    budget.func_wrap(
-        "page-bytes",
-        |store: StoreContextMut<'_, CallState>, (path,): (String,)| {
-            let cap = store.data().budget.max_result_bytes;
-            Ok((sluice_pager::budget::page_bytes(cap, &path).map_or(0, |p| p as u32),))
-        },
-    )?;
-    budget.func_wrap(
-        "time-budget-ms",
-        |store: StoreContextMut<'_, CallState>, (): ()| {
-            let left = store
-                .data()
-                .budget
-                .search_until
-                .saturating_duration_since(Instant::now());
-            Ok((u32::try_from(left.as_millis()).unwrap_or(u32::MAX),))
-        },
-    )?;
-    let mut keys = linker.instance("sluice:tools/key-policy@0.1.1")?;
-    keys.func_wrap(
-        "is-key-name",
-        |store: StoreContextMut<'_, CallState>, (name, directory): (String, bool)| {
-            use sluice_keys::KeyNamePolicy;
-            let names = &store.data().budget.key_names;
-            Ok((if directory {
-                names.is_key_dir(&name)
-            } else {
-                names.is_key_file(&name)
-            },))
-        },
-    )?;
+    crate::bindings::add_to_linker(linker)?;
     Ok(())
+}
+
+/// `sluice:tools/budget`: the call's cap, page budget and search time left.
+impl crate::bindings::budget::Host for CallState {
+    fn max_result_bytes(&mut self) -> u32 {
+        self.budget.max_result_bytes
+    }
+
+    fn page_bytes(&mut self, path: String) -> u32 {
+        sluice_pager::budget::page_bytes(self.budget.max_result_bytes, &path)
+            .map_or(0, |p| p as u32)
+    }
+
+    fn time_budget_ms(&mut self) -> u32 {
+        let left = self
+            .budget
+            .search_until
+            .saturating_duration_since(Instant::now());
+        u32::try_from(left.as_millis()).unwrap_or(u32::MAX)
+    }
+}
+
+/// `sluice:tools/key-policy`: the component's key-material name patterns.
+impl crate::bindings::key_policy::Host for CallState {
+    fn is_key_name(&mut self, name: String, directory: bool) -> bool {
+        use sluice_keys::KeyNamePolicy;
+        let names = &self.budget.key_names;
+        if directory {
+            names.is_key_dir(&name)
+        } else {
+            names.is_key_file(&name)
+        }
+    }
 }
 
 /// Replaces `get-random-bytes` and `get-insecure-random-bytes` of `wasi:random` with

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::component::types::Type;
 use wasmtime::component::{ComponentExportIndex, InstancePre, ResourceTable, Val};
 use wasmtime::{Store, UpdateDeadline};
-use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
+use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi_http::WasiHttpCtx;
 
 use crate::failure::{Failure, Interrupt, explain};
@@ -30,6 +30,8 @@ use crate::value::to_json;
 pub(crate) struct Call {
     pub(crate) pre: InstancePre<CallState>,
     pub(crate) policy: Arc<ToolPolicy>,
+    /// The component's roots, opened when it was loaded.
+    pub(crate) preopens: Arc<crate::preopens::Preopens>,
     /// The policy's `wasi:http` grant, shared by the tool's calls.
     pub(crate) http: Arc<HttpGrant>,
     pub(crate) key_names: Arc<sluice_keys::KeyNames>,
@@ -120,30 +122,17 @@ impl Call {
         let mut wasi = WasiCtxBuilder::new();
         wasi.allow_blocking_current_thread(ALLOW_BLOCKING_CURRENT_THREAD);
         wasi.max_random_size(MAX_RANDOM_BYTES);
-        for root in &policy.roots {
-            let perms = if root.write {
-                FsPerms::ReadWrite
-            } else {
-                FsPerms::ReadOnly
-            };
-            wasi.preopened_dir(&root.dir, format!("/{}", root.name), perms)
-                .map_err(|e| {
-                    format!(
-                        "root {} ({}) is not available: {e}",
-                        root.name,
-                        root.dir.display()
-                    )
-                })?;
-        }
         for (k, v) in &policy.env {
             wasi.env(k, v);
         }
         let stderr = StderrTail::new(STDERR_BYTES);
         wasi.stderr(stderr.clone());
+        let mut wasi = wasi.build();
+        *wasi.filesystem() = self.preopens.filesystem()?;
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_RESOURCES);
         let state = CallState {
-            wasi: wasi.build(),
+            wasi,
             table,
             limiter: MemoryLimiter::new(policy.memory_bytes),
             budget: CallBudget::new(self.cap, policy.timeout, self.key_names.clone()),

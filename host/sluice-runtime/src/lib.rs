@@ -27,6 +27,7 @@
 //! ```
 
 pub mod address;
+mod bindings;
 pub mod component;
 pub mod docs;
 pub mod engine;
@@ -45,6 +46,7 @@ pub mod observation;
 mod open_at;
 pub mod policy;
 pub mod pool;
+mod preopens;
 pub mod schema;
 pub mod secrets;
 mod stderr;

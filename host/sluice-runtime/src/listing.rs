@@ -26,8 +26,6 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use cap_primitives::fs::FollowSymlinks;
-use wasmtime::StoreContextMut;
-use wasmtime::component::{ComponentType, Lift, Linker, Lower};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemCtxView};
 
 use crate::host::CallState;
@@ -45,69 +43,9 @@ pub const MAX_CACHED_BYTES: usize = 64 << 20;
 /// A directory changed less than this many seconds before it was read is not cached.
 pub const RACY_SECONDS: i64 = 2;
 
-/// The WIT `entry-kind`.
-#[derive(ComponentType, Lift, Lower, Clone, Copy, Debug, PartialEq, Eq)]
-#[component(enum)]
-#[repr(u8)]
-pub enum EntryKind {
-    /// A regular file.
-    #[component(name = "file")]
-    File,
-    /// A directory.
-    #[component(name = "directory")]
-    Directory,
-    /// A symbolic link, not followed.
-    #[component(name = "symlink")]
-    Symlink,
-    /// Anything else.
-    #[component(name = "other")]
-    Other,
-}
-
-/// The WIT `listed-entry`.
-#[derive(ComponentType, Lift, Lower, Clone, Debug, PartialEq, Eq)]
-#[component(record)]
-pub struct ListedEntry {
-    /// The entry's name.
-    pub name: String,
-    /// What it is.
-    pub kind: EntryKind,
-    /// Size in bytes, for regular files.
-    pub size: Option<u64>,
-}
-
-/// The WIT `listing-chunk`.
-#[derive(ComponentType, Lift, Lower, Clone, Debug, PartialEq, Eq)]
-#[component(record)]
-pub struct ListingChunk {
-    /// Entries listed.
-    pub total: u64,
-    /// Entries withheld.
-    pub withheld: u64,
-    /// The chunk.
-    pub entries: Vec<ListedEntry>,
-}
-
-/// The WIT `listing-error`.
-#[derive(ComponentType, Lift, Lower, Clone, Debug, PartialEq, Eq)]
-#[component(variant)]
-pub enum ListingError {
-    /// `dir` names no preopened directory.
-    #[component(name = "unsupported")]
-    Unsupported,
-    /// The directory does not exist.
-    #[component(name = "not-found")]
-    NotFound,
-    /// The path leaves the preopen, or access was refused.
-    #[component(name = "not-permitted")]
-    NotPermitted,
-    /// A component of the path is not a directory.
-    #[component(name = "not-directory")]
-    NotDirectory,
-    /// Anything else: the operating system's words.
-    #[component(name = "failed")]
-    Failed(String),
-}
+/// The WIT types of `sluice:tools/listing`, generated from `wit/sluice-tools.wit`
+/// (`crate::bindings`): `entry-kind`, `listed-entry`, `listing-chunk`, `listing-error`.
+pub use crate::bindings::listing::{EntryKind, ListedEntry, ListingChunk, ListingError};
 
 impl From<std::io::Error> for ListingError {
     fn from(e: std::io::Error) -> Self {
@@ -152,23 +90,19 @@ type Key = (u64, u64, i128, i128, u64);
 /// The snapshots kept, most recently used last.
 static CACHE: Mutex<Vec<(Key, Arc<Snapshot>)>> = Mutex::new(Vec::new());
 
-/// Adds `list-chunk` of `sluice:tools/listing` to `linker`.
-///
-/// # Errors
-/// wasmtime's error when the function is defined twice.
-pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    let mut listing = linker.instance("sluice:tools/listing@0.1.1")?;
-    listing.func_wrap(
-        "list-chunk",
-        |mut store: StoreContextMut<'_, CallState>, (dir, offset, count): (String, u64, u32)| {
-            let state = store.data_mut();
-            let Some((preopen, rel)) = preopen_of(state, &dir)? else {
-                return Ok((Err(ListingError::Unsupported),));
-            };
-            Ok((list_chunk(&preopen, &rel, offset, count).map_err(ListingError::from),))
-        },
-    )?;
-    Ok(())
+/// `sluice:tools/listing`, linked by [`crate::bindings::add_to_linker`].
+impl crate::bindings::listing::Host for CallState {
+    fn list_chunk(
+        &mut self,
+        dir: String,
+        offset: u64,
+        count: u32,
+    ) -> wasmtime::Result<Result<ListingChunk, ListingError>> {
+        let Some((preopen, rel)) = preopen_of(self, &dir)? else {
+            return Ok(Err(ListingError::Unsupported));
+        };
+        Ok(list_chunk(&preopen, &rel, offset, count).map_err(ListingError::from))
+    }
 }
 
 /// The preopened directory that holds the guest path `dir` (the longest guest path that is a

@@ -125,6 +125,8 @@ pub struct ComponentSpec {
 struct Loaded {
     pre: InstancePre<CallState>,
     policy: Arc<ToolPolicy>,
+    /// Its roots, opened once and shared by its calls.
+    preopens: Arc<crate::preopens::Preopens>,
     http: Arc<crate::policy::HttpGrant>,
     key_names: Arc<sluice_keys::KeyNames>,
     /// Its `wasi:config/store` and the secrets withheld from its observations.
@@ -328,6 +330,7 @@ impl Toolbox {
         let call = Call {
             pre: tool.loaded.pre.clone(),
             policy: policy.clone(),
+            preopens: tool.loaded.preopens.clone(),
             http: tool.loaded.http.clone(),
             key_names: tool.loaded.key_names.clone(),
             config: tool.loaded.config.clone(),
@@ -424,6 +427,7 @@ fn load_component(
             })?,
         ),
         policy: Arc::new(spec.policy.clone()),
+        preopens: Arc::new(crate::preopens::Preopens::new(&spec.policy.roots)),
         http: Arc::new(spec.policy.http.clone()),
         config: Arc::new(config),
     });
