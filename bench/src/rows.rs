@@ -79,7 +79,7 @@ pub(crate) fn per_call(bench: &Bench) -> anyhow::Result<Vec<Row>> {
         let toolbox = sluice_runtime::Toolbox::load(
             engine.clone(),
             &[sluice_runtime::ComponentSpec {
-                source: sluice_runtime::Source::Builtin("read_file"),
+                source: crate::builtin("read_file")?,
                 policy,
             }],
         )?;

@@ -136,7 +136,7 @@ pub fn inspect(
     source: &Source,
     policy: &ToolPolicy,
 ) -> Result<Inspection, RuntimeError> {
-    let wasm = source.bytes()?;
+    let wasm = source.bytes();
     let component = engine.compile(&source.describe(), wasm)?;
     let tools = reflect(engine, &component, source, policy)?
         .into_iter()
@@ -203,8 +203,8 @@ pub(crate) fn reflect(
     let docs = match source {
         // The Rust toolchain drops doc comments from components; the built-ins' come from
         // the WIT they are built from.
-        Source::Builtin(name) => {
-            ComponentDocs::from_wit(sluice_builtins::WIT, &name.replace('_', "-"))
+        Source::Builtin { name, .. } => {
+            ComponentDocs::from_wit(crate::docs::TOOLS_WIT, &name.replace('_', "-"))
                 .unwrap_or_default()
         }
         Source::Bytes { wasm, .. } => ComponentDocs::from_component(wasm),
@@ -213,7 +213,7 @@ pub(crate) fn reflect(
         what: &what,
         docs: &docs,
         policy,
-        builtin: matches!(source, Source::Builtin(_)),
+        builtin: matches!(source, Source::Builtin { .. }),
     };
     let mut tools = Vec::new();
     let ty = component.component_type();

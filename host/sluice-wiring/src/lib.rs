@@ -159,7 +159,7 @@ pub fn engine_for(config: &Config) -> Result<ToolEngine, WiringError> {
 /// [`WiringError::NotFetched`] for a component from a registry (see [`ToolLoader`]).
 pub fn component_spec(t: &ToolConfig) -> Result<ComponentSpec, WiringError> {
     let source = match &t.source {
-        ToolSource::Builtin(name) => Source::Builtin(builtin_name(name)?),
+        ToolSource::Builtin(name) => builtin(name)?,
         ToolSource::Component(path) => component_source(path)?,
         ToolSource::Oci(_) => return Err(WiringError::NotFetched(t.name.clone())),
     };
@@ -248,12 +248,16 @@ fn http_grant(c: &sluice_config::http::HttpConfig) -> HttpGrant {
     }
 }
 
-/// The `'static` name of built-in tool `name`.
-fn builtin_name(name: &str) -> Result<&'static str, WiringError> {
-    sluice_runtime::builtins()
+/// Built-in tool `name` as a source: its component, as this build embeds it
+/// ([`sluice_builtins::BUILTINS`]).
+///
+/// # Errors
+/// [`WiringError::NoBuiltin`] when this build has no built-in tool of that name.
+pub fn builtin(name: &str) -> Result<Source, WiringError> {
+    sluice_builtins::BUILTINS
         .iter()
         .find(|(n, _)| *n == name)
-        .map(|(n, _)| *n)
+        .map(|&(name, wasm)| Source::Builtin { name, wasm })
         .ok_or_else(|| WiringError::NoBuiltin(name.to_string()))
 }
 

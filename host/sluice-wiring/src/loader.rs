@@ -142,11 +142,8 @@ impl ToolLoader {
         let fingerprint = specs
             .iter()
             .map(|s| {
-                let digest = s
-                    .source
-                    .bytes()
-                    .map(sluice_runtime::component::sha256_hex)
-                    .unwrap_or_default();
+                let digest = s.source.bytes();
+                let digest = sluice_runtime::component::sha256_hex(digest);
                 (s.source.describe(), digest, s.policy.clone())
             })
             .collect();
