@@ -62,7 +62,7 @@ impl Bench {
         Ok(Toolbox::load(
             self.engine.clone(),
             &[ComponentSpec {
-                source: Source::Builtin(name),
+                source: builtin(name)?,
                 policy,
             }],
         )?)
@@ -173,6 +173,16 @@ fn main() -> anyhow::Result<()> {
 }
 
 /// The median of `samples`.
+/// The built-in tool `name` as this build embeds it ([`sluice_builtins::BUILTINS`]).
+pub(crate) fn builtin(name: &str) -> anyhow::Result<Source> {
+    let (name, wasm) = sluice_builtins::BUILTINS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .copied()
+        .ok_or_else(|| anyhow::anyhow!("no built-in tool called {name:?}"))?;
+    Ok(Source::Builtin { name, wasm })
+}
+
 pub(crate) fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]

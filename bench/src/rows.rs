@@ -89,7 +89,7 @@ pub(crate) fn per_call(bench: &Bench) -> anyhow::Result<Vec<Row>> {
             Ok(sluice_runtime::Toolbox::load(
                 engine.clone(),
                 &[sluice_runtime::ComponentSpec {
-                    source: sluice_runtime::Source::Builtin("read_file"),
+                    source: crate::builtin("read_file")?,
                     policy,
                 }],
             )?)

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 use sluice_protocol::SessionStatus;
-use sluice_runtime::{ComponentSpec, RootGrant, SecretSource, Source, ToolPolicy, Toolbox};
+use sluice_runtime::{ComponentSpec, RootGrant, SecretSource, ToolPolicy, Toolbox};
 use sluice_store::Store;
 use sluice_tests::{CONFIG_READER_WASM, component_spec, engine};
 use tracing_subscriber::filter::LevelFilter;
@@ -90,7 +90,7 @@ fn a_builtin_granted_the_secret_file_reads_it_withheld() {
         panic!("the secret comes from a file");
     };
     let read_file = ComponentSpec {
-        source: Source::Builtin("read_file"),
+        source: sluice_tests::builtin("read_file"),
         policy: ToolPolicy {
             roots: vec![RootGrant {
                 name: "data".into(),

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use sluice_config::BUILTIN_TOOLS;
 use sluice_runtime::{
-    CallStatus, ComponentSpec, FunctionPolicy, PolicyOrigin, Source, ToolPolicy, Toolbox,
+    CallStatus, ComponentSpec, FunctionPolicy, PolicyOrigin, ToolPolicy, Toolbox,
 };
 use sluice_tests::{FS_LIKE_WASM, NEEDS_MISSING_WASM, component_spec};
 
@@ -37,7 +37,7 @@ impl Root {
         let mut specs: Vec<ComponentSpec> = BUILTIN_TOOLS
             .iter()
             .map(|name| ComponentSpec {
-                source: Source::Builtin(name),
+                source: sluice_tests::builtin(name),
                 policy: ToolPolicy {
                     origin: Some(PolicyOrigin::Builtins(name.to_string())),
                     ..self.policy()
@@ -70,7 +70,7 @@ fn names(toolbox: &Toolbox) -> Vec<String> {
 fn the_configuration_knows_the_builtins_the_runtime_embeds() {
     // `builtins = [...]` is checked against the configuration's list; the runtime embeds
     // its own. They must be the same four names, in the same order.
-    let embedded: Vec<&str> = sluice_runtime::builtins().iter().map(|(n, _)| *n).collect();
+    let embedded: Vec<&str> = sluice_builtins::BUILTINS.iter().map(|(n, _)| *n).collect();
     assert_eq!(embedded, BUILTIN_TOOLS);
 }
 

@@ -282,7 +282,7 @@ impl Example {
 
 /// The runtime's view of one configured component, built as `sluice` builds it.
 fn spec(t: &ToolConfig) -> ComponentSpec {
-    sluice_server::wiring::component_spec(t).expect("the component's policy wires up")
+    sluice_wiring::component_spec(t).expect("the component's policy wires up")
 }
 
 fn copy_dir(from: &Path, to: &Path) {

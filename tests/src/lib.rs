@@ -21,6 +21,17 @@ use sluice_runtime::{
 
 include!(concat!(env!("OUT_DIR"), "/components.rs"));
 
+/// The built-in tool `name` (`read_file`, …) as a source: its component as the binary
+/// embeds it ([`sluice_builtins::BUILTINS`]). Panics when there is none of that name.
+pub fn builtin(name: &str) -> Source {
+    let (name, wasm) = sluice_builtins::BUILTINS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .copied()
+        .unwrap_or_else(|| panic!("no built-in tool called {name:?}"));
+    Source::Builtin { name, wasm }
+}
+
 pub mod registry;
 
 /// The marker of the versioned test component: `sluice-test-version=` and 24 bytes.
@@ -126,10 +137,10 @@ impl Sandbox {
         adjust: impl FnOnce(&mut ToolPolicy),
     ) -> Sandbox {
         Sandbox::load(cache_dir, cap, adjust, |policy| {
-            sluice_runtime::builtins()
+            sluice_builtins::BUILTINS
                 .iter()
-                .map(|(name, _)| ComponentSpec {
-                    source: Source::Builtin(name),
+                .map(|&(name, wasm)| ComponentSpec {
+                    source: Source::Builtin { name, wasm },
                     policy: policy.clone(),
                 })
                 .collect()

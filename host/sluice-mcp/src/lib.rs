@@ -22,7 +22,9 @@
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let engine = Arc::new(ToolEngine::new(EngineOptions::default())?);
 //! let policy = ToolPolicy::read_only([("logs".to_string(), "/var/log".into())]);
-//! let toolbox = Toolbox::load(engine, &[ComponentSpec { source: Source::Builtin("read_file"), policy }])?;
+//! let wasm = Arc::new(std::fs::read("read_file.wasm")?);
+//! let source = Source::Bytes { name: "read_file.wasm".to_string(), wasm };
+//! let toolbox = Toolbox::load(engine, &[ComponentSpec { source, policy }])?;
 //! let server = McpServer::new(Arc::new(toolbox), McpOptions { cap: 40_000, ..McpOptions::default() });
 //! serve_stdio(server, StdioOptions::default()).await?;
 //! # Ok(()) }

@@ -137,7 +137,7 @@ pub fn inspect(
     source: &Source,
     policy: &ToolPolicy,
 ) -> Result<Inspection, RuntimeError> {
-    let wasm = source.bytes()?;
+    let wasm = source.bytes();
     let component = engine.compile(&source.describe(), wasm)?;
     let tools = reflect(engine, &component, source, policy)?
         .into_iter()
@@ -204,8 +204,8 @@ pub(crate) fn reflect(
     let docs = match source {
         // The Rust toolchain drops doc comments from components; the built-ins' come from
         // the WIT they are built from.
-        Source::Builtin(name) => {
-            ComponentDocs::from_wit(sluice_builtins::WIT, &name.replace('_', "-"))
+        Source::Builtin { name, .. } => {
+            ComponentDocs::from_wit(crate::docs::TOOLS_WIT, &name.replace('_', "-"))
                 .unwrap_or_default()
         }
         Source::Bytes { wasm, .. } => ComponentDocs::from_component(wasm),
@@ -214,7 +214,7 @@ pub(crate) fn reflect(
         what: &what,
         docs: &docs,
         policy,
-        builtin: matches!(source, Source::Builtin(_)),
+        builtin: matches!(source, Source::Builtin { .. }),
     };
     let mut tools = Vec::new();
     let ty = component.component_type();
@@ -385,7 +385,7 @@ mod tests {
     fn every_interface_of_the_host_world_is_reported_as_provided() {
         let mut resolve = wit_parser::Resolve::default();
         let package = resolve
-            .push_str("sluice-tools.wit", sluice_builtins::WIT)
+            .push_str("sluice-tools.wit", crate::docs::TOOLS_WIT)
             .unwrap();
         let world = resolve.select_world(&[package], Some("host")).unwrap();
         let mut with_functions = Vec::new();

@@ -8,6 +8,11 @@ use std::collections::HashMap;
 
 use wit_parser::{Docs, Resolve, Type, TypeDefKind, WorldId, WorldItem, WorldKey};
 
+/// The `sluice:tools` WIT package (`wit/sluice-tools.wit`): the host's interfaces and one
+/// world per built-in tool, whose doc comments are the built-ins' descriptions
+/// ([`Source::Builtin`](crate::Source::Builtin)).
+pub const TOOLS_WIT: &str = include_str!("../../../wit/sluice-tools.wit");
+
 /// Documentation of every exported function, keyed by export path: `func` for a
 /// world-level function, `<interface export name>/<func>` for one inside an interface.
 #[derive(Clone, Debug, Default)]
@@ -165,7 +170,7 @@ mod tests {
 
     #[test]
     fn builtin_docs_and_bounds() {
-        let docs = ComponentDocs::from_wit(sluice_builtins::WIT, "read-file").unwrap();
+        let docs = ComponentDocs::from_wit(TOOLS_WIT, "read-file").unwrap();
         let f = docs.func("read-file").unwrap();
         assert!(
             f.description

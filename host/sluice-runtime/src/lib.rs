@@ -12,6 +12,9 @@
 //! - [`observation`]: the observation shapes, the key-material scan and the cap, applied to
 //!   every result in one place ([`observation::Draft::finish`]).
 //!
+//! The built-in tools are input like any other component: the runtime does not embed them
+//! (the binary does, through `sluice-builtins`), so it builds without the guests.
+//!
 //! ```no_run
 //! use std::sync::Arc;
 //! use sluice_runtime::{ComponentSpec, EngineOptions, Source, ToolEngine, ToolPolicy, Toolbox};
@@ -19,7 +22,9 @@
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let engine = Arc::new(ToolEngine::new(EngineOptions::default())?);
 //! let policy = ToolPolicy::read_only([("logs".to_string(), "/var/log".into())]);
-//! let spec = ComponentSpec { source: Source::Builtin("read_file"), policy };
+//! let wasm = Arc::new(std::fs::read("read_file.wasm")?);
+//! let source = Source::Bytes { name: "read_file.wasm".to_string(), wasm };
+//! let spec = ComponentSpec { source, policy };
 //! let toolbox = Toolbox::load(engine, &[spec])?;
 //! let observation = toolbox.call("read_file", r#"{"path":"syslog"}"#, 65_536).await;
 //! assert!(observation.text().len() <= 65_536);
@@ -56,10 +61,6 @@ pub mod value;
 pub use engine::{EngineOptions, ToolEngine};
 pub use pool::{CallPool, PoolError, PoolOptions};
 
-/// The built-in tools: (name, component bytes), in the order they are offered.
-pub fn builtins() -> &'static [(&'static str, &'static [u8])] {
-    sluice_builtins::BUILTINS
-}
 pub use component::{ImportInfo, Inspection, ToolInfo, inspect};
 pub use error::RuntimeError;
 pub use live::LiveToolbox;

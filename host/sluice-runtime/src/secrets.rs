@@ -56,9 +56,8 @@ pub enum SecretSource {
     Env(String),
     /// `{ file = "path" }`: the file's contents (UTF-8), read at load, with one trailing
     /// `\n` (or `\r\n`) removed; the path is already resolved against the policy file. It
-    /// must be a regular file of at most
-    /// [`MAX_SECRET_FILE_BYTES`](sluice_files::MAX_SECRET_FILE_BYTES)
-    /// (64 KiB); a FIFO, a device or a directory is refused without being read.
+    /// must be a regular file of at most [`MAX_SECRET_FILE_BYTES`] (64 KiB); a FIFO, a device
+    /// or a directory is refused without being read.
     File(PathBuf),
 }
 

@@ -69,8 +69,17 @@ impl CallOptions {
 /// Where a tool's component comes from.
 #[derive(Clone, Debug)]
 pub enum Source {
-    /// A built-in tool embedded in the binary (`read_file`, …).
-    Builtin(&'static str),
+    /// A built-in tool (`read_file`, …): a component the binary embeds (`sluice-builtins`),
+    /// given by whoever assembles the toolbox. Its descriptions come from the WIT it is
+    /// built from ([`crate::docs::TOOLS_WIT`]): the Rust toolchain drops doc comments from
+    /// components.
+    Builtin {
+        /// The tool's name (`read_file`): the world of [`crate::docs::TOOLS_WIT`] it
+        /// implements, with `_` for `-`.
+        name: &'static str,
+        /// The component.
+        wasm: &'static [u8],
+    },
     /// Component bytes, named for messages (usually a file path).
     Bytes {
         /// What to call it in messages.
@@ -84,31 +93,16 @@ impl Source {
     /// How messages name it: `built-in read_file`, or the name given.
     pub fn describe(&self) -> String {
         match self {
-            Source::Builtin(name) => format!("built-in {name}"),
+            Source::Builtin { name, .. } => format!("built-in {name}"),
             Source::Bytes { name, .. } => name.clone(),
         }
     }
 
     /// The component's bytes.
-    ///
-    /// # Errors
-    /// [`RuntimeError::Load`] for a built-in name that does not exist.
-    pub fn bytes(&self) -> Result<&[u8], RuntimeError> {
+    pub fn bytes(&self) -> &[u8] {
         match self {
-            Source::Builtin(name) => {
-                sluice_builtins::component(name).ok_or_else(|| RuntimeError::Load {
-                    what: self.describe(),
-                    reason: format!(
-                        "there is no built-in tool of that name; built-in tools are: {}",
-                        sluice_builtins::BUILTINS
-                            .iter()
-                            .map(|(n, _)| *n)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                })
-            }
-            Source::Bytes { wasm, .. } => Ok(wasm.as_slice()),
+            Source::Builtin { wasm, .. } => wasm,
+            Source::Bytes { wasm, .. } => wasm.as_slice(),
         }
     }
 }
@@ -384,7 +378,7 @@ fn load_component(
     spec: &ComponentSpec,
 ) -> Result<Vec<Tool>, RuntimeError> {
     let what = spec.source.describe();
-    let wasm = spec.source.bytes()?;
+    let wasm = spec.source.bytes();
     if let Some(expected) = &spec.policy.sha256 {
         let actual = crate::component::sha256_hex(wasm);
         if !actual.eq_ignore_ascii_case(expected.trim()) {

@@ -11,8 +11,8 @@
 //!   router served beside the API goes behind the same [`guard::Guard`]
 //!   ([`Server::guard`]).
 //! - [`Services`]: the store, the model, the tools and the starting run-time settings;
-//!   [`wiring::services`] builds them from a resolved `sluice_config::Config`, as the CLI
-//!   does.
+//!   `sluice_wiring::services` builds them from a resolved `sluice_config::Config`, as the
+//!   CLI does.
 //! - [`ROUTES`]: every route; `/openapi.json` describes them all.
 //!
 //! Design: the handlers share the store, the model, the tools, the run-time settings (behind
@@ -43,7 +43,6 @@ mod api;
 mod error;
 mod events;
 pub mod guard;
-mod loader;
 pub mod mcp;
 mod openapi;
 pub mod reload;
@@ -51,16 +50,10 @@ mod request;
 mod runs;
 mod state;
 mod wait;
-pub mod wiring;
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-
-use sluice_agent::{Settings, Tools};
-use sluice_backends::Backend;
-use sluice_store::Store;
 
 use crate::guard::{Guard, GuardOptions};
 use crate::state::AppState;
@@ -101,18 +94,7 @@ pub fn openapi_document(mcp: bool) -> serde_json::Value {
     openapi::document(mcp)
 }
 
-/// What runs the sessions.
-pub struct Services {
-    /// The session store.
-    pub store: Arc<dyn Store>,
-    /// The model, shared by every run (the scripted model and the providers' backends keep
-    /// no state between requests).
-    pub backend: Arc<dyn Backend>,
-    /// The tools.
-    pub tools: Arc<dyn Tools>,
-    /// The run-time settings at start; `PUT /agent/config` changes them.
-    pub settings: Settings,
-}
+pub use sluice_wiring::Services;
 
 /// How the server listens.
 #[derive(Clone, Debug)]

@@ -9,12 +9,30 @@
 
 use std::future::Future;
 
+use std::sync::Arc;
+
 use axum::Router;
+use sluice_config::Config;
 use sluice_mcp::McpServer;
 use sluice_mcp::http::HttpOptions;
+use sluice_runtime::LiveToolbox;
 use tokio_util::sync::CancellationToken;
 
 use crate::{ServeOptions, ServerError};
+
+/// The MCP server over `toolbox` (served live: a replacement applies to the next
+/// request), as configured: the cap of `[agent]`, `[mcp]`'s `allow_destructive` and
+/// `tools_per_page`.
+pub fn mcp_server(config: &Config, toolbox: Arc<LiveToolbox>) -> McpServer {
+    McpServer::live(
+        toolbox,
+        sluice_mcp::McpOptions {
+            cap: config.agent.max_tool_result_bytes,
+            allow_destructive: config.mcp.allow_destructive,
+            tools_per_page: config.mcp.tools_per_page as usize,
+        },
+    )
+}
 
 /// The MCP endpoint's options behind the guard of `options`: its body limit, no `Host` or
 /// `Origin` lists of its own (the guard checks both), and `shutdown` to end open streams.

@@ -33,7 +33,7 @@ use sluice_config::{Config, Overrides, ToolSource};
 use sluice_runtime::LiveToolbox;
 use tokio::sync::mpsc;
 
-use crate::wiring::{Loaded, ToolLoader, WiringError};
+use sluice_wiring::{Loaded, ToolLoader, WiringError};
 
 /// How long a burst of file events is gathered before a reload (ms-scale: a copy of a
 /// component is many writes).

@@ -240,7 +240,7 @@ fn read_file_component() -> &'static [u8] {
 }
 
 fn sluice_builtin(name: &str) -> &'static [u8] {
-    sluice_runtime::builtins()
+    sluice_builtins::BUILTINS
         .iter()
         .find(|(n, _)| *n == name)
         .map(|(_, wasm)| *wasm)

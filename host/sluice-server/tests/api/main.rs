@@ -43,13 +43,13 @@ fn engine() -> Arc<ToolEngine> {
 /// The built-in tools, read-only over `root` (named `root`); those named in `destructive`
 /// wait for approval.
 fn toolbox(root: &Path, destructive: &[&str]) -> Arc<Toolbox> {
-    let specs: Vec<ComponentSpec> = sluice_runtime::builtins()
+    let specs: Vec<ComponentSpec> = sluice_builtins::BUILTINS
         .iter()
-        .map(|(name, _)| {
+        .map(|&(name, wasm)| {
             let mut policy = ToolPolicy::read_only([("root".to_string(), root.to_path_buf())]);
-            policy.destructive = destructive.contains(name);
+            policy.destructive = destructive.contains(&name);
             ComponentSpec {
-                source: Source::Builtin(name),
+                source: Source::Builtin { name, wasm },
                 policy,
             }
         })

@@ -3,7 +3,7 @@
 use sluice_config::Config;
 use sluice_mcp::StdioOptions;
 use sluice_server::reload::ReloadOptions;
-use sluice_server::{ServeOptions, token_from, wiring};
+use sluice_server::{ServeOptions, token_from};
 
 use crate::cli::McpArgs;
 
@@ -31,7 +31,7 @@ pub(crate) async fn run(
         None => None,
     };
     let (toolbox, _reloader) = super::serve::live_tools(config, reload, !args.no_reload).await?;
-    let server = wiring::mcp_server(config, toolbox);
+    let server = sluice_server::mcp::mcp_server(config, toolbox);
     tracing::info!(tools = ?server.tool_names(), "serving MCP");
     match options {
         None => {

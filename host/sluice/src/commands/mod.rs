@@ -14,7 +14,6 @@ use std::io::Write;
 use anyhow::Context as _;
 use sluice_config::{Config, Overrides};
 use sluice_server::reload::ReloadOptions;
-use sluice_server::wiring;
 
 use crate::cli::{Cli, Command};
 
@@ -95,7 +94,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
             return runtime.block_on(store::run(&config, command));
         }
         Command::Call { tool, args } => {
-            let toolbox = runtime.block_on(wiring::load_tools(&config, Some(&tool)))?;
+            let toolbox = runtime.block_on(sluice_wiring::load_tools(&config, Some(&tool)))?;
             let args = args.unwrap_or_default();
             let observation =
                 runtime.block_on(toolbox.call(&tool, &args, config.agent.max_tool_result_bytes));
@@ -108,7 +107,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
             }
         }
         Command::Tools { command: None } => {
-            let toolbox = runtime.block_on(wiring::load_tools(&config, None))?;
+            let toolbox = runtime.block_on(sluice_wiring::load_tools(&config, None))?;
             let mut tools: Vec<_> = toolbox
                 .tools()
                 .map(serde_json::to_value)

@@ -8,7 +8,6 @@ use sluice_agent::{Agent, RunEvent};
 use sluice_backends::Backend;
 use sluice_config::Config;
 use sluice_protocol::SessionStatus;
-use sluice_server::wiring;
 use sluice_store::{Store, StoreError};
 use tokio_util::sync::CancellationToken;
 
@@ -16,7 +15,7 @@ use crate::cli::RunArgs;
 
 /// Runs the agent; the answer (or `--json`) on stdout.
 pub(crate) async fn run(config: &Config, args: RunArgs) -> anyhow::Result<()> {
-    let store: Arc<dyn Store> = wiring::open_store(config).await?;
+    let store: Arc<dyn Store> = sluice_wiring::open_store(config).await?;
     let session_id = match &args.session {
         Some(name) => session_named(store.as_ref(), name, args.prompt.is_some()).await?,
         None => {
@@ -28,8 +27,8 @@ pub(crate) async fn run(config: &Config, args: RunArgs) -> anyhow::Result<()> {
         }
     };
     let backend = backend(config, &args)?;
-    let tools = Arc::new(wiring::load_tools(config, None).await?);
-    let settings = wiring::settings(config);
+    let tools = Arc::new(sluice_wiring::load_tools(config, None).await?);
+    let settings = sluice_wiring::settings(config);
     let agent = Agent::new(store.clone(), backend, tools, settings);
 
     let cancel = CancellationToken::new();
@@ -118,7 +117,7 @@ pub(crate) struct RunEnded(pub(crate) u8, pub(crate) String);
 /// The configured model (`[model]`, `--model`), wrapped in a simulated context window if
 /// asked.
 fn backend(config: &Config, args: &RunArgs) -> anyhow::Result<Arc<dyn Backend>> {
-    let inner = wiring::backend(config)?;
+    let inner = sluice_wiring::backend(config)?;
     Ok(match args.context_window_bytes {
         Some(bytes) => Arc::new(sluice_backends::window::ContextWindow::new(inner, bytes)),
         None => inner,

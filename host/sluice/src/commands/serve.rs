@@ -7,8 +7,8 @@ use anyhow::Context as _;
 use sluice_config::Config;
 use sluice_runtime::LiveToolbox;
 use sluice_server::reload::{self, ReloadOptions, Reloader};
-use sluice_server::wiring::{self, ToolLoader};
 use sluice_server::{ServeOptions, Server, token_from};
+use sluice_wiring::ToolLoader;
 
 use crate::cli::ServeArgs;
 
@@ -32,10 +32,10 @@ pub(crate) async fn run(
     // Refuse a bad address/token pairing before loading anything.
     options.check()?;
     let (tools, _reloader) = live_tools(config, reload, !args.no_reload).await?;
-    let services = wiring::services_with_tools(config, tools.clone())
+    let services = sluice_wiring::services_with_tools(config, tools.clone())
         .await
         .context("failed to set up the agent")?;
-    let mcp = wiring::mcp_server(config, tools);
+    let mcp = sluice_server::mcp::mcp_server(config, tools);
     let bound = Server::new(services, options)?.with_mcp(mcp).bind().await?;
     #[allow(clippy::print_stderr)]
     {

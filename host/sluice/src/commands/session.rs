@@ -9,7 +9,7 @@ use crate::cli::SessionCommand;
 
 /// Runs a session command; output is JSON on stdout.
 pub(crate) async fn run(config: &Config, command: SessionCommand) -> anyhow::Result<()> {
-    let store = sluice_server::wiring::open_store(config).await?;
+    let store = sluice_wiring::open_store(config).await?;
     let mut out = std::io::stdout();
     match command {
         SessionCommand::List => {

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use sluice_config::{Config, ToolSource};
 use sluice_registry::{Fetched, Lock, OciReference, Request, Resolve, SignatureStatus};
 use sluice_runtime::ToolPolicy;
-use sluice_server::wiring::{self, ToolLoader};
+use sluice_wiring::ToolLoader;
 
 use crate::cli::{RegistryArgs, ToolsCommand};
 
@@ -29,12 +29,12 @@ pub(crate) async fn run(config: &Config, command: ToolsCommand) -> anyhow::Resul
 async fn inspect(config: &Config, target: &str, registry: &RegistryArgs) -> anyhow::Result<Value> {
     let loader = ToolLoader::new(config)?;
     if !target.starts_with(sluice_registry::reference::SCHEME) {
-        let source = wiring::component_source(Path::new(target))?;
+        let source = sluice_wiring::component_source(Path::new(target))?;
         let inspection = sluice_runtime::inspect(loader.engine(), &source, &ToolPolicy::default())?;
         return Ok(serde_json::to_value(inspection)?);
     }
     let reference = OciReference::parse(target)?;
-    let keys = wiring::public_keys(&registry.keys)?;
+    let keys = sluice_wiring::public_keys(&registry.keys)?;
     // A lock of its own: inspecting pins nothing.
     let mut lock = Lock::empty(Path::new(sluice_registry::LOCK_FILE_NAME));
     let request = Request {
@@ -64,7 +64,7 @@ async fn inspect(config: &Config, target: &str, registry: &RegistryArgs) -> anyh
     };
     let inspection = sluice_runtime::inspect(
         loader.engine(),
-        &wiring::oci_source(&fetched),
+        &sluice_wiring::oci_source(&fetched),
         &ToolPolicy::default(),
     )?;
     let mut value = fetched_json(&fetched);
@@ -77,7 +77,7 @@ async fn inspect(config: &Config, target: &str, registry: &RegistryArgs) -> anyh
 /// Fetches (and verifies) one reference, resolving its tag now, and pins it in the lock.
 async fn pull(config: &Config, reference: &str, registry: &RegistryArgs) -> anyhow::Result<Value> {
     let reference = OciReference::parse(reference)?;
-    let keys = wiring::public_keys(&registry.keys)?;
+    let keys = sluice_wiring::public_keys(&registry.keys)?;
     let loader = ToolLoader::new(config)?;
     let mut lock = Lock::load(&config.lock_file)?;
     let request = Request {

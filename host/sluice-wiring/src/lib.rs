@@ -2,6 +2,15 @@
 //! model and the loop's settings. The `sluice` CLI (`run`, `call`, `tools`, `session`) and
 //! `sluice serve` both wire themselves through here, so a configuration means the same thing
 //! to both.
+//!
+//! - [`services`]: everything an agent needs ([`Services`]), from [`open_store`],
+//!   [`load_tools`], [`backend`] and [`settings`].
+//! - [`ToolLoader`]: the configured tools for the life of a process (one engine; `oci://`
+//!   components fetched and verified before anything is compiled), also what live reload
+//!   loads replacements through.
+//!
+//! No HTTP server here: the operator API (`sluice-server`) builds on this crate, and a
+//! command that only calls a tool (`sluice call`) needs nothing of it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,14 +24,29 @@ use sluice_config::{
 };
 use sluice_registry::RegistryError;
 use sluice_runtime::{
-    ComponentSpec, EngineOptions, FunctionPolicy, HttpAllow, HttpGrant, HttpHost, LiveToolbox,
-    PolicyOrigin, PoolOptions, RootGrant, RuntimeError, SecretSource, Source, ToolEngine,
-    ToolPolicy, Toolbox,
+    ComponentSpec, EngineOptions, FunctionPolicy, HttpAllow, HttpGrant, HttpHost, PolicyOrigin,
+    PoolOptions, RootGrant, RuntimeError, SecretSource, Source, ToolEngine, ToolPolicy, Toolbox,
 };
 use sluice_store::{PgStore, SqliteStore, Store, StoreError};
 
-use crate::Services;
+mod loader;
+
 pub use crate::loader::{Loaded, ToolLoader, oci_cache_dir, oci_source, public_keys};
+
+/// What runs the sessions: the parts [`services`] wires from a configuration, which the
+/// CLI's `run` and the operator API (`sluice-server`) both run on.
+pub struct Services {
+    /// The session store.
+    pub store: Arc<dyn Store>,
+    /// The model, shared by every run (the scripted model and the providers' backends keep
+    /// no state between requests).
+    pub backend: Arc<dyn Backend>,
+    /// The tools.
+    pub tools: Arc<dyn sluice_agent::Tools>,
+    /// The run-time settings at start (the operator API's `PUT /agent/config` changes its
+    /// copy).
+    pub settings: Settings,
+}
 
 /// Why the configured parts could not be put together.
 #[derive(Debug, thiserror::Error)]
@@ -135,7 +159,7 @@ pub fn engine_for(config: &Config) -> Result<ToolEngine, WiringError> {
 /// [`WiringError::NotFetched`] for a component from a registry (see [`ToolLoader`]).
 pub fn component_spec(t: &ToolConfig) -> Result<ComponentSpec, WiringError> {
     let source = match &t.source {
-        ToolSource::Builtin(name) => Source::Builtin(builtin_name(name)?),
+        ToolSource::Builtin(name) => builtin(name)?,
         ToolSource::Component(path) => component_source(path)?,
         ToolSource::Oci(_) => return Err(WiringError::NotFetched(t.name.clone())),
     };
@@ -224,12 +248,16 @@ fn http_grant(c: &sluice_config::http::HttpConfig) -> HttpGrant {
     }
 }
 
-/// The `'static` name of built-in tool `name`.
-fn builtin_name(name: &str) -> Result<&'static str, WiringError> {
-    sluice_runtime::builtins()
+/// Built-in tool `name` as a source: its component, as this build embeds it
+/// ([`sluice_builtins::BUILTINS`]).
+///
+/// # Errors
+/// [`WiringError::NoBuiltin`] when this build has no built-in tool of that name.
+pub fn builtin(name: &str) -> Result<Source, WiringError> {
+    sluice_builtins::BUILTINS
         .iter()
         .find(|(n, _)| *n == name)
-        .map(|(n, _)| *n)
+        .map(|&(name, wasm)| Source::Builtin { name, wasm })
         .ok_or_else(|| WiringError::NoBuiltin(name.to_string()))
 }
 
@@ -371,20 +399,6 @@ pub async fn services_with_tools(
         tools,
         settings: settings(config),
     })
-}
-
-/// The MCP server over `toolbox` (served live: a replacement applies to the next
-/// request), as configured: the cap of `[agent]`, `[mcp]`'s `allow_destructive` and
-/// `tools_per_page`.
-pub fn mcp_server(config: &Config, toolbox: Arc<LiveToolbox>) -> sluice_mcp::McpServer {
-    sluice_mcp::McpServer::live(
-        toolbox,
-        sluice_mcp::McpOptions {
-            cap: config.agent.max_tool_result_bytes,
-            allow_destructive: config.mcp.allow_destructive,
-            tools_per_page: config.mcp.tools_per_page as usize,
-        },
-    )
 }
 
 #[cfg(test)]

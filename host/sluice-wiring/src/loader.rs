@@ -10,7 +10,7 @@ use sluice_config::{Config, OciSource, ToolConfig, ToolSource};
 use sluice_registry::{Fetched, Fetcher, Lock, PublicKey, RegistryError, Request, Resolve};
 use sluice_runtime::{ComponentSpec, RuntimeError, Source, ToolEngine, ToolPolicy, Toolbox};
 
-use crate::wiring::{WiringError, cache_dir, component_spec, engine_for, spec_with};
+use crate::{WiringError, cache_dir, component_spec, engine_for, spec_with};
 
 /// What loads tools for the life of a process: one engine (its epoch thread, its pooled
 /// memories, its call pool, its cache of compiled components), and the fetcher of
@@ -142,11 +142,8 @@ impl ToolLoader {
         let fingerprint = specs
             .iter()
             .map(|s| {
-                let digest = s
-                    .source
-                    .bytes()
-                    .map(sluice_runtime::component::sha256_hex)
-                    .unwrap_or_default();
+                let digest = s.source.bytes();
+                let digest = sluice_runtime::component::sha256_hex(digest);
                 (s.source.describe(), digest, s.policy.clone())
             })
             .collect();
