@@ -721,16 +721,18 @@ async fn the_cli_shares_the_database_and_its_one_run_per_session() {
     assert_eq!(contents, ["first", "done"]);
 
     // Now replica A runs it; the CLI is refused meanwhile.
-    let (status, _) = a
+    let (status, accepted) = a
         .post("/sessions/cli/prompts", json!({"prompt": "third"}))
         .await;
-    assert_eq!(status, 202);
+    assert_eq!(status, 202, "{accepted}");
     cluster.model().next_request();
     let refused = cluster.cli_output(true, &["run", "--session", "cli", "refused"]);
     assert_eq!(refused, (Some(2), String::new(), busy.to_string()));
     cluster.model().release_one();
+    // Followed by its run id: the run may end before the stream opens, and a stream
+    // without one, opened after the session's run ended, waits for the next run.
     let mut events = Vec::new();
-    a.stream("/sessions/cli/events")
+    a.stream(accepted["events"].as_str().unwrap())
         .await
         .read_to_finish(&mut events)
         .await;
