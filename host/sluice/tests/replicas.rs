@@ -296,6 +296,9 @@ struct Events {
 
 impl Events {
     async fn next(&mut self) -> Option<Value> {
+        // One deadline for the event, not one per chunk: the server's keep-alive comments
+        // arrive every 15 s, so a stream that never sends the event would never time out.
+        let deadline = tokio::time::Instant::now() + EVENT_TIMEOUT;
         loop {
             while let Some(end) = self.text.find("\n\n") {
                 let message: String = self.text.drain(..end + 2).collect();
@@ -308,7 +311,7 @@ impl Events {
                     return Some(serde_json::from_str(&data).unwrap());
                 }
             }
-            let chunk = tokio::time::timeout(EVENT_TIMEOUT, self.response.chunk())
+            let chunk = tokio::time::timeout_at(deadline, self.response.chunk())
                 .await
                 .expect("an event in time")
                 .unwrap()?;
