@@ -269,6 +269,9 @@ struct EventReader {
     text: String,
 }
 
+/// The longest a test waits for the next event of a stream: 120 s.
+const EVENT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
 impl EventReader {
     fn new(response: reqwest::Response) -> EventReader {
         assert_eq!(response.status().as_u16(), 200);
@@ -278,8 +281,11 @@ impl EventReader {
         }
     }
 
-    /// The next event's data, or `None` at the end of the stream.
+    /// The next event's data, or `None` at the end of the stream. Panics when no event
+    /// comes within [`EVENT_TIMEOUT`] (keep-alive comments do not count), so a stream that
+    /// never sends one fails the test instead of hanging it.
     async fn next(&mut self) -> Option<Value> {
+        let deadline = tokio::time::Instant::now() + EVENT_TIMEOUT;
         loop {
             while let Some(end) = self.text.find("\n\n") {
                 let message: String = self.text.drain(..end + 2).collect();
@@ -305,7 +311,10 @@ impl EventReader {
                 );
                 return Some(event);
             }
-            let chunk = self.response.chunk().await.unwrap()?;
+            let chunk = tokio::time::timeout_at(deadline, self.response.chunk())
+                .await
+                .expect("an event within EVENT_TIMEOUT")
+                .unwrap()?;
             self.text.push_str(std::str::from_utf8(&chunk).unwrap());
         }
     }
