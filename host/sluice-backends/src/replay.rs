@@ -121,17 +121,24 @@ pub enum ReplayError {
     },
 }
 
+/// The most bytes read from a replay script: 64 MiB.
+pub const MAX_REPLAY_FILE_BYTES: u64 = 64 << 20;
+
 impl ReplayModel {
     /// Reads and parses the script at `path` (see the module docs for the format).
     ///
-    /// Errors: [`ReplayError::Read`] when the file cannot be read, [`ReplayError::Parse`] (with
+    /// Errors: [`ReplayError::Read`] when the file cannot be read, is not a regular file or
+    /// holds more than [`MAX_REPLAY_FILE_BYTES`], [`ReplayError::Parse`] (with
     /// the file and line) for the first invalid line.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, ReplayError> {
         let path = path.as_ref();
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ReplayError::Read {
-            file: file.clone(),
-            source,
+        // Opened without blocking and read only when regular (a FIFO would hang the run).
+        let text = sluice_files::read_text(path, MAX_REPLAY_FILE_BYTES).map_err(|e| {
+            ReplayError::Read {
+                file: file.clone(),
+                source: std::io::Error::other(e),
+            }
         })?;
         Self::parse(&file, &text)
     }
@@ -595,6 +602,31 @@ mod tests {
         assert_eq!(observer.requests().len(), 2);
         assert_eq!(observer.turns_used(), 2);
         assert_eq!(observer.turns()[0].delay, Duration::from_secs(5));
+    }
+
+    /// A FIFO as the replay script is refused at once, naming the file and what it is.
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_as_the_script_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("replay.jsonl");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let error = ReplayModel::from_file(&fifo).err().unwrap();
+        assert!(matches!(error, ReplayError::Read { .. }), "{error:?}");
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "cannot read the replay script {}: not a regular file (it is a FIFO); name a regular file",
+                fifo.display()
+            )
+        );
     }
 
     #[test]

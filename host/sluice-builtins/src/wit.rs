@@ -7,6 +7,7 @@
 //! `componentize-js --wit DIR` read: `DIR/sluice-tools.wit` and, in `DIR/deps/`, one file per
 //! WASI 0.2 package and the directory `config/` of `wasi:config`.
 
+use sluice_files::RegularFileError;
 use std::path::{Path, PathBuf};
 
 /// The WASI version of [`WASI_WIT`]: what wasmtime-wasi 48.0.8 implements. Components
@@ -85,11 +86,21 @@ pub fn write_wit(dir: &Path) -> Result<Vec<PathBuf>, WitError> {
         .map(|(rel, text)| (dir.join(rel), text))
         .collect();
     for (path, text) in &files {
-        match std::fs::read(path) {
+        // Read without blocking and only when regular (a FIFO there would hang a plain
+        // read); a file larger than any WIT file written here differs from it.
+        let limit = text.len() as u64;
+        match sluice_files::read_regular(path, limit) {
             Ok(existing) if existing == text.as_bytes() => {}
-            Ok(_) => return Err(WitError::Differs { path: path.clone() }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io(path, e)),
+            Ok(_) | Err(RegularFileError::TooLarge(_)) => {
+                return Err(WitError::Differs { path: path.clone() });
+            }
+            Err(RegularFileError::NotFound(_)) => {}
+            Err(e) => {
+                return Err(WitError::Io {
+                    path: path.clone(),
+                    reason: e.to_string(),
+                });
+            }
         }
     }
     for (path, text) in &files {

@@ -142,3 +142,32 @@ fn writing_again_is_a_no_op_and_other_contents_are_never_overwritten() {
     );
     assert_eq!(std::fs::read_to_string(&io).unwrap(), "package mine:io;\n");
 }
+
+/// A FIFO where a file would be written is refused at once, naming it (reading it to compare
+/// would wait for a writer for ever); nothing is written.
+#[cfg(unix)]
+#[test]
+fn a_fifo_in_the_way_is_refused_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("wit");
+    std::fs::create_dir(&out).unwrap();
+    let fifo = out.join(SLUICE_TOOLS_FILE);
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let error = write_wit(&out).unwrap_err();
+    assert!(matches!(error, WitError::Io { .. }), "{error:?}");
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "failed to write {}: not a regular file (it is a FIFO); name a regular file",
+            fifo.display()
+        )
+    );
+    assert!(!out.join("deps").exists());
+}

@@ -331,7 +331,9 @@ impl Resolver<'_> {
     }
 
     /// Every `*.wasm` in `dir`, sorted by name, each with its sibling `*.toml` policy or
-    /// none (nothing granted).
+    /// none (nothing granted). Entries that are not regular files (a FIFO, a directory, a
+    /// dangling link) are listed too, so loading them reports why they are unavailable
+    /// (and `strict` refuses to start) instead of leaving them out without a word.
     pub(crate) fn directory(&self, dir: &Path) -> Result<Vec<ToolConfig>, ConfigError> {
         let read_dir = std::fs::read_dir(dir).map_err(|e| ConfigError::Read {
             path: dir.to_path_buf(),
@@ -340,7 +342,7 @@ impl Resolver<'_> {
         let mut wasm: Vec<PathBuf> = read_dir
             .filter_map(Result::ok)
             .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
+            .filter(|p| p.extension().is_some_and(|x| x == "wasm"))
             .collect();
         wasm.sort();
         let mut out = Vec::new();

@@ -192,3 +192,44 @@ fn a_tools_directory_policy_takes_config_and_secrets_relative_to_itself() {
         )
     );
 }
+
+/// A `*.wasm` in a tools directory that is no regular file (a FIFO, a directory) is listed
+/// like any other, so loading it says why it is unavailable (and `strict` refuses to start)
+/// instead of leaving it out without a word.
+#[cfg(unix)]
+#[test]
+fn a_tools_directory_lists_a_wasm_that_is_no_regular_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = dir.path().join("tools");
+    std::fs::create_dir(&tools).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &tools.join("piped.wasm"),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    std::fs::create_dir(tools.join("folder.wasm")).unwrap();
+    let path = dir.path().join("sluice.toml");
+    std::fs::write(&path, "builtins = []\ntools_dir = \"tools\"\n").unwrap();
+    let config = Config::resolve(Some(&path), &|_| None, &Overrides::default()).unwrap();
+    let listed: Vec<(&str, &sluice_config::ToolSource)> = config
+        .tools
+        .iter()
+        .map(|t| (t.name.as_str(), &t.source))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            (
+                "folder",
+                &sluice_config::ToolSource::Component(tools.join("folder.wasm"))
+            ),
+            (
+                "piped",
+                &sluice_config::ToolSource::Component(tools.join("piped.wasm"))
+            ),
+        ]
+    );
+}

@@ -59,7 +59,9 @@ impl AwsCredentials {
             None => "no home directory to find ~/.aws/credentials in".to_string(),
         };
         if let Some(path) = &file {
-            match std::fs::read_to_string(path) {
+            // Opened without blocking and read only when regular: a FIFO here would hang
+            // the start (at most 64 KiB, as for every secret file).
+            match sluice_files::read_text(path, sluice_files::MAX_SECRET_FILE_BYTES) {
                 Ok(text) => {
                     if let Some(credentials) = profile_credentials(&text, &profile) {
                         return Ok(credentials);

@@ -170,6 +170,31 @@ fn credentials_come_from_the_profile_file() {
     assert!(error.message.contains("[nope]"), "{}", error.message);
 }
 
+/// A FIFO as the credentials file is refused at once (a plain read would wait for a writer
+/// for ever), naming the file and what it is.
+#[cfg(unix)]
+#[test]
+fn a_fifo_as_the_credentials_file_is_refused_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("credentials");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let env = env_of(&[("AWS_SHARED_CREDENTIALS_FILE", fifo.to_str().unwrap())]);
+    let error = AwsCredentials::resolve(&env, None).unwrap_err();
+    assert_eq!(error.kind, ErrorKind::BadRequest);
+    let why = format!(
+        "cannot read {}: not a regular file (it is a FIFO); name a regular file",
+        fifo.display()
+    );
+    assert!(error.message.contains(&why), "{}", error.message);
+}
+
 #[test]
 fn missing_credentials_and_region_name_what_to_set() {
     let home = tempfile::tempdir().unwrap();
