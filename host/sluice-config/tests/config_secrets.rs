@@ -204,7 +204,7 @@ fn a_tools_directory_lists_a_wasm_that_is_no_regular_file() {
     std::fs::create_dir(&tools).unwrap();
     rustix::fs::mknodat(
         rustix::fs::CWD,
-        &tools.join("piped.wasm"),
+        tools.join("piped.wasm"),
         rustix::fs::FileType::Fifo,
         rustix::fs::Mode::from_raw_mode(0o600),
         0,
