@@ -41,16 +41,6 @@ fn assert_still_serving(sb: &Sandbox) {
     assert_eq!(sb.ok("big_string", &json!({"bytes": 3})), json!("xxx"));
 }
 
-/// Makes a FIFO at `path`.
-fn mkfifo(path: &Path) {
-    rustix::fs::mkfifoat(
-        rustix::fs::CWD,
-        path,
-        rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
-    )
-    .expect("a FIFO");
-}
-
 /// File descriptors of this process open on `path` (other tests of the process open and
 /// close their own meanwhile).
 fn open_fds(path: &Path) -> usize {
@@ -108,7 +98,7 @@ fn waiting_inside_a_host_call_ends_at_the_timeout() {
 #[test]
 fn opening_a_fifo_does_not_block() {
     let sb = hostile(|p| p.timeout = Duration::from_millis(2000));
-    mkfifo(&sb.root().join("fifo"));
+    sluice_files::make_fifo(&sb.root().join("fifo")).expect("a FIFO");
     // A third-party tool opens it the usual way (std::fs) and reads it: the open returns at
     // once (no writer needed), and reading the FIFO fails (WASI `io`) instead of waiting.
     let (took, message, kind) = timed_err(&sb, "read_file", &json!({"path": "/root/fifo"}));
@@ -117,7 +107,7 @@ fn opening_a_fifo_does_not_block() {
     assert_still_serving(&sb);
     // The built-in tools refuse it by its type.
     let builtins = Sandbox::new(cache(), 65_536);
-    mkfifo(&builtins.root().join("fifo"));
+    sluice_files::make_fifo(&builtins.root().join("fifo")).expect("a FIFO");
     for tool in ["read_file", "tail_file"] {
         let start = Instant::now();
         let (message, kind) = builtins.err(tool, &json!({"path": "fifo"}));

@@ -150,12 +150,7 @@ fn the_api_stays_responsive_while_hostile_calls_run() {
     let root = dir.path().join("root");
     std::fs::create_dir(&root).unwrap();
     std::fs::write(root.join("f.txt"), "x").unwrap();
-    rustix::fs::mkfifoat(
-        rustix::fs::CWD,
-        root.join("fifo"),
-        rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
-    )
-    .unwrap();
+    sluice_files::make_fifo(&root.join("fifo")).unwrap();
     let mut policy = sluice_runtime::ToolPolicy::read_only([("root".to_string(), root)]);
     policy.timeout = TIMEOUT;
     let toolbox = sluice_runtime::Toolbox::load(

@@ -152,14 +152,7 @@ fn a_fifo_in_the_way_is_refused_without_blocking() {
     let out = dir.path().join("wit");
     std::fs::create_dir(&out).unwrap();
     let fifo = out.join(SLUICE_TOOLS_FILE);
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        &fifo,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o600),
-        0,
-    )
-    .unwrap();
+    sluice_files::make_fifo(&fifo).unwrap();
     let error = write_wit(&out).unwrap_err();
     assert!(matches!(error, WitError::Io { .. }), "{error:?}");
     assert_eq!(

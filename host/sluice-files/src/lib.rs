@@ -90,6 +90,22 @@ pub fn read_regular(path: &Path, max_bytes: u64) -> Result<Vec<u8>, RegularFileE
     Ok(bytes)
 }
 
+/// Creates a named pipe (FIFO) at `path`, readable and writable by its owner only (mode
+/// 0600). A FIFO without a writer is the file that hangs a plain `open` for ever, so this is
+/// how tests show that a special file where a regular one belongs is refused at once.
+///
+/// # Errors
+/// The operating system's, as from `mkfifo(3)`: for example `AlreadyExists` when something
+/// is at `path`, or `NotFound` when its directory is missing.
+pub fn make_fifo(path: &Path) -> std::io::Result<()> {
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+    )
+    .map_err(std::io::Error::from)
+}
+
 /// [`read_regular`], as UTF-8 text.
 ///
 /// # Errors
@@ -115,14 +131,7 @@ mod tests {
     fn a_fifo_a_directory_and_a_device_are_refused_without_blocking() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("fifo");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        make_fifo(&fifo).unwrap();
         // Without O_NONBLOCK this open would wait for a writer for ever.
         assert_eq!(
             read_regular(&fifo, 10).unwrap_err().to_string(),

@@ -197,11 +197,7 @@ impl fmt::Display for OciReference {
 
 /// `sha256:` and the lowercase hex SHA-256 of `bytes`: the digest of a blob or manifest.
 pub fn sha256_digest(bytes: &[u8]) -> String {
-    let hex: String = Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    format!("sha256:{hex}")
+    format!("sha256:{:x}", Sha256::digest(bytes))
 }
 
 /// True for `sha256:` followed by 64 lowercase hex digits.

@@ -121,10 +121,7 @@ pub(crate) struct ToolDef {
 
 /// The lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    format!("{:x}", Sha256::digest(bytes))
 }
 
 /// Compiles `source` and describes it without instantiating it: its tools (as they would be

@@ -440,14 +440,7 @@ mod tests {
         );
         // A FIFO would hang a plain read for ever; it is refused without blocking.
         let fifo = dir.path().join("fifo");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        sluice_files::make_fifo(&fifo).unwrap();
         let sources = BTreeMap::from([("api".to_string(), SecretSource::File(fifo.clone()))]);
         assert_eq!(
             resolve(&none, &sources, &env).err().unwrap().to_string(),

@@ -247,14 +247,6 @@ fn sluice_builtin(name: &str) -> &'static [u8] {
         .unwrap()
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 #[test]
 fn a_tools_directory_component_runs_under_its_policy() {
     let (_d, config) = drop_in(Some("read = [\"data\"]\ntimeout_ms = 5000\n"), "[]");
@@ -313,6 +305,12 @@ fn a_tool_name_taken_twice_stops_the_start() {
         ),
         "{err}"
     );
+}
+
+/// The lowercase hex SHA-256 of `bytes`, computed here rather than by the code under test.
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    format!("{:x}", sha2::Sha256::digest(bytes))
 }
 
 #[test]

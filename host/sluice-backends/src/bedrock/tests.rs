@@ -177,14 +177,7 @@ fn credentials_come_from_the_profile_file() {
 fn a_fifo_as_the_credentials_file_is_refused_without_blocking() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("credentials");
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        &fifo,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o600),
-        0,
-    )
-    .unwrap();
+    sluice_files::make_fifo(&fifo).unwrap();
     let env = env_of(&[("AWS_SHARED_CREDENTIALS_FILE", fifo.to_str().unwrap())]);
     let error = AwsCredentials::resolve(&env, None).unwrap_err();
     assert_eq!(error.kind, ErrorKind::BadRequest);

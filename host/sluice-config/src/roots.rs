@@ -1,0 +1,79 @@
+//! Roots: the named directories the file tools may read (`[roots]`, `--root NAME=DIR`).
+
+use std::path::{Path, PathBuf};
+
+use crate::ConfigError;
+
+/// A named root directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RootConfig {
+    /// Its name: what the model passes as `root`.
+    pub name: String,
+    /// The directory, made absolute.
+    pub dir: PathBuf,
+}
+
+/// What a root name may be.
+const ROOT_NAME_RULE: &str = "a root name is 1 to 64 characters of letters, digits, `_`, `-` and `.`, other than `.` and `..`";
+
+/// `DIR` (named by its last component) or `NAME=DIR`.
+pub(crate) fn root_from_flag(flag: &str) -> Result<RootConfig, ConfigError> {
+    if let Some((name, dir)) = flag.split_once('=') {
+        if valid_name(name) {
+            return root(name, Path::new(dir), dir);
+        }
+        // A directory whose path holds `=` is still taken whole, when it exists.
+        if !Path::new(flag).exists() {
+            return Err(ConfigError::Root {
+                name: name.to_string(),
+                dir: dir.to_string(),
+                reason: format!("the name is not allowed: {ROOT_NAME_RULE} (--root NAME=DIR)"),
+            });
+        }
+    }
+    let path = Path::new(flag);
+    let absolute = std::path::absolute(path).map_err(|e| ConfigError::Root {
+        name: flag.to_string(),
+        dir: flag.to_string(),
+        reason: e.to_string(),
+    })?;
+    let name = absolute
+        .canonicalize()
+        .unwrap_or_else(|_| absolute.clone())
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .filter(|n| valid_name(n))
+        .unwrap_or_else(|| "root".to_string());
+    root(&name, path, flag)
+}
+
+/// A root called `name` at `dir` (`shown` is how the operator wrote it).
+pub(crate) fn root(name: &str, dir: &Path, shown: &str) -> Result<RootConfig, ConfigError> {
+    let fail = |reason: String| ConfigError::Root {
+        name: name.to_string(),
+        dir: shown.to_string(),
+        reason,
+    };
+    if !valid_name(name) {
+        return Err(fail(ROOT_NAME_RULE.into()));
+    }
+    let dir = dir
+        .canonicalize()
+        .map_err(|e| fail(format!("cannot be opened: {e}")))?;
+    if !dir.is_dir() {
+        return Err(fail("is not a directory".into()));
+    }
+    Ok(RootConfig {
+        name: name.to_string(),
+        dir,
+    })
+}
+
+fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name != "."
+        && name != ".."
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+}

@@ -1,0 +1,231 @@
+use super::*;
+
+/// A config file in a temp dir with roots `logs` and `src`; `body` may start with
+/// top-level keys (they go before the `[roots]` table).
+#[test]
+fn oci_components_take_keys_and_insecure_and_a_lock_beside_the_file() {
+    let (d, file) = setup(
+        "builtins = []\n[tools.wc]\ncomponent = \"oci://127.0.0.1:5000/tools/wc:1.0\"\nverify.key = \"keys/cosign.pub\"\n[tools.two]\ncomponent = \"oci://registry.example/two@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"\nverify = { key = [\"a.pub\", \"b.pub\"] }\ninsecure = true\n",
+    );
+    let config = resolve(&file).unwrap();
+    assert_eq!(config.lock_file, d.path().join("sluice.lock"));
+    let sources: Vec<_> = config.tools.iter().map(|t| t.source.clone()).collect();
+    let ToolSource::Oci(two) = &sources[0] else {
+        panic!("{sources:?}")
+    };
+    assert_eq!(two.reference.registry(), "registry.example");
+    assert_eq!(two.keys, [d.path().join("a.pub"), d.path().join("b.pub")]);
+    assert!(two.insecure);
+    let ToolSource::Oci(wc) = &sources[1] else {
+        panic!("{sources:?}")
+    };
+    assert_eq!(
+        wc.reference.to_string(),
+        "oci://127.0.0.1:5000/tools/wc:1.0"
+    );
+    assert_eq!(wc.keys, [d.path().join("keys/cosign.pub")]);
+    assert!(!wc.insecure);
+
+    let cases = [
+        (
+            "[tools.x]\ncomponent = \"oci://127.0.0.1:5000/x\"\n",
+            "tools.x.component must be a path to a .wasm file, or oci://REGISTRY/REPOSITORY:TAG",
+        ),
+        (
+            "[tools.x]\ncomponent = \"x.wasm\"\nverify.key = \"cosign.pub\"\n",
+            "tools.x.verify must be set only for a component from a registry",
+        ),
+        (
+            "[tools.x]\ncomponent = \"x.wasm\"\ninsecure = true\n",
+            "tools.x.insecure must be set only for a component from a registry",
+        ),
+        (
+            "[tools.x]\ncomponent = \"oci://r.example/x:1\"\nverify.key = []\n",
+            "tools.x.verify.key must be a public key file (\"cosign.pub\") or a non-empty list of them; got []",
+        ),
+    ];
+    for (body, expected) in cases {
+        let (_d, file) = setup(body);
+        let e = resolve(&file).unwrap_err().to_string();
+        assert!(e.starts_with(expected), "{e}\nexpected: {expected}");
+    }
+    let (_d, file) = setup("[tools.x]\ncomponent = \"oci://127.0.0.1:5000/x\"\n");
+    let e = resolve(&file).unwrap_err().to_string();
+    assert!(e.contains("Sluice does not assume :latest"), "{e}");
+    assert!(e.contains("sluice.toml line 2)"), "{e}");
+}
+
+fn setup(body: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("logs")).unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    let file = dir.path().join("sluice.toml");
+    std::fs::write(
+        &file,
+        format!("{body}\n[roots]\nlogs = \"logs\"\nsrc = \"src\"\n"),
+    )
+    .unwrap();
+    (dir, file)
+}
+
+fn resolve(file: &Path) -> Result<Config, ConfigError> {
+    let env = |k: &str| (k == "LANG").then(|| "C.UTF-8".to_string());
+    Config::resolve(Some(file), &env, &Overrides::default())
+}
+
+#[test]
+fn builtins_read_every_root_by_default() {
+    let (_d, file) = setup("");
+    let c = resolve(&file).unwrap();
+    let names: Vec<&str> = c.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, BUILTIN_TOOLS);
+    let t = &c.tools[0];
+    assert_eq!(t.source, ToolSource::Builtin("read_file".into()));
+    assert_eq!(
+        t.read.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
+        ["logs", "src"]
+    );
+    assert_eq!((t.memory_mib, t.timeout_ms), (256, 10_000));
+}
+
+#[test]
+fn a_component_table_grants_only_what_it_names() {
+    let (d, file) = setup(
+        "builtins = [\"list_dir\"]\n\n[tools.stats]\ncomponent = \"stats.wasm\"\nread = [\"src\"]\nwrite = [\"logs\"]\nmemory_mib = 64\ntimeout_ms = 2000\nenv = [\"LANG\", \"UNSET\"]\nsha256 = \"AB00000000000000000000000000000000000000000000000000000000000000\"\ndescription = \"Text statistics\"\n",
+    );
+    let c = resolve(&file).unwrap();
+    assert_eq!(c.tools.len(), 2);
+    let t = &c.tools[1];
+    assert_eq!(t.name, "stats");
+    assert_eq!(t.source, ToolSource::Component(d.path().join("stats.wasm")));
+    assert_eq!(
+        t.read.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
+        ["src"]
+    );
+    assert_eq!(
+        t.write.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
+        ["logs"]
+    );
+    assert_eq!((t.memory_mib, t.timeout_ms), (64, 2000));
+    assert_eq!(t.env, [("LANG".to_string(), "C.UTF-8".to_string())]);
+    assert_eq!(
+        t.sha256.as_deref(),
+        Some("ab00000000000000000000000000000000000000000000000000000000000000")
+    );
+    assert_eq!(t.description.as_deref(), Some("Text statistics"));
+}
+
+#[test]
+fn bad_policies_are_config_errors_naming_the_key() {
+    let cases = [
+        (
+            "[tools.x]\ncomponent = \"x.wasm\"\nread = [\"nope\"]\n",
+            "tools.x.read must be names of defined roots (logs, src); got \"nope\"",
+        ),
+        (
+            "[tools.x]\ncomponent = \"x.wasm\"\nmemory_mib = 0\n",
+            "tools.x.memory_mib must be an integer from 1 to 4096 (MiB); got 0",
+        ),
+        (
+            "[tools.x]\ncomponent = \"x.wasm\"\ntimeout_ms = 1.5\n",
+            "tools.x.timeout_ms must be an integer from 1 to 3600000 (ms); got 1.5",
+        ),
+        (
+            "[tools.x]\ncomponent = \"x.wasm\"\nsha256 = \"abc\"\n",
+            "tools.x.sha256 must be 64 hexadecimal digits; got \"abc\"",
+        ),
+        (
+            "builtins = [\"cat\"]\n",
+            "builtins must be a list of built-in tool names (read_file, tail_file, grep_files, list_dir); got \"cat\"",
+        ),
+    ];
+    for (body, expected) in cases {
+        let (_d, file) = setup(body);
+        let e = resolve(&file).unwrap_err().to_string();
+        assert!(e.starts_with(expected), "{e}\nexpected: {expected}");
+    }
+    let (_d, file) = setup("[tools.x]\nread = [\"src\"]\n");
+    let e = resolve(&file).unwrap_err().to_string();
+    assert!(e.starts_with("tools.x must be a table with either `component = \"path.wasm\"` or `builtin = \"read_file\"` (or named after a built-in tool); got neither"), "{e}");
+    let (_d, file) = setup("[tools.x]\ncomponent = \"x.wasm\"\nfuel = 5\n");
+    assert!(
+        resolve(&file)
+            .unwrap_err()
+            .to_string()
+            .contains("unknown field `fuel`")
+    );
+}
+
+#[test]
+fn a_root_that_does_not_exist_stops_the_start() {
+    let (d, file) = setup("");
+    std::fs::write(&file, "[roots]\ngone = \"missing\"\n").unwrap();
+    let e = resolve(&file).unwrap_err().to_string();
+    assert!(
+        e.starts_with("root \"gone\" (missing): cannot be opened: "),
+        "{e}"
+    );
+    drop(d);
+}
+
+#[test]
+fn a_tools_directory_pairs_components_with_policies() {
+    let (d, file) = setup("builtins = []\ntools_dir = \"drop-in\"\n");
+    let dir = d.path().join("drop-in");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("b.wasm"), b"").unwrap();
+    std::fs::write(dir.join("a.wasm"), b"").unwrap();
+    std::fs::write(dir.join("a.toml"), "read = [\"logs\"]\ntimeout_ms = 500\n").unwrap();
+    std::fs::write(dir.join("notes.txt"), b"").unwrap();
+    let c = resolve(&file).unwrap();
+    let names: Vec<&str> = c.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["a", "b"]);
+    assert_eq!(c.tools[0].read[0].name, "logs");
+    assert_eq!(c.tools[0].timeout_ms, 500);
+    // Without a policy: nothing granted, default limits.
+    assert!(c.tools[1].read.is_empty() && c.tools[1].write.is_empty() && c.tools[1].env.is_empty());
+    assert_eq!(
+        (c.tools[1].memory_mib, c.tools[1].timeout_ms),
+        (256, 10_000)
+    );
+    std::fs::write(
+        dir.join("a.toml"),
+        "read = []\ncomponent = \"other.wasm\"\n",
+    )
+    .unwrap();
+    assert_eq!(
+        resolve(&file).unwrap_err().to_string(),
+        format!(
+            "invalid configuration file {}: line 2: a tools-directory policy describes its sibling .wasm; `component` and `builtin` are not allowed here",
+            dir.join("a.toml").display()
+        )
+    );
+}
+
+/// Issue 16 item 10: the unknown-key error of a sibling policy lists the keys allowed
+/// there, without `component` and `builtin`.
+#[test]
+fn a_sibling_policys_unknown_key_lists_only_its_keys() {
+    let (d, file) = setup("builtins = []\ntools_dir = \"drop-in\"\n");
+    let dir = d.path().join("drop-in");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("a.wasm"), b"").unwrap();
+    std::fs::write(dir.join("a.toml"), "read = [\"logs\"]\nfuel = 5\n").unwrap();
+    let e = resolve(&file).unwrap_err().to_string();
+    let expected = format!(
+        "invalid configuration file {}: line 2, fuel: unknown field `fuel`, expected one of ",
+        dir.join("a.toml").display()
+    );
+    assert!(e.starts_with(&expected), "{e}");
+    let listed = &e[expected.len()..];
+    assert!(listed.starts_with("`read`, `write`, "), "{e}");
+    assert!(!listed.contains("`component`"), "{e}");
+    assert!(!listed.contains("`builtin`"), "{e}");
+    // A `[tools.NAME]` table does take them.
+    let (_d, file) = setup("[tools.x]\ncomponent = \"x.wasm\"\nfuel = 5\n");
+    let e = resolve(&file).unwrap_err().to_string();
+    assert!(
+        e.contains("unknown field `fuel`, expected one of `component`, `builtin`, `read`"),
+        "{e}"
+    );
+}
