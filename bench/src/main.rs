@@ -120,6 +120,8 @@ fn main() -> anyhow::Result<()> {
             .build()?,
         engine: Arc::new(ToolEngine::new(EngineOptions {
             cache_dir: Some(work.path().join("cache")),
+            // `SLUICE_BENCH_PERF_MAP=1`: name guest functions for `perf record`.
+            perf_map: std::env::var_os("SLUICE_BENCH_PERF_MAP").is_some_and(|v| v == "1"),
             ..EngineOptions::default()
         })?),
         work: work.path().to_path_buf(),

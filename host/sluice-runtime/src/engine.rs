@@ -38,6 +38,9 @@ pub struct EngineOptions {
     /// The call pool: calls at once (`runtime.max_concurrent_calls`) and the wait for a
     /// slot (`runtime.queue_timeout_ms`).
     pub pool: PoolOptions,
+    /// Write `/tmp/perf-<pid>.map` for the code wasmtime compiles, so `perf report` names
+    /// guest functions (for profiling; default false).
+    pub perf_map: bool,
 }
 
 /// A wasmtime [`Engine`] set up for tools, and the thread that ticks its epoch.
@@ -77,7 +80,7 @@ impl ToolEngine {
         let pooled = if options.on_demand_allocation {
             None
         } else {
-            match Engine::new(&config(Some(&options.pool))) {
+            match Engine::new(&config(Some(&options.pool), options.perf_map)) {
                 Ok(engine) => Some(engine),
                 Err(e) => {
                     tracing::warn!(error = %e, "pooling allocator unavailable; using on-demand allocation");
@@ -88,7 +91,8 @@ impl ToolEngine {
         let pooling = pooled.is_some();
         let engine = match pooled {
             Some(engine) => engine,
-            None => Engine::new(&config(None)).map_err(|e| RuntimeError::Engine(e.to_string()))?,
+            None => Engine::new(&config(None, options.perf_map))
+                .map_err(|e| RuntimeError::Engine(e.to_string()))?,
         };
         let ticker = Ticker::start(engine.clone()).map_err(|e| {
             RuntimeError::Engine(format!("could not start the epoch ticker thread: {e}"))
@@ -216,12 +220,15 @@ fn store_atomically(path: &Path, component: &Component) -> std::io::Result<()> {
 /// Bytes of each pooled linear memory kept resident between calls (see [`config`]).
 const KEEP_RESIDENT_BYTES: usize = 2 << 20;
 
-/// The wasmtime configuration: components, epochs, and (given the call pool's sizes) pooled
-/// instances.
-fn config(pooling: Option<&PoolOptions>) -> Config {
+/// The wasmtime configuration: components, epochs, (given the call pool's sizes) pooled
+/// instances, and with `perf_map` a perf map of compiled code.
+fn config(pooling: Option<&PoolOptions>, perf_map: bool) -> Config {
     let mut config = Config::new();
     config.wasm_component_model(true);
     config.epoch_interruption(true);
+    if perf_map {
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
     if let Some(calls) = pooling {
         let instances = POOLED_INSTANCES.max(
             (calls.max_concurrent_calls + calls.max_stuck_threads)
