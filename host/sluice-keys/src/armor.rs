@@ -16,6 +16,7 @@
 //!   the key rules judge the same bytes, NULs ignored.
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
 
 use memchr::memmem;
 
@@ -58,11 +59,38 @@ fn visible(bytes: &[u8]) -> Cow<'_, [u8]> {
 /// True when `bytes` holds an armor line in any of the forms of the module docs.
 pub(crate) fn any(bytes: &[u8]) -> bool {
     let v = visible(bytes);
+    if !has_marker(&v) {
+        return false;
+    }
     Plain::new(&v).next().is_some()
         || split(&v, SPLIT_BEGIN)
             .chain(split(&v, SPLIT_END))
             .next()
             .is_some()
+}
+
+/// True when `bytes` holds a run of at least five `-` followed by `BEGIN` or `END`: every
+/// form of armor starts with one ([`SPLIT_BEGIN`], [`SPLIT_END`]). One scan for `-----`,
+/// so that text without armor (nearly all of it) costs a single pass instead of one per
+/// marker.
+fn has_marker(bytes: &[u8]) -> bool {
+    static DASHES: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new(b"-----"));
+    let mut from = 0;
+    while let Some(i) = DASHES.find(&bytes[from..]) {
+        // The end of this run of dashes: a marker's keyword follows its last five.
+        let run = from + i + 5;
+        let end = bytes[run..]
+            .iter()
+            .position(|&b| b != b'-')
+            .map_or(bytes.len(), |k| run + k);
+        let rest = &bytes[end..];
+        if rest.starts_with(b"BEGIN") || rest.starts_with(b"END") {
+            return true;
+        }
+        from = end;
+    }
+    false
 }
 
 /// Every armor line of `bytes`, in order and without overlaps (of two that overlap, the one
@@ -307,6 +335,29 @@ mod tests {
         ] {
             assert_eq!(found(text.as_bytes()), [], "{text:?}");
         }
+    }
+
+    #[test]
+    fn any_agrees_with_spans() {
+        for text in [
+            "",
+            "-----",
+            "------BEGIN RSA PRIVATE KEY-----",
+            "---------- END\n-----BEGIN EC PRIVATE KEY-----",
+            "-----BEGIN CERTIFICATE-----",
+            "a ----- b ------ c -----END RSA PRIVATE KEY-----",
+            "---- BEGIN RSA PRIVATE KEY----",
+            "-----BEGIN RSA PRIVATE\nKEY-----",
+            "-----END",
+            "x -----BEGINRSA PRIVATE KEY-----",
+        ] {
+            let b = text.as_bytes();
+            assert_eq!(any(b), !spans(b).is_empty(), "{text:?}");
+        }
+        assert!(any(b"------BEGIN RSA PRIVATE KEY-----"));
+        assert!(!any(b"----- BEGIN RSA PRIVATE KEY-----"));
+        assert!(!has_marker(b"----- BEGIN -----x ----"));
+        assert!(has_marker(b"--- -------END"));
     }
 
     #[test]

@@ -57,6 +57,10 @@ pub const MAX_TEXT_CHARS: usize = 500;
 /// The longest cursor, in bytes (docs/paging.md#grep_files-cursors).
 const MAX_CURSOR_BYTES: usize = 62;
 
+/// Files up to this size are read in one read, in bytes (64 KiB); larger ones read their
+/// first 8 KiB first, to pass over a binary file without reading the rest.
+const ONE_READ_BYTES: u64 = 64 * 1024;
+
 /// Directories never entered.
 const PRUNED_DIRS: &[&str] = &[".git", "node_modules"];
 
@@ -391,9 +395,9 @@ impl Search<'_> {
 
     /// Reads the file at `path` into `self.buf`; false when it must be skipped: unreadable,
     /// over 5 MiB, binary (NUL in the first 8 KiB), or holding key armor. A file over 5 MiB
-    /// is not read at all, a binary file no further than its first 8 KiB. Only the size the
-    /// file had when opened is read (bytes appended since are not searched), so a file of at
-    /// most 8 KiB takes one read and a larger one two.
+    /// is not read at all. Only the size the file had when opened is read (bytes appended
+    /// since are not searched). A file of at most [`ONE_READ_BYTES`] takes one read; a larger
+    /// one two, so that a large binary file is read no further than its first 8 KiB.
     fn load(&mut self, path: &Path) -> bool {
         self.buf.clear();
         let Ok(mut file) = crate::sys::OpenFile::open(path) else {
@@ -407,9 +411,10 @@ impl Search<'_> {
         if size > MAX_FILE_BYTES {
             return false;
         }
-        self.buf.reserve(size as usize);
-        let head = size.min(crate::file::BINARY_SNIFF_BYTES);
-        if file.read_into(0, head, &mut self.buf).is_err() || memchr::memchr(0, &self.buf).is_some()
+        let sniff = size.min(crate::file::BINARY_SNIFF_BYTES);
+        let head = if size <= ONE_READ_BYTES { size } else { sniff };
+        if file.read_into(0, head, &mut self.buf).is_err()
+            || memchr::memchr(0, &self.buf[..self.buf.len().min(sniff as usize)]).is_some()
         {
             return false;
         }
@@ -502,13 +507,19 @@ impl Collector {
 /// `\n` (one that ends the file among them) is text, matched and returned. Line numbers do
 /// not change.
 fn without_crlf(buf: &mut Vec<u8>) {
-    let Some(first) = memchr::memmem::find(buf, b"\r\n") else {
+    // `\r` is rare in most text, so one `memchr` pass finds the first `\r\n` (if any).
+    let crlf = |from: usize, buf: &[u8]| {
+        memchr::memchr_iter(b'\r', &buf[from..])
+            .map(|i| from + i)
+            .find(|&i| buf.get(i + 1) == Some(&b'\n'))
+    };
+    let Some(first) = crlf(0, buf) else {
         return;
     };
     // Copy each run that starts at a `\n` whose `\r` was dropped, back over the gap.
     let (mut write, mut read) = (first, first + 1);
     loop {
-        let next = memchr::memmem::find(&buf[read + 1..], b"\r\n").map(|i| read + 1 + i);
+        let next = crlf(read + 1, buf);
         let end = next.unwrap_or(buf.len());
         buf.copy_within(read..end, write);
         write += end - read;

@@ -346,7 +346,12 @@ mod platform {
         while len > 0 {
             let (bytes, end) = file.read(len.min(READ_CHUNK), offset).map_err(to_io)?;
             let n = bytes.len() as u64;
-            buf.extend_from_slice(&bytes);
+            if buf.is_empty() {
+                // The host's bytes are in guest memory already: keep them, no copy.
+                *buf = bytes;
+            } else {
+                buf.extend_from_slice(&bytes);
+            }
             if end || n == 0 {
                 break;
             }
