@@ -10,7 +10,9 @@
 //! gives the ratio and the target from the benchmark issue. Times are medians. The rows that
 //! need them build a 1 GiB log, a 100,000-entry directory and a 10,000-message session in a
 //! temporary directory; the grep row searches the cargo registry's unpacked crates
-//! (`~/.cargo/registry/src`, at least 200 MB) against `rg -j1` when ripgrep is installed.
+//! (`~/.cargo/registry/src`, at least 200 MB) against `rg -j1` and `rg` with its default
+//! threads when ripgrep is installed. `SLUICE_BENCH_PERF_MAP=1` makes wasmtime write a perf
+//! map (`/tmp/perf-<pid>.map`) for `perf record`.
 //! `--quick` uses smaller inputs (for a smoke run; its numbers are not the published ones).
 //! `--only 1,5` measures only the rows given (numbers as in the table). Rows 10 and 11 drive
 //! `sluice mcp` (stdio, and Streamable HTTP with 16 concurrent clients). Rows 7b, 7c and 12

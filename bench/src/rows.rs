@@ -378,7 +378,7 @@ pub(crate) fn memory(bench: &Bench) -> anyhow::Result<Vec<Row>> {
 }
 
 /// Row 5: `grep_files` over a real source tree (the cargo registry's unpacked crates) against
-/// `rg -j1` with the same pattern, counting matching lines the same way (case-sensitive,
+/// `rg -j1` (row 5) and `rg` with its default threads (row 5t) with the same pattern, counting matching lines the same way (case-sensitive,
 /// hidden files, `.gitignore` without a repository, files over 5 MiB skipped).
 pub(crate) fn grep(bench: &Bench) -> anyhow::Result<Vec<Row>> {
     let tree = std::env::var_os("SLUICE_BENCH_TREE")
