@@ -24,7 +24,7 @@ use crate::limits::{MAX_LIFT_BYTES, MAX_RANDOM_BYTES, MAX_RESOURCES};
 use crate::observation::{Draft, Observation};
 use crate::policy::{HttpGrant, ToolPolicy};
 use crate::stderr::{STDERR_BYTES, StderrTail};
-use crate::value::to_json;
+use crate::value::{to_json, write_json};
 
 /// What one call needs, moved to its pool thread.
 pub(crate) struct Call {
@@ -46,16 +46,18 @@ pub(crate) struct Call {
 }
 
 impl Call {
-    /// Runs the call until it returns, its timeout passes or `cancel` fires.
-    pub(crate) async fn run(self, cancel: CancellationToken) -> Draft {
+    /// Runs the call until it returns, its timeout passes or `cancel` fires; returns its
+    /// draft and the call's store (dropped by the pool after the draft is sent:
+    /// [`CallPool::run_then_drop`](crate::pool::CallPool::run_then_drop)).
+    pub(crate) async fn run(self, cancel: CancellationToken) -> (Draft, Option<Store<CallState>>) {
         if cancel.is_cancelled() {
-            return failed(Failure::cancelled());
+            return (failed(Failure::cancelled()), None);
         }
         let started = Instant::now();
         let deadline = started + self.policy.timeout;
         let mut store = match self.store(deadline, &cancel) {
             Ok(s) => s,
-            Err(message) => return Observation::error(&message, Some("io")),
+            Err(message) => return (Observation::error(&message, Some("io")), None),
         };
         let mut results = vec![Val::Bool(false); usize::from(self.result.is_some())];
         let (pre, export, params) = (&self.pre, self.export, &self.params);
@@ -96,7 +98,14 @@ impl Call {
             ),
         };
         self.log_line(&store, started, outcome);
-        draft
+        // The call's descriptors (files, directories, streams, connections) close before its
+        // result is sent, so every descriptor goes with the call; only the instance's reset
+        // by the pooling allocator is left for after the reply.
+        drop(std::mem::replace(
+            &mut store.data_mut().table,
+            ResourceTable::new(),
+        ));
+        (draft, Some(store))
     }
 
     /// The call's log line: the tool, how it ended, how long it took, and the HTTP requests
@@ -171,16 +180,16 @@ fn failed(failure: Failure) -> Draft {
 }
 
 /// Turns what the guest returned into an observation draft: `result<T, E>` becomes ok or
-/// error, anything else is the result.
+/// error, anything else is the result. A result is written straight to the observation's
+/// JSON text ([`write_json`]).
 fn lift_result(val: Option<&Val>, ty: Option<&Type>) -> Draft {
+    let success =
+        |v: &Val, t: &Type| Observation::success_written(|out| write_json(v, t, out), is_paged(v));
     match (val, ty) {
-        (Some(Val::Result(Ok(v))), Some(Type::Result(r))) => {
-            let json = match (v, r.ok()) {
-                (Some(v), Some(t)) => to_json(v, &t),
-                _ => Value::Null,
-            };
-            Observation::success(&json)
-        }
+        (Some(Val::Result(Ok(v))), Some(Type::Result(r))) => match (v, r.ok()) {
+            (Some(v), Some(t)) => success(v, &t),
+            _ => Observation::success(&Value::Null),
+        },
         (Some(Val::Result(Err(e))), Some(Type::Result(r))) => {
             let (message, kind) = match (e, r.err()) {
                 (Some(e), Some(t)) => error_message(e, &t),
@@ -191,9 +200,26 @@ fn lift_result(val: Option<&Val>, ty: Option<&Type>) -> Draft {
             };
             Observation::error(&message, kind.as_deref())
         }
-        (Some(v), Some(t)) => Observation::success(&to_json(v, t)),
+        (Some(v), Some(t)) => success(v, t),
         _ => Observation::success(&Value::Null),
     }
+}
+
+/// Whether a result says more can be had, as [`Observation::success`] judges its JSON: a
+/// record with a present field whose JSON name starts with `next`, or `truncated: true`.
+fn is_paged(val: &Val) -> bool {
+    let Val::Record(fields) = val else {
+        return false;
+    };
+    fields.iter().any(|(name, v)| {
+        let v = match v {
+            Val::Option(None) => return false,
+            Val::Option(Some(v)) => v.as_ref(),
+            v => v,
+        };
+        let name = crate::schema::json_name(name);
+        name.starts_with("next") || (name == "truncated" && matches!(v, Val::Bool(true)))
+    })
 }
 
 /// The message and kind of a tool's error value: a string is the message; a variant case

@@ -112,6 +112,25 @@ impl Observation {
         }
     }
 
+    /// `{"ok":true,"result":<result>}`, the result written by `write` as compact JSON text
+    /// (what [`crate::value::write_json`] writes); `paged` as [`Observation::success`]
+    /// would judge the result. The same text as [`Observation::success`] of the parsed
+    /// result, without building it as a [`Value`] first.
+    pub(crate) fn success_written(write: impl FnOnce(&mut Vec<u8>), paged: bool) -> Draft {
+        let mut text = Vec::with_capacity(256);
+        text.extend_from_slice(b"{\"ok\":true,\"result\":");
+        write(&mut text);
+        text.push(b'}');
+        Draft {
+            // JSON written from `str`s is UTF-8; a bug that broke that shows as U+FFFD.
+            text: String::from_utf8(text)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+            status: CallStatus::Ok,
+            paged,
+            secrets: None,
+        }
+    }
+
     /// `{"ok":false,"error":<message>[,"kind":<kind>]}`.
     pub fn error(message: &str, kind: Option<&str>) -> Draft {
         let mut text = format!("{{\"ok\":false,\"error\":{}", Value::from(message));

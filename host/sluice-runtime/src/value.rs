@@ -350,6 +350,127 @@ pub fn to_json(val: &Val, ty: &Type) -> Value {
     }
 }
 
+/// Writes `val` (of type `ty`) to `out` as compact JSON text: exactly the text of
+/// `to_json(val, ty).to_string()`, without building the [`Value`] first (a result's strings
+/// are escaped once, straight from the lifted value, instead of copied into a `Value` and
+/// then escaped).
+pub fn write_json(val: &Val, ty: &Type, out: &mut Vec<u8>) {
+    match (val, ty) {
+        (Val::Record(fields), Type::Record(r)) => {
+            out.push(b'{');
+            let mut first = true;
+            for ((name, v), field) in fields.iter().zip(r.fields()) {
+                if matches!(v, Val::Option(None)) {
+                    continue;
+                }
+                if !first {
+                    out.push(b',');
+                }
+                first = false;
+                write_str(&json_name(name), out);
+                out.push(b':');
+                match (v, &field.ty) {
+                    (Val::Option(Some(v)), Type::Option(o)) => write_json(v, &o.ty(), out),
+                    (v, t) => write_json(v, t, out),
+                }
+            }
+            out.push(b'}');
+        }
+        (Val::Option(None), _) => out.extend_from_slice(b"null"),
+        (Val::Option(Some(v)), Type::Option(o)) => write_json(v, &o.ty(), out),
+        (Val::List(items), Type::List(l)) => {
+            let t = l.ty();
+            write_array(items.iter().map(|v| (v, &t)), out);
+        }
+        (Val::Tuple(items), Type::Tuple(t)) => {
+            let types: Vec<Type> = t.types().collect();
+            write_array(items.iter().zip(&types), out);
+        }
+        (Val::Variant(tag, payload), Type::Variant(v)) => {
+            out.extend_from_slice(b"{\"tag\":");
+            write_str(tag, out);
+            if let (Some(p), Some(t)) = (
+                payload,
+                v.cases().find(|c| c.name == tag).and_then(|c| c.ty),
+            ) {
+                out.extend_from_slice(b",\"val\":");
+                write_json(p, &t, out);
+            }
+            out.push(b'}');
+        }
+        (Val::Result(r), Type::Result(t)) => {
+            let (key, v, ty): (&[u8], _, _) = match r {
+                Ok(v) => (b"{\"ok\":", v, t.ok()),
+                Err(v) => (b"{\"err\":", v, t.err()),
+            };
+            out.extend_from_slice(key);
+            match (v, ty) {
+                (Some(v), Some(t)) => write_json(v, &t, out),
+                _ => out.extend_from_slice(b"null"),
+            }
+            out.push(b'}');
+        }
+        (Val::Flags(set), Type::Flags(f)) => {
+            out.push(b'{');
+            for (i, n) in f.names().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_str(n, out);
+                let on: &[u8] = if set.iter().any(|s| s == n) {
+                    b":true"
+                } else {
+                    b":false"
+                };
+                out.extend_from_slice(on);
+            }
+            out.push(b'}');
+        }
+        (Val::Enum(s), _) => write_str(s, out),
+        (Val::Bool(b), _) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+        (Val::S8(n), _) => write_int(i64::from(*n), out),
+        (Val::U8(n), _) => write_int(i64::from(*n), out),
+        (Val::S16(n), _) => write_int(i64::from(*n), out),
+        (Val::U16(n), _) => write_int(i64::from(*n), out),
+        (Val::S32(n), _) => write_int(i64::from(*n), out),
+        (Val::U32(n), _) => write_int(i64::from(*n), out),
+        (Val::S64(n), _) => write_int(*n, out),
+        (Val::U64(n), _) => {
+            use std::io::Write;
+            let _ = write!(out, "{n}");
+        }
+        (Val::Float32(_) | Val::Float64(_) | Val::Char(_), _) => {
+            // Rare in results: the `Value`'s own text, so the two stay the same.
+            use std::io::Write;
+            let _ = write!(out, "{}", to_json(val, ty));
+        }
+        (Val::String(s), _) => write_str(s, out),
+        _ => out.extend_from_slice(b"null"),
+    }
+}
+
+/// `s` as a JSON string, escaped as serde_json escapes it.
+fn write_str(s: &str, out: &mut Vec<u8>) {
+    // Writing to a `Vec` cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
+}
+
+fn write_int(n: i64, out: &mut Vec<u8>) {
+    use std::io::Write;
+    let _ = write!(out, "{n}");
+}
+
+fn write_array<'a>(items: impl Iterator<Item = (&'a Val, &'a Type)>, out: &mut Vec<u8>) {
+    out.push(b'[');
+    for (i, (v, t)) in items.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_json(v, t, out);
+    }
+    out.push(b']');
+}
+
 fn integer_val(ty: &Type, n: i128) -> Val {
     // `n` is already within the type's bounds.
     match ty {

@@ -7,7 +7,9 @@
 //! options, lists, tuples, enums, variants, flags, results, every integer width, floats,
 //! `char`, strings, bools), builds a component from it (`wit-component`'s dummy module), reads
 //! the parameter types back through wasmtime (as `component.rs` does for a real tool), and
-//! checks a batch of generated arguments, most of them near-misses of a valid value.
+//! checks a batch of generated arguments, most of them near-misses of a valid value; and that
+//! every value lowered lifts back to the same JSON text by `value::write_json` as through
+//! `value::to_json`.
 //!
 //! Two documented rules ([docs/observations.md](../../../docs/observations.md#arguments))
 //! sit between the two sides:
@@ -30,7 +32,7 @@ use proptest::sample::subsequence;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::{Map, Value, json};
 use sluice_runtime::schema::{json_name, object_schema};
-use sluice_runtime::value::object_to_fields;
+use sluice_runtime::value::{object_to_fields, to_json, write_json};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 use wasmtime::component::types::{ComponentItem, Type};
@@ -572,6 +574,18 @@ fn schema_and_lowering_agree() {
                 judged,
                 lowered.as_ref().map(|_| "ok")
             );
+            // Lifting: the JSON text written straight from each value is the text of its
+            // `Value` (the observation of a result is written so).
+            if let Ok(vals) = &lowered {
+                for ((_, val), (_, ty)) in vals.iter().zip(&fields) {
+                    let mut written = Vec::new();
+                    write_json(val, ty, &mut written);
+                    prop_assert_eq!(
+                        String::from_utf8(written).unwrap(),
+                        to_json(val, ty).to_string()
+                    );
+                }
+            }
             if valid {
                 accepted.set(accepted.get() + 1);
             } else {
