@@ -46,18 +46,16 @@ pub(crate) struct Call {
 }
 
 impl Call {
-    /// Runs the call until it returns, its timeout passes or `cancel` fires; returns its
-    /// draft and the call's store (dropped by the pool after the draft is sent:
-    /// [`CallPool::run_then_drop`](crate::pool::CallPool::run_then_drop)).
-    pub(crate) async fn run(self, cancel: CancellationToken) -> (Draft, Option<Store<CallState>>) {
+    /// Runs the call until it returns, its timeout passes or `cancel` fires.
+    pub(crate) async fn run(self, cancel: CancellationToken) -> Draft {
         if cancel.is_cancelled() {
-            return (failed(Failure::cancelled()), None);
+            return failed(Failure::cancelled());
         }
         let started = Instant::now();
         let deadline = started + self.policy.timeout;
         let mut store = match self.store(deadline, &cancel) {
             Ok(s) => s,
-            Err(message) => return (Observation::error(&message, Some("io")), None),
+            Err(message) => return Observation::error(&message, Some("io")),
         };
         let mut results = vec![Val::Bool(false); usize::from(self.result.is_some())];
         let (pre, export, params) = (&self.pre, self.export, &self.params);
@@ -98,14 +96,7 @@ impl Call {
             ),
         };
         self.log_line(&store, started, outcome);
-        // The call's descriptors (files, directories, streams, connections) close before its
-        // result is sent, so every descriptor goes with the call; only the instance's reset
-        // by the pooling allocator is left for after the reply.
-        drop(std::mem::replace(
-            &mut store.data_mut().table,
-            ResourceTable::new(),
-        ));
-        (draft, Some(store))
+        draft
     }
 
     /// The call's log line: the tool, how it ended, how long it took, and the HTTP requests

@@ -257,32 +257,6 @@ impl CallPool {
         Fut: Future<Output = T>,
         T: Send + 'static,
     {
-        self.run_then_drop(
-            cancel,
-            deadline,
-            |token| async move { (call(token).await, ()) },
-        )
-        .await
-    }
-
-    /// [`CallPool::run`] for a call whose output is `(T, L)`: `T` is returned, and `L` is
-    /// dropped on the pool thread after the caller has been sent `T` (a tool call's store,
-    /// whose instance the pooling allocator resets when it is dropped: the caller need not
-    /// wait for that, and the thread is often still awake when the next call comes).
-    ///
-    /// # Errors
-    /// As [`CallPool::run`].
-    pub async fn run_then_drop<F, Fut, T, L>(
-        &self,
-        cancel: &CancellationToken,
-        deadline: Duration,
-        call: F,
-    ) -> Result<T, PoolError>
-    where
-        F: FnOnce(CancellationToken) -> Fut + Send + 'static,
-        Fut: Future<Output = (T, L)>,
-        T: Send + 'static,
-    {
         if cancel.is_cancelled() {
             return Err(PoolError::Cancelled { running: false });
         }
@@ -304,14 +278,8 @@ impl CallPool {
                 // again at once finds it free.
                 let end = finish(&ticket, &shared);
                 match out {
-                    Ok((out, leftover)) => {
+                    Ok(out) => {
                         let _ = tx.send(out);
-                        let _inside = runtime.enter();
-                        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(leftover)))
-                            .is_err()
-                        {
-                            tracing::error!("dropping a tool call's state panicked");
-                        }
                     }
                     // The caller sees the sender dropped: `PoolError::Lost`.
                     Err(_) => tracing::error!("a tool call panicked on its thread"),

@@ -338,7 +338,7 @@ impl Toolbox {
         let ran = self
             .engine
             .pool()
-            .run_then_drop(&cancel, policy.timeout, move |token| call.run(token))
+            .run(&cancel, policy.timeout, move |token| call.run(token))
             .await;
         match ran {
             Ok(draft) => draft,
