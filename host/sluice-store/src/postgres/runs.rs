@@ -413,29 +413,30 @@ impl PgInner {
 
     pub(super) async fn request_cancel(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
         let result: Result<Option<RunRecord>, Fail> = async {
-            let row = {
-                let mut conn = self.conn().await?;
-                let tx = conn.transaction().await?;
-                require_session(&tx, id).await?;
-                let open: Option<String> = tx
-                    .query_opt(
-                        "UPDATE runs SET cancel_requested = true
-                         WHERE id = (SELECT run_id FROM sessions WHERE id = $1) AND ended_at IS NULL
-                         RETURNING id",
-                        &[&id],
-                    )
-                    .await?
-                    .map(|row| row.get(0));
-                let Some(open) = open else { return Ok(None) };
-                notify(&tx, &Topic::Cancel(open.clone())).await?;
-                let row = tx
-                    .query_one(&format!("{RUN_SQL} WHERE r.id = $1"), &[&open])
-                    .await?;
-                tx.commit().await?;
-                self.notify(&Topic::Cancel(open));
-                row
-            };
-            Ok(Some(self.run_record(&row).await?))
+            let mut conn = self.conn().await?;
+            let tx = conn.transaction().await?;
+            require_session(&tx, id).await?;
+            let open: Option<String> = tx
+                .query_opt(
+                    "UPDATE runs SET cancel_requested = true
+                     WHERE id = (SELECT run_id FROM sessions WHERE id = $1) AND ended_at IS NULL
+                     RETURNING id",
+                    &[&id],
+                )
+                .await?
+                .map(|row| row.get(0));
+            let Some(open) = open else { return Ok(None) };
+            notify(&tx, &Topic::Cancel(open.clone())).await?;
+            let row = tx
+                .query_one(&format!("{RUN_SQL} WHERE r.id = $1"), &[&open])
+                .await?;
+            // Liveness is judged before the cancel is committed and announced: once it is,
+            // the replica running the run may end it and free its lock at once, and the run
+            // would read as not live, so a cancel that worked would be answered 409.
+            let record = self.run_record(&row).await?;
+            tx.commit().await?;
+            self.notify(&Topic::Cancel(open));
+            Ok(Some(record))
         }
         .await;
         result.map_err(|e| self.error("cancel the run of session", id, e))
