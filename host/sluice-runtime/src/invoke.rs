@@ -21,7 +21,7 @@ use crate::failure::{Failure, Interrupt, explain};
 use crate::host::{ALLOW_BLOCKING_CURRENT_THREAD, CallBudget, CallState, MemoryLimiter};
 use crate::http::HttpHooks;
 use crate::limits::{MAX_LIFT_BYTES, MAX_RANDOM_BYTES, MAX_RESOURCES};
-use crate::observation::{Draft, Observation};
+use crate::observation::{Draft, Observation, says_more_follows};
 use crate::policy::{HttpGrant, ToolPolicy};
 use crate::stderr::{STDERR_BYTES, StderrTail};
 use crate::value::{to_json, write_json};
@@ -196,8 +196,8 @@ fn lift_result(val: Option<&Val>, ty: Option<&Type>) -> Draft {
     }
 }
 
-/// Whether a result says more can be had, as [`Observation::success`] judges its JSON: a
-/// record with a present field whose JSON name starts with `next`, or `truncated: true`.
+/// Whether a result says more can be had ([`says_more_follows`] over the fields its JSON
+/// shows: an absent option is left out of the JSON, so it says nothing).
 fn is_paged(val: &Val) -> bool {
     let Val::Record(fields) = val else {
         return false;
@@ -208,8 +208,10 @@ fn is_paged(val: &Val) -> bool {
             Val::Option(Some(v)) => v.as_ref(),
             v => v,
         };
-        let name = crate::schema::json_name(name);
-        name.starts_with("next") || (name == "truncated" && matches!(v, Val::Bool(true)))
+        says_more_follows(
+            &crate::schema::json_name(name),
+            matches!(v, Val::Bool(true)),
+        )
     })
 }
 

@@ -59,6 +59,14 @@ pub struct Observation {
     withheld: Vec<String>,
 }
 
+/// Whether a result field says more can be had: a present field whose JSON name starts with
+/// `next` (`nextOffset`, `nextCursor`, ...), or `truncated` when it is `true`. `is_true` is
+/// whether the field's value is the boolean `true`. The one rule for a result lifted as JSON
+/// ([`Observation::success`]) and one written straight from the guest's value.
+pub(crate) fn says_more_follows(json_name: &str, is_true: bool) -> bool {
+    json_name.starts_with("next") || (json_name == "truncated" && is_true)
+}
+
 impl Observation {
     /// The exact string stored in the transcript: compact JSON (or its capped head), at most
     /// the cap in bytes.
@@ -101,8 +109,8 @@ impl Observation {
     /// `{"ok":true,"result":<result>}`.
     pub fn success(result: &Value) -> Draft {
         let paged = result.as_object().is_some_and(|o| {
-            o.get("truncated") == Some(&Value::Bool(true))
-                || o.keys().any(|k| k.starts_with("next"))
+            o.iter()
+                .any(|(k, v)| says_more_follows(k, v == &Value::Bool(true)))
         });
         Draft {
             text: format!("{{\"ok\":true,\"result\":{result}}}"),
