@@ -107,6 +107,12 @@ type Candidates = Vec<(String, EntryKind, Option<u64>)>;
 /// always covers it.
 const MIN_ENTRY_BYTES: u64 = 27;
 
+/// What a [`DirSource`] is first asked for: a page of entries of this many bytes (a name of
+/// about 12 bytes with a size, `{"name":"Cargo.toml","kind":"file","size":1234}`). Every
+/// entry asked for costs the host a `stat` and the guest a string; a page of shorter entries
+/// takes a second chunk for the rest.
+const TYPICAL_ENTRY_BYTES: u64 = 48;
+
 /// Lists one page of `args.path`. Names only: key-material names are listed, never refused.
 ///
 /// # Errors
@@ -143,30 +149,46 @@ pub fn list_dir_from(
         ));
     }
     let offset = args.offset.unwrap_or(0);
-    let count = u32::try_from(page / MIN_ENTRY_BYTES + 1).unwrap_or(u32::MAX);
-    let chunk = source
-        .and_then(|s| s.chunk(&target.fs_path, offset, count))
-        .map(|c| c.map_err(|e| ToolError::io(shown, &e)))
-        .transpose()?;
-    let (total, withheld, entries) = match chunk {
-        Some(chunk) => (chunk.total, chunk.withheld, chunk.entries),
-        None => read_page(&target.fs_path, shown, offset, count)?,
+    // A source serves chunks: ask for what a page of typical entries holds, then (when they
+    // all fit) for enough to fill the rest. Reading the directory itself costs the whole
+    // directory however many entries are asked for: one round, enough to fill the page.
+    let mut count = page / TYPICAL_ENTRY_BYTES + 1;
+    let mut fill = Fill::new(page);
+    let mut at = offset;
+    let (total, withheld, next) = loop {
+        let chunk = source
+            .and_then(|s| s.chunk(&target.fs_path, at, clamp_count(count)))
+            .map(|c| c.map_err(|e| ToolError::io(shown, &e)))
+            .transpose()?;
+        let (total, withheld, entries) = match chunk {
+            Some(chunk) => (chunk.total, chunk.withheld, chunk.entries),
+            None => {
+                let rest = fill.left() / MIN_ENTRY_BYTES + 1;
+                read_page(&target.fs_path, shown, at, clamp_count(rest))?
+            }
+        };
+        if offset > total {
+            return Err(ToolError::new(
+                ErrorKind::InvalidArgument,
+                format!("offset {offset} is past the end of the directory ({total} entries)"),
+            ));
+        }
+        let listed = entries.len() as u64;
+        if let Some(next) = fill.add(entries, at) {
+            break (total, withheld, next);
+        }
+        // Every entry fitted: the listing ended, or the next chunk fills the rest.
+        at += listed;
+        if listed == 0 || at >= total {
+            break (total, withheld, at);
+        }
+        count = fill.left() / MIN_ENTRY_BYTES + 1;
     };
-    if offset > total {
-        return Err(ToolError::new(
-            ErrorKind::InvalidArgument,
-            format!("offset {offset} is past the end of the directory ({total} entries)"),
-        ));
-    }
-    let end = offset + entries.len() as u64;
-    let (entries, next) = fill(entries, offset, page);
-    // Every candidate fitting means the listing ended (a chunk holds more than a page).
-    let next = next.unwrap_or(end);
     Ok(ListDirPage {
         path: target.shown,
         total,
         offset,
-        entries,
+        entries: fill.entries,
         next_offset: (next < total).then_some(next),
         withheld: (withheld > 0).then_some(withheld),
     })
@@ -214,34 +236,61 @@ fn read_page(dir: &Path, shown: &str, offset: u64, count: u32) -> Result<(u64, u
     Ok((names.len() as u64, withheld, entries))
 }
 
-/// The entries (starting at index `offset`) that fit a page of `page` bytes, and the index
-/// of the first entry left out (`None` when all fit).
-fn fill(candidates: Candidates, offset: u64, page: u64) -> (Vec<DirEntry>, Option<u64>) {
-    let mut entries = Vec::new();
-    let mut used = 2u64; // `[` and `]`
-    for (i, (name, kind, size)) in candidates.into_iter().enumerate() {
-        let i = offset + i as u64;
-        let mut entry = DirEntry {
-            name,
-            kind,
-            size,
-            name_truncated: None,
-        };
-        let cost = json_len(&entry) + u64::from(!entries.is_empty());
-        if used + cost > page {
-            if entries.is_empty() {
-                // A name too long for a page on its own: cut it, and move past it.
-                let full = std::mem::take(&mut entry.name);
-                entry.name_truncated = Some(true);
-                let room = page - used - json_len(&entry);
-                entry.name = escaped_prefix(&full, room).to_string();
-                entries.push(entry);
-                return (entries, Some(i + 1));
-            }
-            return (entries, Some(i));
+/// `count` as a chunk size: a page is at most 524,288 bytes, so this never clamps.
+fn clamp_count(count: u64) -> u32 {
+    u32::try_from(count).unwrap_or(u32::MAX)
+}
+
+/// A page being filled with entries, in order.
+struct Fill {
+    entries: Vec<DirEntry>,
+    /// Bytes used, `[` and `]` included.
+    used: u64,
+    /// The page budget, in escaped bytes.
+    page: u64,
+}
+
+impl Fill {
+    fn new(page: u64) -> Fill {
+        Fill {
+            entries: Vec::new(),
+            used: 2, // `[` and `]`
+            page,
         }
-        used += cost;
-        entries.push(entry);
     }
-    (entries, None)
+
+    /// Bytes of the page still free.
+    fn left(&self) -> u64 {
+        self.page.saturating_sub(self.used)
+    }
+
+    /// Adds `candidates` (entry indexes from `first` on) while they fit; the index of the
+    /// first entry left out when the page is full, `None` when all of them fitted.
+    fn add(&mut self, candidates: Candidates, first: u64) -> Option<u64> {
+        for (i, (name, kind, size)) in candidates.into_iter().enumerate() {
+            let i = first + i as u64;
+            let mut entry = DirEntry {
+                name,
+                kind,
+                size,
+                name_truncated: None,
+            };
+            let cost = json_len(&entry) + u64::from(!self.entries.is_empty());
+            if self.used + cost > self.page {
+                if self.entries.is_empty() {
+                    // A name too long for a page on its own: cut it, and move past it.
+                    let full = std::mem::take(&mut entry.name);
+                    entry.name_truncated = Some(true);
+                    let room = self.page - self.used - json_len(&entry);
+                    entry.name = escaped_prefix(&full, room).to_string();
+                    self.entries.push(entry);
+                    return Some(i + 1);
+                }
+                return Some(i);
+            }
+            self.used += cost;
+            self.entries.push(entry);
+        }
+        None
+    }
 }

@@ -2,7 +2,9 @@
 
 use std::collections::HashSet;
 
-use sluice_pager::{EntryKind, ErrorKind, ListDirArgs, list_dir};
+use sluice_pager::{
+    DirChunk, DirSource, EntryKind, ErrorKind, ListDirArgs, ListDirPage, list_dir, list_dir_from,
+};
 
 use crate::support::{CAP, Fixture, follow_list};
 
@@ -172,4 +174,135 @@ fn a_name_too_long_for_a_page_is_cut_and_passed() {
     assert_eq!(pages[1].entries[0].name, "z");
     let json = serde_json::to_string(cut).unwrap();
     assert!(json.contains(r#""nameTruncated":true"#), "{json}");
+}
+
+/// A [`DirSource`] over the real directory that records the chunks asked of it, as the
+/// host's `sluice:tools/listing` serves them: sorted by name in byte order, sizes for files.
+#[derive(Default)]
+struct Recording {
+    asked: std::cell::RefCell<Vec<(u64, u32)>>,
+}
+
+impl DirSource for Recording {
+    fn chunk(
+        &self,
+        dir: &std::path::Path,
+        offset: u64,
+        count: u32,
+    ) -> Option<std::io::Result<DirChunk>> {
+        self.asked.borrow_mut().push((offset, count));
+        let mut all: Vec<(String, EntryKind, Option<u64>)> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                let t = e.file_type().unwrap();
+                let (kind, size) = if t.is_dir() {
+                    (EntryKind::Directory, None)
+                } else {
+                    (EntryKind::File, Some(e.metadata().unwrap().len()))
+                };
+                (e.file_name().into_string().unwrap(), kind, size)
+            })
+            .collect();
+        all.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        let total = all.len() as u64;
+        let entries = all
+            .into_iter()
+            .skip(offset as usize)
+            .take(count as usize)
+            .collect();
+        Some(Ok(DirChunk {
+            total,
+            withheld: 0,
+            entries,
+        }))
+    }
+}
+
+/// Every page of `ctx`'s root through `source`, and the chunks each page asked for.
+fn follow_source(
+    ctx: &sluice_pager::Context,
+    source: &Recording,
+) -> Vec<(ListDirPage, Vec<(u64, u32)>)> {
+    let mut pages = Vec::new();
+    let mut offset = None;
+    loop {
+        let args = ListDirArgs {
+            offset,
+            ..Default::default()
+        };
+        let page = list_dir_from(ctx, &args, Some(source)).unwrap();
+        offset = page.next_offset;
+        pages.push((page, source.asked.take()));
+        if offset.is_none() {
+            return pages;
+        }
+    }
+}
+
+/// A page from a source asks first for what fits a page of 48-byte entries (cap 4096: a
+/// page of 2,048 bytes, 2,048 / 48 + 1 = 43 entries), and for more only when all of them
+/// fit; the pages are those of the directory read by the tool itself.
+#[test]
+fn a_source_is_asked_for_about_a_page() {
+    // 100 entries of 51 bytes (`{"name":"entry-0000000.txt","kind":"file","size":0}`),
+    // 52 with the comma: 2 + 51 + 52 × 38 = 2,029 ≤ 2,048, so 39 fit a page.
+    let fx = Fixture::new();
+    for i in 0..100 {
+        fx.write(&format!("entry-{i:07}.txt"), "");
+    }
+    let ctx = fx.ctx(4096);
+    let pages = follow_source(&ctx, &Recording::default());
+    let asked: Vec<_> = pages.iter().map(|(_, a)| a.clone()).collect();
+    assert_eq!(asked, [vec![(0, 43)], vec![(39, 43)], vec![(78, 43)]]);
+    let shown: Vec<_> = pages.iter().map(|(p, _)| p.entries.len()).collect();
+    assert_eq!(shown, [39, 39, 22]);
+    let plain: Vec<_> = follow_list(&ctx, None);
+    assert_eq!(pages.into_iter().map(|(p, _)| p).collect::<Vec<_>>(), plain);
+
+    // Entries of 37 bytes (`{"name":"a00","kind":"file","size":1}`): the first 43 take
+    // 2 + 37 + 38 × 42 = 1,635 bytes, the 413 left ask for 413 / 27 + 1 = 16 more, of which
+    // 10 fit (2,015 bytes; an 11th would make 2,053).
+    let fx = Fixture::new();
+    for i in 0..60 {
+        fx.write(&format!("a{i:02}"), "x");
+    }
+    let ctx = fx.ctx(4096);
+    let pages = follow_source(&ctx, &Recording::default());
+    let asked: Vec<_> = pages.iter().map(|(_, a)| a.clone()).collect();
+    assert_eq!(asked, [vec![(0, 43), (43, 16)], vec![(53, 43)]]);
+    let shown: Vec<_> = pages.iter().map(|(p, _)| p.entries.len()).collect();
+    assert_eq!(shown, [53, 7]);
+    assert_eq!(
+        pages.into_iter().map(|(p, _)| p).collect::<Vec<_>>(),
+        follow_list(&ctx, None)
+    );
+}
+
+/// Through a source or not, the pages are the same for names of every length, directories
+/// (no size) and a name too long for a page (cut, and passed), at several caps.
+#[test]
+fn pages_from_a_source_equal_pages_read_directly() {
+    let fx = Fixture::new();
+    for i in 0..300u32 {
+        let len = 1 + (i * 37) % 90;
+        let name: String = format!("{i:03}{}", "n".repeat(len as usize));
+        if i % 7 == 0 {
+            fx.mkdir(&name);
+        } else {
+            fx.write(&name, "y".repeat((i % 13) as usize));
+        }
+    }
+    fx.write(&format!("zz{}", "L".repeat(250)), "long");
+    for cap in [1024, 2048, 4096, 65_536] {
+        let ctx = fx.ctx(cap);
+        let from_source: Vec<_> = follow_source(&ctx, &Recording::default())
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        let direct = follow_list(&ctx, None);
+        assert_eq!(from_source, direct, "cap {cap}");
+        let listed: usize = direct.iter().map(|p| p.entries.len()).sum();
+        assert_eq!(listed, 301, "cap {cap}");
+    }
 }
