@@ -440,35 +440,11 @@ fn serve(shared: Arc<Shared>) {
                 .receiver
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            next_job(&receiver)
+            receiver.recv()
         };
         let Ok(job) = job else { return };
         if job(&runtime) == JobEnd::Retire {
             return;
-        }
-    }
-}
-
-/// How long a thread that finished a call looks for the next one before it sleeps.
-///
-/// Waking a sleeping thread costs tens of µs on a virtual machine whose idle core has
-/// halted (measured: a call takes 75–110 µs when the machine is busy and 145–230 µs when it
-/// is idle), while calls often come back to back (a model paging through a file, MCP
-/// clients). A short spin, as parking_lot and crossbeam do before they park, hands those
-/// the job without a wake-up; an idle pool spends at most this long per call.
-const SPIN_BEFORE_SLEEP: Duration = Duration::from_micros(50);
-
-/// The next job: looked for during [`SPIN_BEFORE_SLEEP`], then waited for asleep.
-fn next_job(receiver: &mpsc::Receiver<Job>) -> Result<Job, mpsc::RecvError> {
-    let start = std::time::Instant::now();
-    loop {
-        match receiver.try_recv() {
-            Ok(job) => return Ok(job),
-            Err(mpsc::TryRecvError::Disconnected) => return Err(mpsc::RecvError),
-            Err(mpsc::TryRecvError::Empty) if start.elapsed() < SPIN_BEFORE_SLEEP => {
-                std::hint::spin_loop();
-            }
-            Err(mpsc::TryRecvError::Empty) => return receiver.recv(),
         }
     }
 }
