@@ -83,6 +83,11 @@ pub trait DirSource {
     /// names that are not UTF-8 or that spell a PEM armor line withheld. `None` when this
     /// source cannot list `dir`: the tool then reads the directory itself.
     ///
+    /// A page may take two chunks, and they may come from two readings of a directory that
+    /// changed in between: the second starts one entry before the first's end, and unless
+    /// it shows that entry there with the same `total` and `withheld`, the page starts over
+    /// from one chunk large enough for any page.
+    ///
     /// # Errors
     /// When the directory cannot be opened or read.
     fn chunk(&self, dir: &Path, offset: u64, count: u32) -> Option<std::io::Result<DirChunk>>;
@@ -155,18 +160,45 @@ pub fn list_dir_from(
     let mut count = page / TYPICAL_ENTRY_BYTES + 1;
     let mut fill = Fill::new(page);
     let mut at = offset;
+    // After a chunk whose entries all fitted: its `total`, `withheld` and last name. The
+    // next chunk starts one entry early and must show that name there, with the same counts:
+    // the host reads a directory that changed in the last seconds again for every chunk, so
+    // two chunks may come from two readings of it.
+    let mut continued: Option<(u64, u64, String)> = None;
+    let mut started_over = false;
     let (total, withheld, next) = loop {
+        let (from, ask) = match continued {
+            Some(_) => (at - 1, count + 1),
+            None => (at, count),
+        };
         let chunk = source
-            .and_then(|s| s.chunk(&target.fs_path, at, clamp_count(count)))
+            .and_then(|s| s.chunk(&target.fs_path, from, clamp_count(ask)))
             .map(|c| c.map_err(|e| ToolError::io(shown, &e)))
             .transpose()?;
-        let (total, withheld, entries) = match chunk {
+        let (total, withheld, mut entries) = match chunk {
             Some(chunk) => (chunk.total, chunk.withheld, chunk.entries),
             None => {
                 let rest = fill.left() / MIN_ENTRY_BYTES + 1;
                 read_page(&target.fs_path, shown, at, clamp_count(rest))?
             }
         };
+        if let Some((t, w, last)) = continued.take() {
+            let same = total == t && withheld == w && entries.first().is_some_and(|e| e.0 == last);
+            if !same {
+                if started_over {
+                    // Changing again: end the page at what one reading showed.
+                    break (t, w, at);
+                }
+                // The directory changed between the chunks: start the page over from one
+                // chunk that covers any page (one reading of the directory).
+                fill = Fill::new(page);
+                at = offset;
+                count = page / MIN_ENTRY_BYTES + 1;
+                started_over = true;
+                continue;
+            }
+            entries.remove(0);
+        }
         if offset > total {
             return Err(ToolError::new(
                 ErrorKind::InvalidArgument,
@@ -174,13 +206,15 @@ pub fn list_dir_from(
             ));
         }
         let listed = entries.len() as u64;
+        let last = entries.last().map(|e| e.0.clone());
         if let Some(next) = fill.add(entries, at) {
             break (total, withheld, next);
         }
         // Every entry fitted: the listing ended, or the next chunk fills the rest.
         at += listed;
-        if listed == 0 || at >= total {
-            break (total, withheld, at);
+        match last {
+            Some(last) if at < total => continued = Some((total, withheld, last)),
+            _ => break (total, withheld, at),
         }
         count = fill.left() / MIN_ENTRY_BYTES + 1;
     };

@@ -262,7 +262,8 @@ fn a_source_is_asked_for_about_a_page() {
 
     // Entries of 37 bytes (`{"name":"a00","kind":"file","size":1}`): the first 43 take
     // 2 + 37 + 38 × 42 = 1,635 bytes, the 413 left ask for 413 / 27 + 1 = 16 more, of which
-    // 10 fit (2,015 bytes; an 11th would make 2,053).
+    // 10 fit (2,015 bytes; an 11th would make 2,053). The second chunk starts one entry
+    // early (42, 16 + 1), to check that it continues the first.
     let fx = Fixture::new();
     for i in 0..60 {
         fx.write(&format!("a{i:02}"), "x");
@@ -270,7 +271,7 @@ fn a_source_is_asked_for_about_a_page() {
     let ctx = fx.ctx(4096);
     let pages = follow_source(&ctx, &Recording::default());
     let asked: Vec<_> = pages.iter().map(|(_, a)| a.clone()).collect();
-    assert_eq!(asked, [vec![(0, 43), (43, 16)], vec![(53, 43)]]);
+    assert_eq!(asked, [vec![(0, 43), (42, 17)], vec![(53, 43)]]);
     let shown: Vec<_> = pages.iter().map(|(p, _)| p.entries.len()).collect();
     assert_eq!(shown, [53, 7]);
     assert_eq!(
@@ -304,5 +305,84 @@ fn pages_from_a_source_equal_pages_read_directly() {
         assert_eq!(from_source, direct, "cap {cap}");
         let listed: usize = direct.iter().map(|p| p.entries.len()).sum();
         assert_eq!(listed, 301, "cap {cap}");
+    }
+}
+
+/// A [`Recording`] source whose directory is changed by `change` after it serves its first
+/// chunk, as a directory changed in the host's racy window is read again for every chunk.
+struct ChangedAfterFirst {
+    inner: Recording,
+    change: std::cell::RefCell<Option<Box<dyn FnOnce()>>>,
+}
+
+impl DirSource for ChangedAfterFirst {
+    fn chunk(
+        &self,
+        dir: &std::path::Path,
+        offset: u64,
+        count: u32,
+    ) -> Option<std::io::Result<DirChunk>> {
+        let chunk = self.inner.chunk(dir, offset, count);
+        if let Some(change) = self.change.borrow_mut().take() {
+            change();
+        }
+        chunk
+    }
+}
+
+/// What a case calls it, how it changes the directory, the chunks it asks for.
+type Case = (&'static str, fn(&Fixture), Vec<(u64, u32)>);
+
+/// A directory that changes between a page's two chunks never gives a page with an entry
+/// twice or out of order: the second chunk starts one entry early, and when that entry or
+/// the counts moved, the page starts over from one chunk of the changed directory (found
+/// by a fresh-clone review: 210 of 446 pages of a churning directory came out unsorted).
+#[test]
+fn a_directory_changed_between_chunks_starts_the_page_over() {
+    // 60 entries of 37 bytes at cap 4096: a page takes (0,43) then (42,17), as above.
+    let cases: [Case; 3] = [
+        // A name sorting before the first chunk's end: the entry at 42 is now a41.
+        (
+            "a name before the boundary",
+            |fx| drop(fx.write("a005", "x")),
+            vec![(0, 43), (42, 17), (0, 76)],
+        ),
+        // A name after it: same entry at 42, but the total moved.
+        (
+            "a name after the boundary",
+            |fx| drop(fx.write("z", "x")),
+            vec![(0, 43), (42, 17), (0, 76)],
+        ),
+        // One name removed and one added after it: same entry, same total; the chunks
+        // agree on everything up to the boundary, so the second one continues the page.
+        (
+            "a swap after the boundary",
+            |fx| {
+                std::fs::remove_file(fx.root().join("a50")).unwrap();
+                fx.write("a505", "x");
+            },
+            vec![(0, 43), (42, 17)],
+        ),
+    ];
+    for (what, change, asked) in cases {
+        let fx = Fixture::new();
+        for i in 0..60 {
+            fx.write(&format!("a{i:02}"), "x");
+        }
+        let ctx = fx.ctx(4096);
+        let fx = std::rc::Rc::new(fx);
+        let source = ChangedAfterFirst {
+            inner: Recording::default(),
+            change: std::cell::RefCell::new(Some(Box::new({
+                let fx = fx.clone();
+                move || change(&fx)
+            }))),
+        };
+        let page = list_dir_from(&ctx, &ListDirArgs::default(), Some(&source)).unwrap();
+        assert_eq!(source.inner.asked.take(), asked, "{what}");
+        // The page is the changed directory's first page, read in one go.
+        let direct = list_dir(&ctx, &ListDirArgs::default()).unwrap();
+        assert_eq!(page, direct, "{what}");
+        assert_eq!(page.entries.len(), 53, "{what}");
     }
 }
