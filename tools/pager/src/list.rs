@@ -178,8 +178,9 @@ pub fn list_dir_from(
         let (total, withheld, mut entries) = match chunk {
             Some(chunk) => (chunk.total, chunk.withheld, chunk.entries),
             None => {
-                let rest = fill.left() / MIN_ENTRY_BYTES + 1;
-                read_page(&target.fs_path, shown, at, clamp_count(rest))?
+                // From `from` too: the entry before `at` is checked like a source's.
+                let rest = fill.left() / MIN_ENTRY_BYTES + 1 + (at - from);
+                read_page(&target.fs_path, shown, from, clamp_count(rest))?
             }
         };
         if let Some((t, w, last)) = continued.take() {
