@@ -178,9 +178,12 @@ fn a_name_too_long_for_a_page_is_cut_and_passed() {
 
 /// A [`DirSource`] over the real directory that records the chunks asked of it, as the
 /// host's `sluice:tools/listing` serves them: sorted by name in byte order, sizes for files.
+/// With `change`, the directory is changed by it after the first chunk is served, as a
+/// directory changed in the host's racy window is read again for every chunk.
 #[derive(Default)]
 struct Recording {
     asked: std::cell::RefCell<Vec<(u64, u32)>>,
+    change: std::cell::RefCell<Option<Box<dyn FnOnce()>>>,
 }
 
 impl DirSource for Recording {
@@ -211,6 +214,9 @@ impl DirSource for Recording {
             .skip(offset as usize)
             .take(count as usize)
             .collect();
+        if let Some(change) = self.change.borrow_mut().take() {
+            change();
+        }
         Some(Ok(DirChunk {
             total,
             withheld: 0,
@@ -240,6 +246,29 @@ fn follow_source(
     }
 }
 
+/// Follows a directory of `names` (each file holding `body`) at cap 4096 through a source:
+/// the chunks each page asked for, the entries each showed, and the pages equal to those of
+/// the directory read by the tool itself.
+fn assert_source_pages(
+    names: impl IntoIterator<Item = String>,
+    body: &str,
+    asked: &[Vec<(u64, u32)>],
+    shown: &[usize],
+) {
+    let fx = Fixture::new();
+    for name in names {
+        fx.write(&name, body);
+    }
+    let ctx = fx.ctx(4096);
+    let pages = follow_source(&ctx, &Recording::default());
+    let got: Vec<_> = pages.iter().map(|(_, a)| a.clone()).collect();
+    assert_eq!(got, asked);
+    let got: Vec<_> = pages.iter().map(|(p, _)| p.entries.len()).collect();
+    assert_eq!(got, shown);
+    let pages: Vec<_> = pages.into_iter().map(|(p, _)| p).collect();
+    assert_eq!(pages, follow_list(&ctx, None));
+}
+
 /// A page from a source asks first for what fits a page of 48-byte entries (cap 4096: a
 /// page of 2,048 bytes, 2,048 / 48 + 1 = 43 entries), and for more only when all of them
 /// fit; the pages are those of the directory read by the tool itself.
@@ -247,36 +276,21 @@ fn follow_source(
 fn a_source_is_asked_for_about_a_page() {
     // 100 entries of 51 bytes (`{"name":"entry-0000000.txt","kind":"file","size":0}`),
     // 52 with the comma: 2 + 51 + 52 × 38 = 2,029 ≤ 2,048, so 39 fit a page.
-    let fx = Fixture::new();
-    for i in 0..100 {
-        fx.write(&format!("entry-{i:07}.txt"), "");
-    }
-    let ctx = fx.ctx(4096);
-    let pages = follow_source(&ctx, &Recording::default());
-    let asked: Vec<_> = pages.iter().map(|(_, a)| a.clone()).collect();
-    assert_eq!(asked, [vec![(0, 43)], vec![(39, 43)], vec![(78, 43)]]);
-    let shown: Vec<_> = pages.iter().map(|(p, _)| p.entries.len()).collect();
-    assert_eq!(shown, [39, 39, 22]);
-    let plain: Vec<_> = follow_list(&ctx, None);
-    assert_eq!(pages.into_iter().map(|(p, _)| p).collect::<Vec<_>>(), plain);
-
+    assert_source_pages(
+        (0..100).map(|i| format!("entry-{i:07}.txt")),
+        "",
+        &[vec![(0, 43)], vec![(39, 43)], vec![(78, 43)]],
+        &[39, 39, 22],
+    );
     // Entries of 37 bytes (`{"name":"a00","kind":"file","size":1}`): the first 43 take
     // 2 + 37 + 38 × 42 = 1,635 bytes, the 413 left ask for 413 / 27 + 1 = 16 more, of which
     // 10 fit (2,015 bytes; an 11th would make 2,053). The second chunk starts one entry
     // early (42, 16 + 1), to check that it continues the first.
-    let fx = Fixture::new();
-    for i in 0..60 {
-        fx.write(&format!("a{i:02}"), "x");
-    }
-    let ctx = fx.ctx(4096);
-    let pages = follow_source(&ctx, &Recording::default());
-    let asked: Vec<_> = pages.iter().map(|(_, a)| a.clone()).collect();
-    assert_eq!(asked, [vec![(0, 43), (42, 17)], vec![(53, 43)]]);
-    let shown: Vec<_> = pages.iter().map(|(p, _)| p.entries.len()).collect();
-    assert_eq!(shown, [53, 7]);
-    assert_eq!(
-        pages.into_iter().map(|(p, _)| p).collect::<Vec<_>>(),
-        follow_list(&ctx, None)
+    assert_source_pages(
+        (0..60).map(|i| format!("a{i:02}")),
+        "x",
+        &[vec![(0, 43), (42, 17)], vec![(53, 43)]],
+        &[53, 7],
     );
 }
 
@@ -305,28 +319,6 @@ fn pages_from_a_source_equal_pages_read_directly() {
         assert_eq!(from_source, direct, "cap {cap}");
         let listed: usize = direct.iter().map(|p| p.entries.len()).sum();
         assert_eq!(listed, 301, "cap {cap}");
-    }
-}
-
-/// A [`Recording`] source whose directory is changed by `change` after it serves its first
-/// chunk, as a directory changed in the host's racy window is read again for every chunk.
-struct ChangedAfterFirst {
-    inner: Recording,
-    change: std::cell::RefCell<Option<Box<dyn FnOnce()>>>,
-}
-
-impl DirSource for ChangedAfterFirst {
-    fn chunk(
-        &self,
-        dir: &std::path::Path,
-        offset: u64,
-        count: u32,
-    ) -> Option<std::io::Result<DirChunk>> {
-        let chunk = self.inner.chunk(dir, offset, count);
-        if let Some(change) = self.change.borrow_mut().take() {
-            change();
-        }
-        chunk
     }
 }
 
@@ -371,15 +363,15 @@ fn a_directory_changed_between_chunks_starts_the_page_over() {
         }
         let ctx = fx.ctx(4096);
         let fx = std::rc::Rc::new(fx);
-        let source = ChangedAfterFirst {
-            inner: Recording::default(),
+        let source = Recording {
             change: std::cell::RefCell::new(Some(Box::new({
                 let fx = fx.clone();
                 move || change(&fx)
             }))),
+            ..Recording::default()
         };
         let page = list_dir_from(&ctx, &ListDirArgs::default(), Some(&source)).unwrap();
-        assert_eq!(source.inner.asked.take(), asked, "{what}");
+        assert_eq!(source.asked.take(), asked, "{what}");
         // The page is the changed directory's first page, read in one go.
         let direct = list_dir(&ctx, &ListDirArgs::default()).unwrap();
         assert_eq!(page, direct, "{what}");
