@@ -157,7 +157,6 @@ pub fn list_dir_from(
     // A source serves chunks: ask for what a page of typical entries holds, then (when they
     // all fit) for enough to fill the rest. Reading the directory itself costs the whole
     // directory however many entries are asked for: one round, enough to fill the page.
-    let mut count = page / TYPICAL_ENTRY_BYTES + 1;
     let mut fill = Fill::new(page);
     let mut at = offset;
     // After a chunk whose entries all fitted: its `total`, `withheld` and last name. The
@@ -167,21 +166,26 @@ pub fn list_dir_from(
     let mut continued: Option<(u64, u64, String)> = None;
     let mut started_over = false;
     let (total, withheld, next) = loop {
-        let (from, ask) = match continued {
-            Some(_) => (at - 1, count + 1),
-            None => (at, count),
+        // Entries enough for the rest of the page whatever their size; a later chunk starts
+        // one entry early (checked below).
+        let enough = fill.left() / MIN_ENTRY_BYTES + 1;
+        let (from, early) = match continued {
+            Some(_) => (at - 1, 1),
+            None => (at, 0),
+        };
+        let first = continued.is_none() && !started_over;
+        let want = if first {
+            page / TYPICAL_ENTRY_BYTES + 1
+        } else {
+            enough
         };
         let chunk = source
-            .and_then(|s| s.chunk(&target.fs_path, from, clamp_count(ask)))
+            .and_then(|s| s.chunk(&target.fs_path, from, clamp_count(want + early)))
             .map(|c| c.map_err(|e| ToolError::io(shown, &e)))
             .transpose()?;
         let (total, withheld, mut entries) = match chunk {
             Some(chunk) => (chunk.total, chunk.withheld, chunk.entries),
-            None => {
-                // From `from` too: the entry before `at` is checked like a source's.
-                let rest = fill.left() / MIN_ENTRY_BYTES + 1 + (at - from);
-                read_page(&target.fs_path, shown, from, clamp_count(rest))?
-            }
+            None => read_page(&target.fs_path, shown, from, clamp_count(enough + early))?,
         };
         if let Some((t, w, last)) = continued.take() {
             let same = total == t && withheld == w && entries.first().is_some_and(|e| e.0 == last);
@@ -194,7 +198,6 @@ pub fn list_dir_from(
                 // chunk that covers any page (one reading of the directory).
                 fill = Fill::new(page);
                 at = offset;
-                count = page / MIN_ENTRY_BYTES + 1;
                 started_over = true;
                 continue;
             }
@@ -217,7 +220,6 @@ pub fn list_dir_from(
             Some(last) if at < total => continued = Some((total, withheld, last)),
             _ => break (total, withheld, at),
         }
-        count = fill.left() / MIN_ENTRY_BYTES + 1;
     };
     Ok(ListDirPage {
         path: target.shown,
