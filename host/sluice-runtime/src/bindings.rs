@@ -20,6 +20,7 @@ mod generated {
             // Finding the call's preopens can fail on the host's side (a full resource
             // table); that stops the call rather than answering the guest.
             "sluice:tools/listing.list-chunk": trappable,
+            "sluice:tools/listing.list-names": trappable,
         },
         additional_derives: [PartialEq, Eq],
     });
@@ -38,3 +39,66 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
 
 /// `files` defines types only.
 impl files::Host for CallState {}
+
+#[cfg(test)]
+mod tests {
+    use wit_component::{ComponentEncoder, StringEncoding, dummy_module, embed_component_metadata};
+    use wit_parser::{LiftLowerAbi, ManglingAndAbi, Resolve};
+
+    use crate::engine::{EngineOptions, ToolEngine};
+
+    /// Whether a component importing `listing` at `version`, with `functions` (WIT text),
+    /// links against the host.
+    fn links(version: &str, functions: &str) -> Result<(), String> {
+        let text = format!(
+            "package sluice:tools@{version};\n\
+             interface files {{ enum entry-kind {{ file, directory, symlink, other }} }}\n\
+             interface listing {{\n    use files.{{entry-kind}};\n{functions}\n}}\n\
+             world old {{ import listing; export run: func(); }}\n"
+        );
+        let e = |e: &dyn std::fmt::Display| e.to_string();
+        let mut resolve = Resolve::default();
+        let package = resolve.push_str("old.wit", &text).map_err(|x| e(&x))?;
+        let world = resolve
+            .select_world(&[package], Some("old"))
+            .map_err(|x| e(&x))?;
+        let mut module = dummy_module(&resolve, world, ManglingAndAbi::Legacy(LiftLowerAbi::Sync));
+        embed_component_metadata(&mut module, &resolve, world, StringEncoding::UTF8)
+            .map_err(|x| e(&x))?;
+        let bytes = ComponentEncoder::default()
+            .module(&module)
+            .and_then(|mut c| c.encode())
+            .map_err(|x| e(&x))?;
+        let engine = ToolEngine::new(EngineOptions::default()).map_err(|x| e(&x))?;
+        let component = wasmtime::component::Component::new(engine.engine(), &bytes)
+            .map_err(|x| format!("{x:#}"))?;
+        let mut linker = wasmtime::component::Linker::new(engine.engine());
+        crate::host::add_to_linker(&mut linker).map_err(|x| format!("{x:#}"))?;
+        linker
+            .instantiate_pre(&component)
+            .map(|_| ())
+            .map_err(|x| format!("{x:#}"))
+    }
+
+    /// `sluice:tools/listing` as 0.1.1 had it: `list-chunk` only.
+    const LISTING_0_1_1: &str = "
+        record listed-entry { name: string, kind: entry-kind, size: option<u64> }
+        record listing-chunk { total: u64, withheld: u64, entries: list<listed-entry> }
+        variant listing-error { unsupported, not-found, not-permitted, not-directory, failed(string) }
+        list-chunk: func(dir: string, offset: u64, count: u32) -> result<listing-chunk, listing-error>;";
+
+    #[test]
+    fn a_component_built_against_an_older_listing_links() {
+        links("0.1.1", LISTING_0_1_1).expect("a 0.1.1 component links against 0.1.2");
+    }
+
+    #[test]
+    fn a_component_that_needs_a_function_the_host_lacks_does_not_link() {
+        let newer = format!("{LISTING_0_1_1}\n        list-everything: func(dir: string) -> u64;");
+        let e = links("0.1.9", &newer).expect_err("the host has no list-everything");
+        assert!(
+            e.contains("list-everything"),
+            "the error names the function: {e}"
+        );
+    }
+}

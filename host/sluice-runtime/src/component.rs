@@ -404,9 +404,9 @@ mod tests {
         assert_eq!(
             with_functions,
             [
-                "sluice:tools/budget@0.1.1",
-                "sluice:tools/key-policy@0.1.1",
-                "sluice:tools/listing@0.1.1"
+                "sluice:tools/budget@0.1.2",
+                "sluice:tools/key-policy@0.1.2",
+                "sluice:tools/listing@0.1.2"
             ]
         );
     }

@@ -44,8 +44,11 @@ pub const MAX_CACHED_BYTES: usize = 64 << 20;
 pub const RACY_SECONDS: i64 = 2;
 
 /// The WIT types of `sluice:tools/listing`, generated from `wit/sluice-tools.wit`
-/// (`crate::bindings`): `entry-kind`, `listed-entry`, `listing-chunk`, `listing-error`.
-pub use crate::bindings::listing::{EntryKind, ListedEntry, ListingChunk, ListingError};
+/// (`crate::bindings`): `entry-kind`, `listed-entry`, `listing-chunk`, `listing-error`,
+/// `named-entry`, `name-listing`.
+pub use crate::bindings::listing::{
+    EntryKind, ListedEntry, ListingChunk, ListingError, NameListing, NamedEntry,
+};
 
 impl From<std::io::Error> for ListingError {
     fn from(e: std::io::Error) -> Self {
@@ -103,6 +106,13 @@ impl crate::bindings::listing::Host for CallState {
         };
         Ok(list_chunk(&preopen, &rel, offset, count).map_err(ListingError::from))
     }
+
+    fn list_names(&mut self, dir: String) -> wasmtime::Result<Result<NameListing, ListingError>> {
+        let Some((preopen, rel)) = preopen_of(self, &dir)? else {
+            return Ok(Err(ListingError::Unsupported));
+        };
+        Ok(list_names(&preopen, &rel).map_err(ListingError::from))
+    }
 }
 
 /// The preopened directory that holds the guest path `dir` (the longest guest path that is a
@@ -149,11 +159,7 @@ pub fn list_chunk(
     offset: u64,
     count: u32,
 ) -> std::io::Result<ListingChunk> {
-    let dir = if rel.is_empty() {
-        preopen.try_clone()?
-    } else {
-        cap_primitives::fs::open_dir(preopen, Path::new(rel))?
-    };
+    let dir = open_beneath(preopen, rel)?;
     let snapshot = snapshot(&dir)?;
     let len = snapshot.len() as u64;
     let start = offset.min(len) as usize;
@@ -180,6 +186,35 @@ pub fn list_chunk(
         withheld: snapshot.withheld,
         entries,
     })
+}
+
+/// Every entry of the directory `rel` beneath `preopen`, sorted by name in byte order, with
+/// kinds and no sizes; names that are not UTF-8 counted in `unreadable`, armor names listed.
+/// Read now and not cached: a walk visits each directory once, and would only push the
+/// snapshots `list_dir` pages through out of the cache.
+///
+/// # Errors
+/// As [`list_chunk`].
+pub fn list_names(preopen: &File, rel: &str) -> std::io::Result<NameListing> {
+    let dir = open_beneath(preopen, rel)?;
+    let (entries, unreadable) = read_sorted(&dir)?;
+    Ok(NameListing {
+        entries: entries
+            .into_iter()
+            .map(|(name, kind)| NamedEntry { name, kind })
+            .collect(),
+        unreadable,
+    })
+}
+
+/// The directory `rel` beneath `preopen` (the preopen itself for `""`), opened by
+/// `cap-primitives`, so that it cannot leave the preopen.
+fn open_beneath(preopen: &File, rel: &str) -> std::io::Result<File> {
+    if rel.is_empty() {
+        preopen.try_clone()
+    } else {
+        cap_primitives::fs::open_dir(preopen, Path::new(rel))
+    }
 }
 
 /// The sorted listing of `dir`: the cached one while the directory's key is unchanged,
@@ -242,33 +277,14 @@ fn racy(key: Key, read_at: std::time::SystemTime) -> bool {
     now - newest < i128::from(RACY_SECONDS) * 1_000_000_000
 }
 
-/// Reads and sorts `dir`.
+/// Reads and sorts `dir`, withholding names that spell a PEM armor line.
 fn read(dir: &File) -> std::io::Result<Snapshot> {
-    let mut withheld = 0u64;
-    let mut entries: Vec<(String, EntryKind)> = Vec::new();
-    for entry in cap_primitives::fs::read_base_dir(dir)? {
-        let Ok(entry) = entry else {
-            withheld += 1;
-            continue;
-        };
-        let name: OsString = entry.file_name();
-        let Ok(name) = name.into_string() else {
-            withheld += 1;
-            continue;
-        };
-        if sluice_keys::has_armor(name.as_bytes()) {
-            withheld += 1;
-            continue;
-        }
-        let kind = match entry.file_type() {
-            Ok(t) if t.is_symlink() => EntryKind::Symlink,
-            Ok(t) if t.is_dir() => EntryKind::Directory,
-            Ok(t) if t.is_file() => EntryKind::File,
-            _ => EntryKind::Other,
-        };
-        entries.push((name, kind));
-    }
-    entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    let (mut entries, mut withheld) = read_sorted(dir)?;
+    entries.retain(|(name, _)| {
+        let armor = sluice_keys::has_armor(name.as_bytes());
+        withheld += u64::from(armor);
+        !armor
+    });
     let mut snapshot = Snapshot {
         names: String::with_capacity(entries.iter().map(|e| e.0.len()).sum()),
         ends: Vec::with_capacity(entries.len()),
@@ -285,6 +301,35 @@ fn read(dir: &File) -> std::io::Result<Snapshot> {
         snapshot.kinds.push(kind);
     }
     Ok(snapshot)
+}
+
+/// The entries of `dir` whose names are UTF-8, sorted by name in byte order, with kinds from
+/// the directory entries (`d_type`; `cap-primitives` `stat`s only where the file system does
+/// not give one), and how many entries were left out (names that are not UTF-8, entries that
+/// could not be read).
+fn read_sorted(dir: &File) -> std::io::Result<(Vec<(String, EntryKind)>, u64)> {
+    let mut unreadable = 0u64;
+    let mut entries: Vec<(String, EntryKind)> = Vec::new();
+    for entry in cap_primitives::fs::read_base_dir(dir)? {
+        let Ok(entry) = entry else {
+            unreadable += 1;
+            continue;
+        };
+        let name: OsString = entry.file_name();
+        let Ok(name) = name.into_string() else {
+            unreadable += 1;
+            continue;
+        };
+        let kind = match entry.file_type() {
+            Ok(t) if t.is_symlink() => EntryKind::Symlink,
+            Ok(t) if t.is_dir() => EntryKind::Directory,
+            Ok(t) if t.is_file() => EntryKind::File,
+            _ => EntryKind::Other,
+        };
+        entries.push((name, kind));
+    }
+    entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    Ok((entries, unreadable))
 }
 
 #[cfg(test)]
@@ -406,6 +451,53 @@ mod tests {
                 .map(|e| e.name.as_str())
                 .collect::<Vec<_>>(),
             ["one", "three", "two"]
+        );
+    }
+
+    #[test]
+    fn whole_listings_are_sorted_with_kinds_and_armor_names_listed() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("root");
+        std::fs::create_dir_all(root.join("sub/deeper")).unwrap();
+        std::fs::write(root.join("sub/b.log"), "12345").unwrap();
+        std::fs::write(root.join("sub/-----BEGIN RSA PRIVATE KEY-----"), "").unwrap();
+        std::fs::write(root.join("sub/A"), "").unwrap();
+        let mut unreadable = 0;
+        #[cfg(unix)]
+        std::os::unix::fs::symlink("b.log", root.join("sub/c")).unwrap();
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let bad = std::ffi::OsStr::from_bytes(b"bad\xff");
+            std::fs::write(root.join("sub").join(bad), "").unwrap();
+            unreadable += 1;
+        }
+        std::fs::create_dir(d.path().join("outside")).unwrap();
+        let preopen = open(&root);
+        let listing = list_names(&preopen, "sub").unwrap();
+        let got: Vec<(&str, EntryKind)> = listing
+            .entries
+            .iter()
+            .map(|e| (e.name.as_str(), e.kind))
+            .collect();
+        let mut expected = vec![
+            ("-----BEGIN RSA PRIVATE KEY-----", EntryKind::File),
+            ("A", EntryKind::File),
+            ("b.log", EntryKind::File),
+        ];
+        #[cfg(unix)]
+        expected.push(("c", EntryKind::Symlink));
+        expected.push(("deeper", EntryKind::Directory));
+        assert_eq!(got, expected);
+        assert_eq!(listing.unreadable, unreadable);
+
+        let top = list_names(&preopen, "").unwrap();
+        assert_eq!(top.entries.len(), 1);
+        assert_eq!(top.entries[0].name, "sub");
+        assert!(list_names(&preopen, "../outside").is_err());
+        assert_eq!(
+            list_names(&preopen, "missing").unwrap_err().kind(),
+            std::io::ErrorKind::NotFound
         );
     }
 

@@ -1,5 +1,7 @@
 //! The built-in `grep_files` tool: the `grep-files` world of `sluice:tools` as a thin adapter over
-//! [`sluice_pager::grep_files`].
+//! [`sluice_pager::grep_files_from`], walking through directory listings read by the host
+//! (`sluice:tools/listing`, [`sluice_guest::HostListing`]): one crossing and no `stat` per
+//! entry, where the `wasi:filesystem` directory stream costs one of each.
 
 #![allow(unsafe_code)] // The generated export glue is unsafe.
 
@@ -9,15 +11,16 @@ mod bindings {
         world: "grep-files",
         path: "../../wit",
         with: {
-            "sluice:tools/types@0.1.1": sluice_guest::types,
-            "sluice:tools/files@0.1.1": sluice_guest::files,
-            "sluice:tools/budget@0.1.1": sluice_guest::budget,
-            "sluice:tools/key-policy@0.1.1": sluice_guest::key_policy,
+            "sluice:tools/types@0.1.2": sluice_guest::types,
+            "sluice:tools/files@0.1.2": sluice_guest::files,
+            "sluice:tools/budget@0.1.2": sluice_guest::budget,
+            "sluice:tools/key-policy@0.1.2": sluice_guest::key_policy,
+            "sluice:tools/listing@0.1.2": sluice_guest::listing,
         },
     });
 }
 
-use sluice_guest::{files, types};
+use sluice_guest::{HostListing, files, types};
 
 struct Tool;
 
@@ -25,7 +28,7 @@ impl bindings::Guest for Tool {
     fn grep_files(args: files::GrepFilesArgs) -> Result<files::GrepFilesPage, types::ToolError> {
         sluice_guest::run(
             sluice_guest::grep_args(args),
-            sluice_pager::grep_files,
+            |ctx, args| sluice_pager::grep_files_from(ctx, args, Some(&HostListing)),
             sluice_guest::grep_page,
         )
     }

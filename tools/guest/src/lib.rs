@@ -1,10 +1,11 @@
-//! The guest side of `sluice:tools@0.1.1` for Rust tools built on [`sluice_pager`].
+//! The guest side of `sluice:tools@0.1.2` for Rust tools built on [`sluice_pager`].
 //!
 //! [`bindings`] holds the bindings of the shared interfaces (`types`, `files`, `budget`,
-//! `key-policy`), generated once here; each tool crate generates its own world with
+//! `key-policy`, `listing`), generated once here; each tool crate generates its own world with
 //! `with:` pointing at them, so the conversions below exist once. [`context`] builds the
 //! pager's [`Context`] for the current call from what the host grants: the preopened roots,
-//! the cap, the time budget and the key-material names.
+//! the cap, the time budget and the key-material names. [`HostListing`] is the host's
+//! `listing` as the pager's [`DirSource`](sluice_pager::DirSource).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,17 +21,21 @@ pub mod bindings {
         inline: "
             package sluice:guest-support;
             world guest-support {
-                import sluice:tools/types@0.1.1;
-                import sluice:tools/files@0.1.1;
-                import sluice:tools/budget@0.1.1;
-                import sluice:tools/key-policy@0.1.1;
+                import sluice:tools/types@0.1.2;
+                import sluice:tools/files@0.1.2;
+                import sluice:tools/budget@0.1.2;
+                import sluice:tools/key-policy@0.1.2;
+                import sluice:tools/listing@0.1.2;
             }
         ",
         generate_all,
     });
 }
 
-pub use bindings::sluice::tools::{budget, files, key_policy, types};
+pub use bindings::sluice::tools::{budget, files, key_policy, listing, types};
+pub use host_listing::HostListing;
+
+mod host_listing;
 
 /// The pager context of the current call: every preopened directory is a root named by its
 /// guest path without the leading `/` (the host preopens root `logs` at `/logs`), in the

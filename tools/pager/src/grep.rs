@@ -26,6 +26,7 @@ use crate::budget::json_len;
 use crate::error::quote;
 use crate::error::{ErrorKind, Result, ToolError};
 use crate::keys::has_armor;
+use crate::list::DirSource;
 use crate::root::{Root, Target};
 use crate::text::escaped_prefix;
 
@@ -126,6 +127,19 @@ pub struct GrepFilesPage {
 /// path, a directory a `.gitignore` excludes, a page budget below 320 bytes (also when
 /// one match's own path cannot fit).
 pub fn grep_files(ctx: &Context, args: &GrepFilesArgs) -> Result<GrepFilesPage> {
+    grep_files_from(ctx, args, None)
+}
+
+/// [`grep_files`], walking through the listings of `source` where it can list a directory
+/// (the results, pages and cursors are the same; only the cost differs).
+///
+/// # Errors
+/// As [`grep_files`].
+pub fn grep_files_from(
+    ctx: &Context,
+    args: &GrepFilesArgs,
+    source: Option<&dyn DirSource>,
+) -> Result<GrepFilesPage> {
     let chars = args.pattern.chars().count();
     if chars > MAX_PATTERN_CHARS {
         return Err(ToolError::new(
@@ -194,6 +208,7 @@ pub fn grep_files(ctx: &Context, args: &GrepFilesArgs) -> Result<GrepFilesPage> 
 
     let mut search = Search {
         ctx,
+        source,
         matcher,
         glob,
         resume,
@@ -242,6 +257,8 @@ pub fn grep_files(ctx: &Context, args: &GrepFilesArgs) -> Result<GrepFilesPage> 
 /// The walk and the file search.
 struct Search<'a> {
     ctx: &'a Context,
+    /// Where the walk lists directories, when not itself.
+    source: Option<&'a dyn DirSource>,
     matcher: RegexMatcher,
     glob: Option<globset::GlobMatcher>,
     resume: Option<Cursor>,
@@ -294,12 +311,24 @@ impl Search<'_> {
             .as_ref()
             .filter(|c| !c.seek.is_empty())
             .map(|c| Seek::new(c.seek.clone(), c.file, c.path_check));
-        let mut walk = Walk::new(&root.dir, &target.resolved_parts, &target.shown, seek);
+        let mut walk = Walk::new(
+            &root.dir,
+            &target.resolved_parts,
+            &target.shown,
+            seek,
+            self.source,
+        );
         walk.run(self)?;
         if walk.missed {
             // The cursor's position is not the entry it names (the tree changed): count
             // the way back to its number instead. Nothing was visited.
-            walk = Walk::new(&root.dir, &target.resolved_parts, &target.shown, None);
+            walk = Walk::new(
+                &root.dir,
+                &target.resolved_parts,
+                &target.shown,
+                None,
+                self.source,
+            );
             walk.run(self)?;
         }
         if let Some(c) = &self.resume

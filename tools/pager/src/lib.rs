@@ -40,11 +40,12 @@ pub use error::{ErrorKind, ToolError};
 pub use file::BINARY_SNIFF_BYTES;
 pub use grep::{
     DEFAULT_MAX_RESULTS, GrepFilesArgs, GrepFilesPage, GrepMatch, MAX_FILE_BYTES, MAX_MAX_RESULTS,
-    MAX_PATTERN_CHARS, MAX_TEXT_CHARS, grep_files,
+    MAX_PATTERN_CHARS, MAX_TEXT_CHARS, grep_files, grep_files_from,
 };
 pub use keys::{KeyNamePolicy, KeyNames};
 pub use list::{
-    DirChunk, DirEntry, DirSource, EntryKind, ListDirArgs, ListDirPage, list_dir, list_dir_from,
+    DirChunk, DirEntry, DirNames, DirSource, EntryKind, ListDirArgs, ListDirPage, list_dir,
+    list_dir_from,
 };
 pub use read::{ReadFileArgs, ReadFilePage, read_file};
 pub use root::{Root, Roots};

@@ -73,9 +73,11 @@ pub struct ListDirPage {
     pub withheld: Option<u64>,
 }
 
-/// Entries of a sorted listing read by someone else, a chunk at a time: inside a component,
-/// the host's `sluice:tools/listing` (which reads and sorts the directory once and keeps
-/// it), so that a page costs what a page is.
+/// Directory listings read by someone else: inside a component, the host's
+/// `sluice:tools/listing`. [`list_dir_from`] takes a page's entries a chunk at a time (the
+/// host reads and sorts the directory once and keeps it, so that a page costs what a page
+/// is); [`grep_files_from`](crate::grep_files_from) walks through whole listings without
+/// sizes (the host reads each directory with no `stat` per entry and no crossing per entry).
 pub trait DirSource {
     /// Entries `offset..offset + count` of the directory at `dir` (the path the tool
     /// resolved, as [`Root`](crate::Root) paths are), sorted by name in byte order, with
@@ -91,6 +93,28 @@ pub trait DirSource {
     /// # Errors
     /// When the directory cannot be opened or read.
     fn chunk(&self, dir: &Path, offset: u64, count: u32) -> Option<std::io::Result<DirChunk>>;
+
+    /// Every entry of the directory at `dir`, sorted by name in byte order, with kinds
+    /// (symlinks not followed) and no sizes. Only names that are not UTF-8 are left out,
+    /// counted in [`DirNames::unreadable`]; armor names are listed (a walk counts them as
+    /// entries it does not read). `None` when this source cannot list `dir`, which is the
+    /// default: the tool then reads the directory itself.
+    ///
+    /// # Errors
+    /// When the directory cannot be opened or read.
+    fn names(&self, dir: &Path) -> Option<std::io::Result<DirNames>> {
+        let _ = dir;
+        None
+    }
+}
+
+/// A whole directory from [`DirSource::names`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DirNames {
+    /// The entries, sorted by name in byte order: name and kind.
+    pub entries: Vec<(String, EntryKind)>,
+    /// Entries left out: names that are not UTF-8, entries that could not be read.
+    pub unreadable: u64,
 }
 
 /// One chunk of a [`DirSource`].

@@ -25,6 +25,7 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use super::{PRUNED_DIRS, Search, Visit};
 use crate::error::{ErrorKind, Result, ToolError, quote};
 use crate::keys::has_armor;
+use crate::list::{DirNames, DirSource, EntryKind};
 use crate::sys::{Kind, Listing};
 
 /// The state of one sorted walk.
@@ -44,6 +45,8 @@ pub(super) struct Walk<'w> {
     /// True when the seek could not reach its entry; nothing was visited, and the caller
     /// walks again without it.
     pub(super) missed: bool,
+    /// Where directories are listed, when not by the walk itself.
+    source: Option<&'w dyn DirSource>,
 }
 
 /// A jump to the entry a cursor names.
@@ -104,12 +107,14 @@ enum Step {
 impl<'w> Walk<'w> {
     /// A walk of the root `root` down to the searched path `target` (its components) and
     /// everything under it; `shown` is the searched path for messages.
-    /// With `seek`, the walk jumps to the entry it names first (see the module docs).
+    /// With `seek`, the walk jumps to the entry it names first (see the module docs). With
+    /// `source`, directories are listed through it where it can list them.
     pub(super) fn new(
         root: &'w Path,
         target: &'w [String],
         shown: &'w str,
         seek: Option<Seek>,
+        source: Option<&'w dyn DirSource>,
     ) -> Self {
         Walk {
             root,
@@ -119,6 +124,7 @@ impl<'w> Walk<'w> {
             number: 0,
             seek,
             missed: false,
+            source,
         }
     }
 
@@ -193,7 +199,7 @@ impl<'w> Walk<'w> {
     /// Lists the directory `dir` (at `rel_dir`, `depth` components below the root) and
     /// pushes its `.gitignore`. `None` when it cannot be listed and lies below the target.
     fn enter(&mut self, dir: PathBuf, rel_dir: String, depth: usize) -> Result<Option<Frame>> {
-        let listing = match crate::sys::list(&dir) {
+        let listing = match self.list(&dir) {
             Ok(l) => l,
             Err(e) if depth <= self.target.len() => {
                 return Err(ToolError::io(self.shown, &e));
@@ -338,6 +344,33 @@ impl<'w> Walk<'w> {
         Ok(match search.visit(number, &rel, &path, what)? {
             true => Step::Done,
             false => Step::Next,
+        })
+    }
+
+    /// The sorted entries of `dir`: from the source when it can list it, else read here.
+    fn list(&self, dir: &Path) -> std::io::Result<Listing> {
+        let Some(names) = self.source.and_then(|s| s.names(dir)) else {
+            return crate::sys::list(dir);
+        };
+        let DirNames {
+            entries,
+            unreadable,
+        } = names?;
+        let entries = entries
+            .into_iter()
+            .map(|(name, kind)| {
+                let kind = match kind {
+                    EntryKind::File => Kind::File,
+                    EntryKind::Directory => Kind::Dir,
+                    EntryKind::Symlink => Kind::Symlink,
+                    EntryKind::Other => Kind::Other,
+                };
+                (OsString::from(name), kind)
+            })
+            .collect();
+        Ok(Listing {
+            entries,
+            unreadable,
         })
     }
 

@@ -9,6 +9,7 @@
 mod edge;
 mod grep;
 mod grep_seek; // Issue 19 item 1: resumes that seek.
+mod grep_source; // Issue 19: the walk through a host listing.
 mod issue12; // Issue 12 items 7–11: keys in UTF-16, encrypted, split; paging edges; deep trees.
 mod keys;
 mod list;

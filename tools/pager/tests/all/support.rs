@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use sluice_pager::{
-    Context, GrepFilesArgs, GrepFilesPage, Limits, ListDirArgs, ListDirPage, ReadFileArgs,
-    ReadFilePage, Root, Roots, ToolError, grep_files, list_dir, read_file,
+    Context, DirSource, GrepFilesArgs, GrepFilesPage, Limits, ListDirArgs, ListDirPage,
+    ReadFileArgs, ReadFilePage, Root, Roots, ToolError, grep_files_from, list_dir, read_file,
 };
 
 /// CAP of the cases in `docs/regressions.md`.
@@ -199,11 +199,20 @@ pub(crate) fn follow_list(ctx: &Context, path: Option<&str>) -> Vec<ListDirPage>
 /// Runs `args` and follows `nextCursor` until the search is complete, asserting every
 /// observation fits and every cursor is at most 64 bytes.
 pub(crate) fn follow_grep(ctx: &Context, args: &GrepFilesArgs) -> Vec<GrepFilesPage> {
+    follow_grep_from(ctx, args, None)
+}
+
+/// [`follow_grep`] with the walk listing directories through `source`.
+pub(crate) fn follow_grep_from(
+    ctx: &Context,
+    args: &GrepFilesArgs,
+    source: Option<&dyn DirSource>,
+) -> Vec<GrepFilesPage> {
     let cap = ctx.limits.max_result_bytes;
     let mut pages = Vec::new();
     let mut args = args.clone();
     loop {
-        let result = grep_files(ctx, &args);
+        let result = grep_files_from(ctx, &args, source);
         assert_fits(&result, cap);
         let page = result.unwrap_or_else(|e| panic!("grep_files {args:?}: {e}"));
         assert_eq!(page.count, page.results.len() as u64);

@@ -1,0 +1,67 @@
+//! The host's `sluice:tools/listing` as the pager's [`DirSource`]: `list_dir` pages through
+//! its chunks and `grep_files` walks through its whole listings.
+
+use std::io::{Error, ErrorKind};
+use std::path::Path;
+
+use sluice_pager::{DirChunk, DirNames, DirSource, EntryKind};
+
+use crate::{files, listing};
+
+/// Directory listings read by the host. A directory the host cannot list (`unsupported`: its
+/// path names no preopened directory, or is not UTF-8) is `None`, and the tool reads it
+/// itself through `wasi:filesystem`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HostListing;
+
+impl DirSource for HostListing {
+    fn chunk(&self, dir: &Path, offset: u64, count: u32) -> Option<std::io::Result<DirChunk>> {
+        match listing::list_chunk(dir.to_str()?, offset, count) {
+            Ok(chunk) => Some(Ok(DirChunk {
+                total: chunk.total,
+                withheld: chunk.withheld,
+                entries: chunk
+                    .entries
+                    .into_iter()
+                    .map(|e| (e.name, kind(e.kind), e.size))
+                    .collect(),
+            })),
+            Err(e) => io_error(e).map(Err),
+        }
+    }
+
+    fn names(&self, dir: &Path) -> Option<std::io::Result<DirNames>> {
+        match listing::list_names(dir.to_str()?) {
+            Ok(listing) => Some(Ok(DirNames {
+                entries: listing
+                    .entries
+                    .into_iter()
+                    .map(|e| (e.name, kind(e.kind)))
+                    .collect(),
+                unreadable: listing.unreadable,
+            })),
+            Err(e) => io_error(e).map(Err),
+        }
+    }
+}
+
+/// The `io::Error` for a listing error; `None` for `unsupported`.
+fn io_error(e: listing::ListingError) -> Option<Error> {
+    use listing::ListingError as L;
+    Some(match e {
+        L::Unsupported => return None,
+        L::NotFound => Error::new(ErrorKind::NotFound, "no such file or directory"),
+        L::NotPermitted => Error::new(ErrorKind::PermissionDenied, "not permitted"),
+        L::NotDirectory => Error::new(ErrorKind::NotADirectory, "not a directory"),
+        L::Failed(words) => Error::other(words),
+    })
+}
+
+fn kind(k: files::EntryKind) -> EntryKind {
+    match k {
+        files::EntryKind::File => EntryKind::File,
+        files::EntryKind::Directory => EntryKind::Directory,
+        files::EntryKind::Symlink => EntryKind::Symlink,
+        files::EntryKind::Other => EntryKind::Other,
+    }
+}
