@@ -18,7 +18,8 @@ mod generated {
         path: "../../wit/sluice-tools.wit",
         imports: {
             // Finding the call's preopens can fail on the host's side (a full resource
-            // table); that stops the call rather than answering the guest.
+            // table), and the call's deadline can pass while a directory is read; either
+            // stops the call rather than answering the guest.
             "sluice:tools/listing.list-chunk": trappable,
             "sluice:tools/listing.list-names": trappable,
         },

@@ -68,6 +68,10 @@ pub(crate) struct CallBudget {
     pub(crate) max_result_bytes: u32,
     /// When the search time budget (80% of the timeout) runs out.
     pub(crate) search_until: Instant,
+    /// When the call's timeout runs out. Host work that could outlast it (reading a huge
+    /// directory for `sluice:tools/listing`) stops there, so that the call ends with its
+    /// `timeout` instead of holding its thread past the deadline.
+    pub(crate) deadline: Instant,
     /// Names refused as key material.
     pub(crate) key_names: Arc<sluice_keys::KeyNames>,
 }
@@ -79,9 +83,11 @@ impl CallBudget {
         timeout: Duration,
         key_names: Arc<sluice_keys::KeyNames>,
     ) -> Self {
+        let now = Instant::now();
         CallBudget {
             max_result_bytes,
-            search_until: Instant::now() + timeout.mul_f64(SEARCH_SHARE_OF_TIMEOUT),
+            search_until: now + timeout.mul_f64(SEARCH_SHARE_OF_TIMEOUT),
+            deadline: now + timeout,
             key_names,
         }
     }

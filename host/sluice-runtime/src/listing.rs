@@ -24,6 +24,7 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use cap_primitives::fs::FollowSymlinks;
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemCtxView};
@@ -42,6 +43,9 @@ pub const MAX_CACHED_BYTES: usize = 64 << 20;
 
 /// A directory changed less than this many seconds before it was read is not cached.
 pub const RACY_SECONDS: i64 = 2;
+
+/// How often reading a directory checks the call's deadline: every this many entries.
+const DEADLINE_CHECK_ENTRIES: usize = 1024;
 
 /// The WIT types of `sluice:tools/listing`, generated from `wit/sluice-tools.wit`
 /// (`crate::bindings`): `entry-kind`, `listed-entry`, `listing-chunk`, `listing-error`,
@@ -93,7 +97,10 @@ type Key = (u64, u64, i128, i128, u64);
 /// The snapshots kept, most recently used last.
 static CACHE: Mutex<Vec<(Key, Arc<Snapshot>)>> = Mutex::new(Vec::new());
 
-/// `sluice:tools/listing`, linked by [`crate::bindings::add_to_linker`].
+/// `sluice:tools/listing`, linked by [`crate::bindings::add_to_linker`]. A directory still
+/// being read when the call's deadline passes ends the call with its timeout, as the epoch
+/// ends guest code: a host call cannot be interrupted, and one that ran on would hold the
+/// call's thread past the deadline (the pool would take it for stuck in a system call).
 impl crate::bindings::listing::Host for CallState {
     fn list_chunk(
         &mut self,
@@ -104,14 +111,31 @@ impl crate::bindings::listing::Host for CallState {
         let Some((preopen, rel)) = preopen_of(self, &dir)? else {
             return Ok(Err(ListingError::Unsupported));
         };
-        Ok(list_chunk(&preopen, &rel, offset, count).map_err(ListingError::from))
+        answer(list_chunk(
+            &preopen,
+            &rel,
+            offset,
+            count,
+            Some(self.budget.deadline),
+        ))
     }
 
     fn list_names(&mut self, dir: String) -> wasmtime::Result<Result<NameListing, ListingError>> {
         let Some((preopen, rel)) = preopen_of(self, &dir)? else {
             return Ok(Err(ListingError::Unsupported));
         };
-        Ok(list_names(&preopen, &rel).map_err(ListingError::from))
+        answer(list_names(&preopen, &rel, Some(self.budget.deadline)))
+    }
+}
+
+/// The guest's answer for a listing, or the call's end when its deadline passed while the
+/// directory was read.
+fn answer<T>(listed: std::io::Result<T>) -> wasmtime::Result<Result<T, ListingError>> {
+    match listed {
+        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+            Err(crate::failure::Interrupt::Timeout.into())
+        }
+        other => Ok(other.map_err(ListingError::from)),
     }
 }
 
@@ -148,19 +172,23 @@ fn preopen_of(state: &mut CallState, dir: &str) -> wasmtime::Result<Option<(Arc<
 }
 
 /// Entries `offset..offset + count` (at most [`MAX_CHUNK_ENTRIES`]) of the directory `rel`
-/// beneath `preopen`, with sizes of the regular files among them.
+/// beneath `preopen`, with sizes of the regular files among them. Reading the directory
+/// stops at `until` (the call's deadline), so that a directory too large to read in the
+/// call's time ends the call with its timeout instead of holding its thread past it.
 ///
 /// # Errors
 /// When the directory cannot be opened (it does not exist, is not a directory, or leaves
-/// the preopen) or read.
+/// the preopen) or read, and [`std::io::ErrorKind::TimedOut`] when `until` passes while
+/// it is read.
 pub fn list_chunk(
     preopen: &File,
     rel: &str,
     offset: u64,
     count: u32,
+    until: Option<Instant>,
 ) -> std::io::Result<ListingChunk> {
     let dir = open_beneath(preopen, rel)?;
-    let snapshot = snapshot(&dir)?;
+    let snapshot = snapshot(&dir, until)?;
     let len = snapshot.len() as u64;
     let start = offset.min(len) as usize;
     let end = offset
@@ -191,13 +219,18 @@ pub fn list_chunk(
 /// Every entry of the directory `rel` beneath `preopen`, sorted by name in byte order, with
 /// kinds and no sizes; names that are not UTF-8 counted in `unreadable`, armor names listed.
 /// Read now and not cached: a walk visits each directory once, and would only push the
-/// snapshots `list_dir` pages through out of the cache.
+/// snapshots `list_dir` pages through out of the cache. Reading stops at `until`, as in
+/// [`list_chunk`].
 ///
 /// # Errors
 /// As [`list_chunk`].
-pub fn list_names(preopen: &File, rel: &str) -> std::io::Result<NameListing> {
+pub fn list_names(
+    preopen: &File,
+    rel: &str,
+    until: Option<Instant>,
+) -> std::io::Result<NameListing> {
     let dir = open_beneath(preopen, rel)?;
-    let (entries, unreadable) = read_sorted(&dir)?;
+    let (entries, unreadable) = read_sorted(&dir, until)?;
     Ok(NameListing {
         entries: entries
             .into_iter()
@@ -219,7 +252,7 @@ fn open_beneath(preopen: &File, rel: &str) -> std::io::Result<File> {
 
 /// The sorted listing of `dir`: the cached one while the directory's key is unchanged,
 /// else read now (and cached when it is neither racy nor too large).
-fn snapshot(dir: &File) -> std::io::Result<Arc<Snapshot>> {
+fn snapshot(dir: &File, until: Option<Instant>) -> std::io::Result<Arc<Snapshot>> {
     let key = key_of(dir)?;
     if let Some(key) = key {
         let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
@@ -231,7 +264,7 @@ fn snapshot(dir: &File) -> std::io::Result<Arc<Snapshot>> {
         }
     }
     let read_at = std::time::SystemTime::now();
-    let snapshot = Arc::new(read(dir)?);
+    let snapshot = Arc::new(read(dir, until)?);
     if let Some(key) = key
         && !racy(key, read_at)
         && snapshot.bytes() <= MAX_CACHED_BYTES
@@ -278,8 +311,8 @@ fn racy(key: Key, read_at: std::time::SystemTime) -> bool {
 }
 
 /// Reads and sorts `dir`, withholding names that spell a PEM armor line.
-fn read(dir: &File) -> std::io::Result<Snapshot> {
-    let (mut entries, mut withheld) = read_sorted(dir)?;
+fn read(dir: &File, until: Option<Instant>) -> std::io::Result<Snapshot> {
+    let (mut entries, mut withheld) = read_sorted(dir, until)?;
     entries.retain(|(name, _)| {
         let armor = sluice_keys::has_armor(name.as_bytes());
         withheld += u64::from(armor);
@@ -306,11 +339,25 @@ fn read(dir: &File) -> std::io::Result<Snapshot> {
 /// The entries of `dir` whose names are UTF-8, sorted by name in byte order, with kinds from
 /// the directory entries (`d_type`; `cap-primitives` `stat`s only where the file system does
 /// not give one), and how many entries were left out (names that are not UTF-8, entries that
-/// could not be read).
-fn read_sorted(dir: &File) -> std::io::Result<(Vec<(String, EntryKind)>, u64)> {
+/// could not be read). Every [`DEADLINE_CHECK_ENTRIES`] entries from the first, and after
+/// the sort, it stops with [`std::io::ErrorKind::TimedOut`] if `until` has passed.
+fn read_sorted(
+    dir: &File,
+    until: Option<Instant>,
+) -> std::io::Result<(Vec<(String, EntryKind)>, u64)> {
     let mut unreadable = 0u64;
     let mut entries: Vec<(String, EntryKind)> = Vec::new();
-    for entry in cap_primitives::fs::read_base_dir(dir)? {
+    let past_deadline = || until.is_some_and(|t| Instant::now() >= t);
+    let timed_out = || {
+        std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "the call's time ran out while the directory was read",
+        )
+    };
+    for (i, entry) in cap_primitives::fs::read_base_dir(dir)?.enumerate() {
+        if i % DEADLINE_CHECK_ENTRIES == 0 && past_deadline() {
+            return Err(timed_out());
+        }
         let Ok(entry) = entry else {
             unreadable += 1;
             continue;
@@ -329,6 +376,11 @@ fn read_sorted(dir: &File) -> std::io::Result<(Vec<(String, EntryKind)>, u64)> {
         entries.push((name, kind));
     }
     entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    // The sort of a large directory takes a while too: past the deadline, nothing more is
+    // built or lowered from it.
+    if past_deadline() {
+        return Err(timed_out());
+    }
     Ok((entries, unreadable))
 }
 
@@ -358,7 +410,7 @@ mod tests {
         #[cfg(unix)]
         std::os::unix::fs::symlink("b.log", d.path().join("c")).unwrap();
         let root = open(d.path());
-        let all = list_chunk(&root, "", 0, 100).unwrap();
+        let all = list_chunk(&root, "", 0, 100, None).unwrap();
         let mut expected = vec![
             ("B.log", EntryKind::File, Some(0)),
             ("a", EntryKind::Directory, None),
@@ -371,10 +423,10 @@ mod tests {
         assert_eq!(all.total, expected.len() as u64);
         assert_eq!(all.withheld, 0);
 
-        let middle = list_chunk(&root, "", 1, 2).unwrap();
+        let middle = list_chunk(&root, "", 1, 2, None).unwrap();
         assert_eq!(names(&middle), expected[1..3].to_vec());
         assert_eq!(middle.total, expected.len() as u64);
-        let past = list_chunk(&root, "", 99, 2).unwrap();
+        let past = list_chunk(&root, "", 99, 2, None).unwrap();
         assert!(past.entries.is_empty());
         assert_eq!(past.total, expected.len() as u64);
     }
@@ -392,7 +444,7 @@ mod tests {
             std::fs::write(d.path().join(bad), "").unwrap();
             withheld += 1;
         }
-        let chunk = list_chunk(&open(d.path()), "", 0, 10).unwrap();
+        let chunk = list_chunk(&open(d.path()), "", 0, 10, None).unwrap();
         assert_eq!(names(&chunk), [("ok.txt", EntryKind::File, Some(0))]);
         assert_eq!((chunk.total, chunk.withheld), (1, withheld));
     }
@@ -405,14 +457,14 @@ mod tests {
         std::fs::write(root.join("sub/x"), "").unwrap();
         std::fs::create_dir(d.path().join("outside")).unwrap();
         let preopen = open(&root);
-        let sub = list_chunk(&preopen, "sub", 0, 10).unwrap();
+        let sub = list_chunk(&preopen, "sub", 0, 10, None).unwrap();
         assert_eq!(names(&sub), [("x", EntryKind::File, Some(0))]);
-        assert!(list_chunk(&preopen, "../outside", 0, 10).is_err());
-        assert!(list_chunk(&preopen, "missing", 0, 10).is_err());
+        assert!(list_chunk(&preopen, "../outside", 0, 10, None).is_err());
+        assert!(list_chunk(&preopen, "missing", 0, 10, None).is_err());
         #[cfg(unix)]
         {
             std::os::unix::fs::symlink("../outside", root.join("escape")).unwrap();
-            assert!(list_chunk(&preopen, "escape", 0, 10).is_err());
+            assert!(list_chunk(&preopen, "escape", 0, 10, None).is_err());
         }
     }
 
@@ -422,14 +474,14 @@ mod tests {
         std::fs::write(d.path().join("one"), "").unwrap();
         let root = open(d.path());
         // Just changed: racy, so read every time and never kept.
-        assert_eq!(list_chunk(&root, "", 0, 10).unwrap().total, 1);
+        assert_eq!(list_chunk(&root, "", 0, 10, None).unwrap().total, 1);
         let key = key_of(&root).unwrap();
         let cached = |key: Option<Key>| {
             key.is_some_and(|k| CACHE.lock().unwrap().iter().any(|(c, _)| *c == k))
         };
         assert!(!cached(key));
         std::fs::write(d.path().join("two"), "").unwrap();
-        assert_eq!(list_chunk(&root, "", 0, 10).unwrap().total, 2);
+        assert_eq!(list_chunk(&root, "", 0, 10, None).unwrap().total, 2);
         if key.is_none() {
             return; // No inode on this platform: nothing is cached.
         }
@@ -438,12 +490,12 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(
             RACY_SECONDS as u64 * 1000 + 100,
         ));
-        assert_eq!(list_chunk(&root, "", 0, 10).unwrap().total, 2);
+        assert_eq!(list_chunk(&root, "", 0, 10, None).unwrap().total, 2);
         let key = key_of(&root).unwrap();
         assert!(cached(key));
         // A new entry changes the key: the next chunk sees it.
         std::fs::write(d.path().join("three"), "").unwrap();
-        let chunk = list_chunk(&root, "", 0, 10).unwrap();
+        let chunk = list_chunk(&root, "", 0, 10, None).unwrap();
         assert_eq!(
             chunk
                 .entries
@@ -474,7 +526,7 @@ mod tests {
         }
         std::fs::create_dir(d.path().join("outside")).unwrap();
         let preopen = open(&root);
-        let listing = list_names(&preopen, "sub").unwrap();
+        let listing = list_names(&preopen, "sub", None).unwrap();
         let got: Vec<(&str, EntryKind)> = listing
             .entries
             .iter()
@@ -491,14 +543,40 @@ mod tests {
         assert_eq!(got, expected);
         assert_eq!(listing.unreadable, unreadable);
 
-        let top = list_names(&preopen, "").unwrap();
+        let top = list_names(&preopen, "", None).unwrap();
         assert_eq!(top.entries.len(), 1);
         assert_eq!(top.entries[0].name, "sub");
-        assert!(list_names(&preopen, "../outside").is_err());
+        assert!(list_names(&preopen, "../outside", None).is_err());
         assert_eq!(
-            list_names(&preopen, "missing").unwrap_err().kind(),
+            list_names(&preopen, "missing", None).unwrap_err().kind(),
             std::io::ErrorKind::NotFound
         );
+    }
+
+    #[test]
+    fn reading_stops_at_the_deadline() {
+        let d = tempfile::tempdir().unwrap();
+        for i in 0..3000 {
+            std::fs::write(d.path().join(format!("f{i:04}")), "").unwrap();
+        }
+        let root = open(d.path());
+        let past = Some(Instant::now());
+        let e = list_names(&root, "", past).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+        assert_eq!(
+            e.to_string(),
+            "the call's time ran out while the directory was read"
+        );
+        let ended = answer::<NameListing>(Err(e)).unwrap_err();
+        assert_eq!(
+            ended.downcast_ref::<crate::failure::Interrupt>(),
+            Some(&crate::failure::Interrupt::Timeout)
+        );
+        let e = list_chunk(&root, "", 0, 10, past).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+        let later = Some(Instant::now() + std::time::Duration::from_secs(3600));
+        assert_eq!(list_names(&root, "", later).unwrap().entries.len(), 3000);
+        assert_eq!(list_chunk(&root, "", 0, 10, later).unwrap().total, 3000);
     }
 
     #[test]
