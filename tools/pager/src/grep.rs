@@ -30,8 +30,10 @@ use crate::list::DirSource;
 use crate::root::{Root, Target};
 use crate::text::escaped_prefix;
 
+mod cursor;
 mod walk;
 
+use cursor::{Cursor, check, entry_check};
 use walk::{Seek, Walk};
 
 /// Longest pattern accepted, in characters.
@@ -54,9 +56,6 @@ const REGEX_DFA_SIZE_LIMIT_BYTES: usize = 32 << 20;
 
 /// A match's `text` is cut to this many characters, then `…` is added.
 pub const MAX_TEXT_CHARS: usize = 500;
-
-/// The longest cursor, in bytes (docs/paging.md#grep_files-cursors).
-const MAX_CURSOR_BYTES: usize = 62;
 
 /// Files up to this size are read in one read, in bytes (64 KiB); larger ones read their
 /// first 8 KiB first, to pass over a binary file without reading the rest.
@@ -235,11 +234,14 @@ pub fn grep_files_from(
             last_file: 0,
             at: Vec::new(),
             last_at: Vec::new(),
+            skipped_since_last: 0,
         },
     };
     if meta.is_dir() {
         search.walk(root, &target)?;
     } else {
+        Walk::new(&root.dir, &target.resolved_parts, &target.shown, None, None)
+            .check_way_to_file()?;
         let rel = target.resolved_parts.join("/");
         // A FIFO, device or socket given as the path is passed over like one in a walk.
         let what = if meta.is_file() {
@@ -299,6 +301,10 @@ struct Collector {
     at: Vec<u64>,
     /// Position of the file of the last returned match.
     last_at: Vec<u64>,
+    /// Entries counted in `skippedFiles` since the last returned match: a page that ends
+    /// just after that match gives them back, since the next page (resuming there) passes
+    /// over them again and counts them.
+    skipped_since_last: u64,
 }
 
 impl Search<'_> {
@@ -386,7 +392,7 @@ impl Search<'_> {
         match what {
             Visit::Filtered => Ok(false),
             Visit::Skipped => {
-                self.page.out.skipped_files += 1;
+                self.page.skip();
                 Ok(false)
             }
             Visit::File => self.file(number, rel, path, after_line),
@@ -398,7 +404,7 @@ impl Search<'_> {
     fn file(&mut self, number: u64, rel: &str, path: &Path, after_line: u64) -> Result<bool> {
         let name = rel.rsplit('/').next().unwrap_or(rel);
         if self.ctx.keys.is_key_file(name) || !self.load(path) {
-            self.page.out.skipped_files += 1;
+            self.page.skip();
             return Ok(false);
         }
 
@@ -481,6 +487,7 @@ impl Collector {
             self.out.results.push(m);
             self.last_file = number;
             self.last_at.clone_from(&self.at);
+            self.skipped_since_last = 0;
             return Ok(false);
         }
         if !self.out.results.is_empty() {
@@ -505,13 +512,24 @@ impl Collector {
         self.out.results.push(m);
         self.last_file = number;
         self.last_at.clone_from(&self.at);
+        self.skipped_since_last = 0;
         self.stop_after_last();
         Ok(true)
     }
 
-    /// Marks the page truncated with a cursor just after the last returned match.
+    /// Counts an entry passed over in `skippedFiles`.
+    fn skip(&mut self) {
+        self.out.skipped_files += 1;
+        self.skipped_since_last += 1;
+    }
+
+    /// Marks the page truncated with a cursor just after the last returned match. The
+    /// entries skipped after it are the next page's to count, so that `skippedFiles` summed
+    /// over the pages of a search is what one page of the whole search would say.
     fn stop_after_last(&mut self) {
         if let Some(m) = self.out.results.last() {
+            self.out.skipped_files -= self.skipped_since_last;
+            self.skipped_since_last = 0;
             let (line, path) = (m.line, m.path.clone());
             let at = std::mem::take(&mut self.last_at);
             self.stop(None, self.last_file, line, &path, &at);
@@ -558,130 +576,4 @@ fn without_crlf(buf: &mut Vec<u8>) {
         }
     }
     buf.truncate(write);
-}
-
-/// A position in a search: after line `line` of entry number `file` of the sorted walk
-/// (every non-directory below the searched path is numbered, whatever the glob), and where
-/// that entry is, to seek to it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Cursor {
-    /// Check of the search it belongs to (pattern, path, root, glob, case).
-    search: u32,
-    /// Entry number in the walk.
-    file: u64,
-    /// Last line already returned (0: none).
-    line: u64,
-    /// Check of that entry: [`entry_check`] of its path and number.
-    path_check: u32,
-    /// The entry's index in each sorted directory from the searched directory down; empty
-    /// when unknown (a searched file, or too long for the cursor).
-    seek: Vec<u64>,
-}
-
-impl std::fmt::Display for Cursor {
-    /// `g1.<file>.<line>.<search:08x><path:08x>[.<index>-<index>…]`, the indices in
-    /// decimal ([`Cursor::new`] keeps it within 62 bytes).
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "g1.{}.{}.{:08x}{:08x}",
-            self.file, self.line, self.search, self.path_check
-        )?;
-        for (k, index) in self.seek.iter().enumerate() {
-            write!(f, "{}{index}", if k == 0 { '.' } else { '-' })?;
-        }
-        Ok(())
-    }
-}
-
-impl Cursor {
-    /// The cursor after line `line` of entry number `file` of search `search`, at `rel`
-    /// (relative to the root) and position `at` in the walk; the position is kept only when
-    /// the cursor still fits in 62 bytes.
-    fn new(search: u32, file: u64, line: u64, rel: &str, at: &[u64]) -> Cursor {
-        let mut cursor = Cursor {
-            search,
-            file,
-            line,
-            path_check: 0,
-            seek: at.to_vec(),
-        };
-        if cursor.to_string().len() > MAX_CURSOR_BYTES {
-            cursor.seek.clear();
-        }
-        cursor.path_check = entry_check(rel, file, !cursor.seek.is_empty());
-        cursor
-    }
-
-    fn parse(s: &str, search: u32) -> Result<Cursor> {
-        let bad = || {
-            ToolError::new(
-                ErrorKind::InvalidArgument,
-                format!(
-                    "cursor {:?} is not a nextCursor of this search; pass it back unchanged with the same pattern, path, root, glob and caseSensitive, or search again without cursor",
-                    quote(s),
-                ),
-            )
-        };
-        let mut parts = s.split('.');
-        if parts.next() != Some("g1") {
-            return Err(bad());
-        }
-        let file = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
-        let line = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
-        let checks = parts
-            .next()
-            .filter(|c| c.len() == 16 && c.bytes().all(|b| b.is_ascii_hexdigit()))
-            .ok_or_else(bad)?;
-        let seek = match parts.next() {
-            None => Vec::new(),
-            Some(p) => p
-                .split('-')
-                .map(|i| {
-                    (!i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
-                        .then(|| i.parse::<u64>().ok())
-                        .flatten()
-                })
-                .collect::<Option<Vec<u64>>>()
-                .ok_or_else(bad)?,
-        };
-        if parts.next().is_some() {
-            return Err(bad());
-        }
-        let found_search = u32::from_str_radix(&checks[..8], 16).map_err(|_| bad())?;
-        let path_check = u32::from_str_radix(&checks[8..], 16).map_err(|_| bad())?;
-        if found_search != search {
-            return Err(bad());
-        }
-        Ok(Cursor {
-            search,
-            file,
-            line,
-            path_check,
-            seek,
-        })
-    }
-}
-
-/// The check of the entry a cursor names: of its path `rel` alone when the cursor carries no
-/// position (as every cursor did before seeking); of the path and its number `file` together
-/// when it does (`positioned`), so that a seek, which does not count, still refuses a cursor
-/// whose number was altered. The position itself is not checked: a position that leads
-/// elsewhere fails the path check, and the walk counts its way back instead.
-fn entry_check(rel: &str, file: u64, positioned: bool) -> u32 {
-    if !positioned {
-        return check(rel);
-    }
-    let mut bytes = rel.as_bytes().to_vec();
-    bytes.push(0);
-    bytes.extend_from_slice(&file.to_le_bytes());
-    check(bytes)
-}
-
-/// A 32-bit check value for cursors: FNV-1a, stable across builds (not a security measure:
-/// a forged cursor can only resume a search the caller may run anyway).
-fn check(bytes: impl AsRef<[u8]>) -> u32 {
-    bytes.as_ref().iter().fold(0x811c_9dc5_u32, |h, &b| {
-        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
-    })
 }

@@ -57,7 +57,7 @@ pub(super) struct Seek {
     pub(super) indices: Vec<u64>,
     /// The entry's number in the walk.
     pub(super) number: u64,
-    /// The cursor's check of the entry (`super::entry_check`).
+    /// The cursor's check of the entry (`super::cursor::entry_check`).
     pub(super) path_check: u32,
     /// The component reached so far.
     level: usize,
@@ -267,7 +267,7 @@ impl<'w> Walk<'w> {
         frame.taken = index;
         seek.level += 1;
         if seek.level == seek.indices.len() {
-            if super::entry_check(&rel, seek.number, true) == seek.path_check {
+            if super::cursor::entry_check(&rel, seek.number, true) == seek.path_check {
                 self.number = seek.number;
                 self.seek = None;
             } else {
@@ -294,24 +294,7 @@ impl<'w> Walk<'w> {
             if name != self.target[depth] {
                 return Ok(Step::Next);
             }
-            if PRUNED_DIRS.contains(&name.as_str()) {
-                return Err(ToolError::new(
-                    ErrorKind::InvalidArgument,
-                    format!(
-                        "{} is inside {name}, which grep_files does not search; read its files with read_file",
-                        quote(self.shown)
-                    ),
-                ));
-            }
-            if self.ignored(&path, true) {
-                return Err(ToolError::new(
-                    ErrorKind::InvalidArgument,
-                    format!(
-                        "{} is excluded by a .gitignore, and grep_files does not search ignored files; list it with list_dir or read its files with read_file",
-                        quote(self.shown)
-                    ),
-                ));
-            }
+            self.refuse_excluded(&name, &path, true, false)?;
             // Nothing else of this directory is visited.
             frame.entries = Vec::new().into_iter();
             frame.unreadable = 0..0;
@@ -345,6 +328,75 @@ impl<'w> Walk<'w> {
             true => Step::Done,
             false => Step::Next,
         })
+    }
+
+    /// Checks the way from the root to a searched *file* as the walk checks the way to a
+    /// searched directory: no directory on the way is `.git` or `node_modules`, and no
+    /// `.gitignore` on the way (from the root down) excludes a directory on the way or the
+    /// file itself. A file is searched without a walk, so this is all it shares with one;
+    /// a file named `.git` (a worktree's) is a file like any other.
+    ///
+    /// # Errors
+    /// `invalid-argument` naming what excludes the file, as for a directory.
+    pub(super) fn check_way_to_file(&mut self) -> Result<()> {
+        let mut dir = self.root.to_path_buf();
+        for (depth, name) in self.target.iter().enumerate() {
+            let gitignore = dir.join(".gitignore");
+            if std::fs::symlink_metadata(&gitignore).is_ok_and(|m| m.is_file()) {
+                let mut builder = GitignoreBuilder::new(&dir);
+                // As in a walk: a .gitignore that cannot be read or parsed adds no rules.
+                let _ = builder.add(gitignore);
+                if let Ok(gi) = builder.build() {
+                    self.ignores.push(gi);
+                }
+            }
+            let path = dir.join(name);
+            let is_dir = depth + 1 < self.target.len();
+            self.refuse_excluded(name, &path, is_dir, true)?;
+            dir = path;
+        }
+        Ok(())
+    }
+
+    /// Refuses `name` at `path`, a component of the way to the searched path (a directory
+    /// when `is_dir`), when it is a pruned directory or a `.gitignore` excludes it; the
+    /// message tells how to read what was asked for (a file when `target_is_file`).
+    fn refuse_excluded(
+        &self,
+        name: &str,
+        path: &Path,
+        is_dir: bool,
+        target_is_file: bool,
+    ) -> Result<()> {
+        let read = if target_is_file {
+            "read it with read_file"
+        } else {
+            "read its files with read_file"
+        };
+        if is_dir && PRUNED_DIRS.contains(&name) {
+            return Err(ToolError::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "{} is inside {name}, which grep_files does not search; {read}",
+                    quote(self.shown)
+                ),
+            ));
+        }
+        if self.ignored(path, is_dir) {
+            let list = if target_is_file {
+                ""
+            } else {
+                "list it with list_dir or "
+            };
+            return Err(ToolError::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "{} is excluded by a .gitignore, and grep_files does not search ignored files; {list}{read}",
+                    quote(self.shown)
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// The sorted entries of `dir`: from the source when it can list it, else read here.

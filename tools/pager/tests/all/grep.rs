@@ -640,6 +640,116 @@ fn gitignore_rules_from_the_root_apply_to_a_searched_subdirectory() {
     assert!(err.message.contains(".gitignore"), "{}", err.message);
 }
 
+/// Review finding: a *file* given as `path` was searched without the walk's checks, so a file
+/// inside `.git`, `node_modules` or an ignored directory was searched although a directory
+/// there is refused (docs/paging.md, "grep_files: errors").
+#[test]
+fn a_file_path_gets_the_checks_of_the_way_a_directory_gets() {
+    let fx = Fixture::new();
+    fx.write(".gitignore", "*.log\nbuild/\n!keep.log\n");
+    fx.write("sub/.gitignore", "local.txt\n");
+    for file in [
+        ".git/config",
+        "sub/.git/HEAD",
+        "node_modules/x/index.js",
+        "app.log",
+        "build/out.txt",
+        "sub/local.txt",
+        "keep.log",
+        "sub/ok.txt",
+        "wt/.git",
+    ] {
+        fx.write(file, "hit\n");
+    }
+    let ctx = fx.ctx(CAP);
+    let search = |path: &str| {
+        grep_files(
+            &ctx,
+            &GrepFilesArgs {
+                path: Some(path.into()),
+                ..args("hit")
+            },
+        )
+    };
+    for (path, why) in [
+        (
+            ".git/config",
+            "is inside .git, which grep_files does not search; read it with read_file",
+        ),
+        (
+            "sub/.git/HEAD",
+            "is inside .git, which grep_files does not search; read it with read_file",
+        ),
+        (
+            "node_modules/x/index.js",
+            "is inside node_modules, which grep_files does not search; read it with read_file",
+        ),
+        (
+            "app.log",
+            "is excluded by a .gitignore, and grep_files does not search ignored files; read it with read_file",
+        ),
+        (
+            "build/out.txt",
+            "is excluded by a .gitignore, and grep_files does not search ignored files; read it with read_file",
+        ),
+        (
+            "sub/local.txt",
+            "is excluded by a .gitignore, and grep_files does not search ignored files; read it with read_file",
+        ),
+    ] {
+        let err = search(path).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::InvalidArgument, "{path}");
+        assert_eq!(err.message, format!("{path} {why}"));
+    }
+    // What no rule excludes is searched: a whitelisted file, a plain one, and a file named
+    // `.git` (a worktree's), which is not the directory the walk prunes.
+    for path in ["keep.log", "sub/ok.txt", "wt/.git"] {
+        let page = search(path).unwrap();
+        assert_eq!(
+            hits(std::slice::from_ref(&page)),
+            [(path.to_string(), 1)],
+            "{path}"
+        );
+    }
+}
+
+/// Review finding: a page that ends at `maxResults` has already passed over the entries
+/// between its last match and the next one, which the next page passes over again, so
+/// `skippedFiles` summed over the pages counted them twice.
+#[test]
+fn skipped_files_summed_over_pages_counts_each_entry_once() {
+    let fx = Fixture::new();
+    fx.write("a.txt", "hit\nhit\n");
+    fx.write("b.bin", "hit\0\n");
+    fx.write("c.bin", "\0");
+    fx.write("d.txt", "hit\n");
+    fx.write("e.bin", "\0");
+    let ctx = fx.ctx(CAP);
+    let whole = grep_files(&ctx, &args("hit")).unwrap();
+    assert_eq!((whole.count, whole.skipped_files), (3, 3));
+    for max_results in 1..=3 {
+        let pages = follow_grep(
+            &ctx,
+            &GrepFilesArgs {
+                max_results: Some(max_results),
+                ..args("hit")
+            },
+        );
+        assert_eq!(hits(&pages), hits(std::slice::from_ref(&whole)));
+        let skipped: Vec<u64> = pages.iter().map(|p| p.skipped_files).collect();
+        // Each page but the last stops at the match after its last one, past b.bin and
+        // c.bin for the pages that end at a.txt; the last page counts all three.
+        let expected: &[u64] = match max_results {
+            // a.txt:1 | a.txt:2 | d.txt:1 (b.bin, c.bin, e.bin passed over)
+            1 => &[0, 0, 3],
+            // a.txt:1-2 | d.txt:1
+            2 => &[0, 3],
+            _ => &[3],
+        };
+        assert_eq!(skipped, expected, "maxResults {max_results}");
+    }
+}
+
 #[test]
 fn a_match_whose_path_cannot_fit_is_the_page_budget_error() {
     let fx = Fixture::new();
