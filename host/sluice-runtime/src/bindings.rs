@@ -91,6 +91,14 @@ mod tests {
     #[test]
     fn a_component_built_against_an_older_listing_links() {
         links("0.1.1", LISTING_0_1_1).expect("a 0.1.1 component links against 0.1.2");
+        // The import's version is matched by its minor version (wasmtime's semver rule for
+        // 0.x), so any 0.1.x release links; another minor version does not.
+        links("0.1.0", LISTING_0_1_1).expect("a 0.1.0 import links against 0.1.2");
+        let e = links("0.2.0", LISTING_0_1_1).expect_err("0.2 is not 0.1");
+        assert!(
+            e.contains("sluice:tools/listing@0.2.0"),
+            "the error names the import: {e}"
+        );
     }
 
     #[test]
