@@ -47,6 +47,11 @@ pub const RACY_SECONDS: i64 = 2;
 /// How often reading a directory checks the call's deadline: every this many entries.
 const DEADLINE_CHECK_ENTRIES: usize = 1024;
 
+/// A directory of more entries than this is sorted, and its answer built, on a thread of
+/// its own that the call waits for no longer than its deadline (see [`finish`]); a smaller
+/// one here (sorting 16,384 names takes a few ms).
+const SORT_HERE_ENTRIES: usize = 16_384;
+
 /// The WIT types of `sluice:tools/listing`, generated from `wit/sluice-tools.wit`
 /// (`crate::bindings`): `entry-kind`, `listed-entry`, `listing-chunk`, `listing-error`,
 /// `named-entry`, `name-listing`.
@@ -59,15 +64,22 @@ impl From<std::io::Error> for ListingError {
         use std::io::ErrorKind as K;
         match e.kind() {
             K::NotFound => ListingError::NotFound,
-            K::PermissionDenied => ListingError::NotPermitted,
+            // cap-std refuses a path that leaves the preopen with an error of its own, which
+            // carries no OS error; the file system's EACCES/EPERM are about a directory
+            // inside it, and are `failed`, so the tool reports I/O, not an escape.
+            K::PermissionDenied if e.raw_os_error().is_none() => ListingError::NotPermitted,
+            K::PermissionDenied => ListingError::Failed("permission denied".into()),
             K::NotADirectory => ListingError::NotDirectory,
             _ => ListingError::Failed(e.to_string()),
         }
     }
 }
 
-/// One directory, sorted: the names back to back in `names`, entry `i` ending at
-/// `ends[i]`.
+/// One directory's entries: the names back to back in `names`, entry `i` ending at
+/// `ends[i]`, so that a directory of any size is a few buffers (read without a buffer per
+/// name, and freed at once). As read ([`read_unsorted`]) they are in the directory's order
+/// and `withheld` counts the entries that could not be read; a snapshot that is cached and
+/// paged through is sorted by name and withholds armor names too ([`snapshot`]).
 #[derive(Debug, Default)]
 struct Snapshot {
     names: String,
@@ -79,6 +91,26 @@ struct Snapshot {
 impl Snapshot {
     fn len(&self) -> usize {
         self.ends.len()
+    }
+
+    /// Appends an entry.
+    ///
+    /// # Errors
+    /// When the names would take more than 4 GiB.
+    fn push(&mut self, name: &str, kind: EntryKind) -> std::io::Result<()> {
+        self.names.push_str(name);
+        let end = u32::try_from(self.names.len())
+            .map_err(|_| std::io::Error::other("the directory's names take more than 4 GiB"))?;
+        self.ends.push(end);
+        self.kinds.push(kind);
+        Ok(())
+    }
+
+    /// The indices of the entries in byte order of their names.
+    fn order(&self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.len()).collect();
+        order.sort_unstable_by(|&a, &b| self.name(a).as_bytes().cmp(self.name(b).as_bytes()));
+        order
     }
 
     fn name(&self, i: usize) -> &str {
@@ -230,13 +262,19 @@ pub fn list_names(
     until: Option<Instant>,
 ) -> std::io::Result<NameListing> {
     let dir = open_beneath(preopen, rel)?;
-    let (entries, unreadable) = read_sorted(&dir, until)?;
-    Ok(NameListing {
-        entries: entries
-            .into_iter()
-            .map(|(name, kind)| NamedEntry { name, kind })
-            .collect(),
-        unreadable,
+    let read = read_unsorted(&dir, until)?;
+    finish(read.len(), until, move || {
+        Ok(NameListing {
+            entries: read
+                .order()
+                .into_iter()
+                .map(|i| NamedEntry {
+                    name: read.name(i).to_string(),
+                    kind: read.kinds[i],
+                })
+                .collect(),
+            unreadable: read.withheld,
+        })
     })
 }
 
@@ -264,21 +302,27 @@ fn snapshot(dir: &File, until: Option<Instant>) -> std::io::Result<Arc<Snapshot>
         }
     }
     let read_at = std::time::SystemTime::now();
-    let snapshot = Arc::new(read(dir, until)?);
-    if let Some(key) = key
-        && !racy(key, read_at)
-        && snapshot.bytes() <= MAX_CACHED_BYTES
-    {
-        let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-        cache.retain(|(k, _)| *k != key);
-        cache.push((key, snapshot.clone()));
-        while cache.len() > MAX_CACHED_SNAPSHOTS
-            || cache.iter().map(|(_, s)| s.bytes()).sum::<usize>() > MAX_CACHED_BYTES
+    let read = read_unsorted(dir, until)?;
+    // Built and cached on the sorting thread when there is one, so that a directory whose
+    // sort outlasts the call is cached all the same, and the next call pages from it.
+    finish(read.len(), until, move || {
+        let snapshot = Arc::new(sorted_without_armor(&read)?);
+        drop(read);
+        if let Some(key) = key
+            && !racy(key, read_at)
+            && snapshot.bytes() <= MAX_CACHED_BYTES
         {
-            cache.remove(0);
+            let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+            cache.retain(|(k, _)| *k != key);
+            cache.push((key, snapshot.clone()));
+            while cache.len() > MAX_CACHED_SNAPSHOTS
+                || cache.iter().map(|(_, s)| s.bytes()).sum::<usize>() > MAX_CACHED_BYTES
+            {
+                cache.remove(0);
+            }
         }
-    }
-    Ok(snapshot)
+        Ok(snapshot)
+    })
 }
 
 /// The cache key of the open directory `dir`; `None` where the platform has no inode.
@@ -310,61 +354,52 @@ fn racy(key: Key, read_at: std::time::SystemTime) -> bool {
     now - newest < i128::from(RACY_SECONDS) * 1_000_000_000
 }
 
-/// Reads and sorts `dir`, withholding names that spell a PEM armor line.
-fn read(dir: &File, until: Option<Instant>) -> std::io::Result<Snapshot> {
-    let (mut entries, mut withheld) = read_sorted(dir, until)?;
-    entries.retain(|(name, _)| {
-        let armor = sluice_keys::has_armor(name.as_bytes());
-        withheld += u64::from(armor);
-        !armor
-    });
+/// `read` sorted by name, without the names that spell a PEM armor line (counted in
+/// `withheld`, with the entries that could not be read).
+fn sorted_without_armor(read: &Snapshot) -> std::io::Result<Snapshot> {
     let mut snapshot = Snapshot {
-        names: String::with_capacity(entries.iter().map(|e| e.0.len()).sum()),
-        ends: Vec::with_capacity(entries.len()),
-        kinds: Vec::with_capacity(entries.len()),
-        withheld,
+        names: String::with_capacity(read.names.len()),
+        ends: Vec::with_capacity(read.len()),
+        kinds: Vec::with_capacity(read.len()),
+        withheld: read.withheld,
     };
-    for (name, kind) in entries {
-        snapshot.names.push_str(&name);
-        snapshot
-            .ends
-            .push(u32::try_from(snapshot.names.len()).map_err(|_| {
-                std::io::Error::other("the directory's names take more than 4 GiB")
-            })?);
-        snapshot.kinds.push(kind);
+    for i in read.order() {
+        let name = read.name(i);
+        if sluice_keys::has_armor(name.as_bytes()) {
+            snapshot.withheld += 1;
+        } else {
+            snapshot.push(name, read.kinds[i])?;
+        }
     }
     Ok(snapshot)
 }
 
-/// The entries of `dir` whose names are UTF-8, sorted by name in byte order, with kinds from
-/// the directory entries (`d_type`; `cap-primitives` `stat`s only where the file system does
-/// not give one), and how many entries were left out (names that are not UTF-8, entries that
-/// could not be read). Every [`DEADLINE_CHECK_ENTRIES`] entries from the first, and after
-/// the sort, it stops with [`std::io::ErrorKind::TimedOut`] if `until` has passed.
-fn read_sorted(
-    dir: &File,
-    until: Option<Instant>,
-) -> std::io::Result<(Vec<(String, EntryKind)>, u64)> {
-    let mut unreadable = 0u64;
-    let mut entries: Vec<(String, EntryKind)> = Vec::new();
-    let past_deadline = || until.is_some_and(|t| Instant::now() >= t);
-    let timed_out = || {
-        std::io::Error::new(
-            std::io::ErrorKind::TimedOut,
-            "the call's time ran out while the directory was read",
-        )
-    };
+/// The error of a listing stopped at the call's deadline.
+fn timed_out() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        "the call's time ran out while the directory was read",
+    )
+}
+
+/// The entries of `dir` whose names are UTF-8, in the directory's order, with kinds from the
+/// directory entries (`d_type`; `cap-primitives` `stat`s only where the file system does not
+/// give one); `withheld` counts the entries left out (names that are not UTF-8, entries that
+/// could not be read). Every [`DEADLINE_CHECK_ENTRIES`] entries from the first it stops
+/// with [`std::io::ErrorKind::TimedOut`] if `until` has passed.
+fn read_unsorted(dir: &File, until: Option<Instant>) -> std::io::Result<Snapshot> {
+    let mut read = Snapshot::default();
     for (i, entry) in cap_primitives::fs::read_base_dir(dir)?.enumerate() {
-        if i % DEADLINE_CHECK_ENTRIES == 0 && past_deadline() {
+        if i % DEADLINE_CHECK_ENTRIES == 0 && until.is_some_and(|t| Instant::now() >= t) {
             return Err(timed_out());
         }
         let Ok(entry) = entry else {
-            unreadable += 1;
+            read.withheld += 1;
             continue;
         };
         let name: OsString = entry.file_name();
-        let Ok(name) = name.into_string() else {
-            unreadable += 1;
+        let Some(name) = name.to_str() else {
+            read.withheld += 1;
             continue;
         };
         let kind = match entry.file_type() {
@@ -373,15 +408,47 @@ fn read_sorted(
             Ok(t) if t.is_file() => EntryKind::File,
             _ => EntryKind::Other,
         };
-        entries.push((name, kind));
+        read.push(name, kind)?;
     }
-    entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-    // The sort of a large directory takes a while too: past the deadline, nothing more is
-    // built or lowered from it.
-    if past_deadline() {
-        return Err(timed_out());
+    Ok(read)
+}
+
+/// Runs `work` (the sort of a directory of `entries` entries and what is built from it) and
+/// returns its answer, or [`std::io::ErrorKind::TimedOut`] when `until` passes first.
+///
+/// A host call cannot be interrupted, and sorting a directory of millions of entries takes
+/// seconds: so a directory of more than [`SORT_HERE_ENTRIES`] entries is sorted on a thread
+/// of its own, which the call waits for no longer than `until`. Past it the call ends with
+/// its timeout while that thread finishes on its own (what it builds for `list_chunk` is
+/// still cached) and frees what it made there, not on the call's thread. A smaller directory
+/// is sorted here, and its answer refused if `until` passed meanwhile.
+fn finish<T: Send + 'static>(
+    entries: usize,
+    until: Option<Instant>,
+    work: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> std::io::Result<T> {
+    let Some(until) = until else {
+        return work();
+    };
+    if entries <= SORT_HERE_ENTRIES {
+        let done = work()?;
+        return if Instant::now() >= until {
+            Err(timed_out())
+        } else {
+            Ok(done)
+        };
     }
-    Ok((entries, unreadable))
+    let (sender, receiver) = std::sync::mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name("sluice-listing-sort".into())
+        .spawn(move || {
+            // The call may have ended: then its answer is dropped here.
+            let _ = sender.send(work());
+        })?;
+    match receiver.recv_timeout(until.saturating_duration_since(Instant::now())) {
+        Ok(done) => done,
+        Err(_) => Err(timed_out()),
+    }
 }
 
 #[cfg(test)]
@@ -464,8 +531,19 @@ mod tests {
         #[cfg(unix)]
         {
             std::os::unix::fs::symlink("../outside", root.join("escape")).unwrap();
-            assert!(list_chunk(&preopen, "escape", 0, 10, None).is_err());
+            let e = list_chunk(&preopen, "escape", 0, 10, None).unwrap_err();
+            assert!(matches!(ListingError::from(e), ListingError::NotPermitted));
         }
+        // Leaving the preopen is `not-permitted`; the file system refusing access to a
+        // directory inside it (EACCES, which root never sees here) is I/O.
+        let e = list_chunk(&preopen, "../outside", 0, 10, None).unwrap_err();
+        assert!(matches!(ListingError::from(e), ListingError::NotPermitted));
+        #[cfg(target_os = "linux")]
+        assert!(matches!(
+            // EACCES on Linux.
+            ListingError::from(std::io::Error::from_raw_os_error(13)),
+            ListingError::Failed(words) if words == "permission denied"
+        ));
     }
 
     #[test]
@@ -577,6 +655,64 @@ mod tests {
         let later = Some(Instant::now() + std::time::Duration::from_secs(3600));
         assert_eq!(list_names(&root, "", later).unwrap().entries.len(), 3000);
         assert_eq!(list_chunk(&root, "", 0, 10, later).unwrap().total, 3000);
+    }
+
+    #[test]
+    fn a_large_directory_is_sorted_on_a_thread_the_call_stops_waiting_for() {
+        use std::time::Duration;
+        let large = SORT_HERE_ENTRIES + 1;
+        let (done, finished) = std::sync::mpsc::channel();
+        let soon = Some(Instant::now() + Duration::from_millis(20));
+        let e = finish(large, soon, move || {
+            std::thread::sleep(Duration::from_millis(300));
+            done.send(()).unwrap();
+            Ok(1)
+        })
+        .unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+        // The work is not cut off: it ends on its own thread.
+        finished.recv_timeout(Duration::from_secs(60)).unwrap();
+        let later = Some(Instant::now() + Duration::from_secs(3600));
+        assert_eq!(finish(large, later, || Ok(7)).unwrap(), 7);
+        // A small directory is sorted here, and refused when the deadline passed meanwhile.
+        let past = Some(Instant::now());
+        assert_eq!(
+            finish(10, past, || Ok(7)).unwrap_err().kind(),
+            std::io::ErrorKind::TimedOut
+        );
+        assert_eq!(finish(large, None, || Ok(7)).unwrap(), 7);
+    }
+
+    #[test]
+    fn a_directory_sorted_on_a_thread_lists_as_one_sorted_here() {
+        let d = tempfile::tempdir().unwrap();
+        let n = SORT_HERE_ENTRIES + 100;
+        // Created in an order unlike the sorted one.
+        for i in (0..n).rev() {
+            std::fs::write(d.path().join(format!("n{:05}", (i * 7919) % n)), "").unwrap();
+        }
+        std::fs::write(d.path().join("-----BEGIN RSA PRIVATE KEY-----"), "").unwrap();
+        let root = open(d.path());
+        let later = Some(Instant::now() + std::time::Duration::from_secs(3600));
+        let expected: Vec<String> = (0..n).map(|i| format!("n{i:05}")).collect();
+        let listing = list_names(&root, "", later).unwrap();
+        assert_eq!(listing.entries.len(), n + 1);
+        assert_eq!(listing.entries[0].name, "-----BEGIN RSA PRIVATE KEY-----");
+        let listed: Vec<&str> = listing.entries[1..]
+            .iter()
+            .map(|e| e.name.as_str())
+            .collect();
+        assert_eq!(listed, expected);
+        assert!(listing.entries.iter().all(|e| e.kind == EntryKind::File));
+        let chunk = list_chunk(&root, "", n as u64 - 2, 10, later).unwrap();
+        assert_eq!((chunk.total, chunk.withheld), (n as u64, 1));
+        assert_eq!(
+            names(&chunk),
+            [
+                (expected[n - 2].as_str(), EntryKind::File, Some(0)),
+                (expected[n - 1].as_str(), EntryKind::File, Some(0)),
+            ]
+        );
     }
 
     #[test]
