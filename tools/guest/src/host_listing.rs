@@ -51,7 +51,8 @@ fn io_error(e: listing::ListingError) -> Option<Error> {
     Some(match e {
         L::Unsupported => return None,
         L::NotFound => Error::new(ErrorKind::NotFound, "no such file or directory"),
-        L::NotPermitted => Error::new(ErrorKind::PermissionDenied, "not permitted"),
+        // The path leaves the preopen (the file system's own refusal comes as `failed`).
+        L::NotPermitted => sluice_pager::error::Escape.into_io(),
         L::NotDirectory => Error::new(ErrorKind::NotADirectory, "not a directory"),
         L::Failed(words) => Error::other(words),
     })

@@ -371,6 +371,9 @@ mod platform {
             ErrorCode::Access | ErrorCode::NotPermitted => io::ErrorKind::PermissionDenied,
             _ => io::ErrorKind::Other,
         };
+        if matches!(code, ErrorCode::NotPermitted) {
+            return io::Error::new(kind, crate::error::Escape);
+        }
         let words = match code {
             ErrorCode::Loop => "too many levels of symbolic links".to_string(),
             ErrorCode::NoEntry => "no such file or directory".to_string(),
