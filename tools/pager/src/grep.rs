@@ -243,12 +243,9 @@ pub fn grep_files_from(
         Walk::new(&root.dir, &target.resolved_parts, &target.shown, None, None)
             .check_way_to_file()?;
         let rel = target.resolved_parts.join("/");
-        // A FIFO, device or socket given as the path is passed over like one in a walk.
-        let what = if meta.is_file() {
-            Visit::File
-        } else {
-            Visit::Skipped
-        };
+        // Judged as the walk judges an entry: a file the glob does not select is passed
+        // over, and a FIFO, device or socket is counted in skippedFiles.
+        let what = search.judge(&rel, meta.is_file());
         search.visit(0, &rel, &target.fs_path, what)?;
     }
     let mut out = search.page.out;
@@ -348,6 +345,20 @@ impl Search<'_> {
             ));
         }
         Ok(())
+    }
+
+    /// What the search does with the entry at `rel` (relative to the root), a regular file
+    /// when `is_file`: passes over it when the glob does not select it, searches it when it
+    /// is a regular file whose path does not spell a PEM armor line, else counts it in
+    /// `skippedFiles` (symlinks are never followed; such a path is key material).
+    fn judge(&self, rel: &str, is_file: bool) -> Visit {
+        if !self.glob_matches(rel) {
+            Visit::Filtered
+        } else if is_file && !has_armor(rel.as_bytes()) {
+            Visit::File
+        } else {
+            Visit::Skipped
+        }
     }
 
     fn glob_matches(&self, rel: &str) -> bool {

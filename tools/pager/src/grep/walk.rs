@@ -24,7 +24,6 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 use super::{PRUNED_DIRS, Search, Visit};
 use crate::error::{ErrorKind, Result, ToolError, quote};
-use crate::keys::has_armor;
 use crate::list::{DirNames, DirSource, EntryKind};
 use crate::sys::{Kind, Listing};
 
@@ -314,15 +313,7 @@ impl<'w> Walk<'w> {
         if self.ignored(&path, false) {
             return Ok(Step::Next);
         }
-        let what = if !search.glob_matches(&rel) {
-            Visit::Filtered
-        } else if kind == Kind::File && !has_armor(rel.as_bytes()) {
-            Visit::File
-        } else {
-            // Symlinks (and sockets, fifos) are never followed or read; a path that
-            // spells a PEM armor line is key material.
-            Visit::Skipped
-        };
+        let what = search.judge(&rel, kind == Kind::File);
         let number = self.next_number();
         Ok(match search.visit(number, &rel, &path, what)? {
             true => Step::Done,

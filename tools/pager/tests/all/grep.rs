@@ -713,6 +713,41 @@ fn a_file_path_gets_the_checks_of_the_way_a_directory_gets() {
     }
 }
 
+/// Review finding: `glob` was ignored when `path` named a file, so a search of `d/b.txt` with
+/// `glob: "*.rs"` found what the search of `d` with the same glob does not.
+#[test]
+fn a_file_path_is_judged_as_the_walk_judges_an_entry() {
+    let fx = Fixture::new();
+    fx.write("d/a.rs", "TOKEN\n");
+    fx.write("d/b.txt", "TOKEN\n");
+    fx.write("d/-----BEGIN RSA PRIVATE KEY-----", "TOKEN\n");
+    let ctx = fx.ctx(CAP);
+    let search = |path: &str, glob: Option<&str>| {
+        let page = grep_files(
+            &ctx,
+            &GrepFilesArgs {
+                path: Some(path.into()),
+                glob: glob.map(str::to_string),
+                ..args("TOKEN")
+            },
+        )
+        .unwrap();
+        (hits(std::slice::from_ref(&page)), page.skipped_files)
+    };
+    let found = |path: &str| (vec![(path.to_string(), 1)], 0);
+    assert_eq!(search("d", Some("*.rs")), found("d/a.rs"));
+    assert_eq!(search("d/a.rs", Some("*.rs")), found("d/a.rs"));
+    assert_eq!(search("d/b.txt", Some("*.rs")), (vec![], 0));
+    assert_eq!(search("d/b.txt", Some("d/*.txt")), found("d/b.txt"));
+    assert_eq!(search("d/b.txt", None), found("d/b.txt"));
+    // A path that spells an armor line is skipped and counted, as in the walk of `d`.
+    assert_eq!(
+        search("d/-----BEGIN RSA PRIVATE KEY-----", None),
+        (vec![], 1)
+    );
+    assert_eq!(search("d", Some("-*")), (vec![], 1));
+}
+
 /// Review finding: a page that ends at `maxResults` has already passed over the entries
 /// between its last match and the next one, which the next page passes over again, so
 /// `skippedFiles` summed over the pages counted them twice.
