@@ -230,22 +230,31 @@ fn pages_of_columns(ex: &Example) {
 }
 
 /// The time budget: a large file under a 2 s timeout stops after 1.6 s (80%) and says so,
-/// with counts of the rows it read.
+/// with counts of the rows it read. How many rows 1.6 s reads depends on the machine (400,000
+/// took about 5 s on one and under 1.6 s on another), so the file grows fourfold until it
+/// is too large to read in time; a file read whole must be summarised whole.
 fn stops_at_the_time_budget() {
     let ex = Example::load("python-csv-summary", "csv_summary", |policy| {
         policy.insert("timeout_ms".into(), 2000.into());
     })
     .expect("built");
-    // 400,000 rows take about 5 s to read in the component.
-    let mut csv = String::from("id,group\n");
-    for i in 0..400_000 {
-        csv += &format!("{i},g{}\n", i % 7);
+    for total in [400_000u64, 1_600_000, 6_400_000] {
+        let mut csv = String::from("id,group\n");
+        for i in 0..total {
+            csv += &format!("{i},g{}\n", i % 7);
+        }
+        ex.write("big.csv", csv);
+        let r = ex.ok(TOOL, &json!({"path": "big.csv", "top": 0}), CAP);
+        let rows = r["rows"].as_u64().unwrap();
+        assert_eq!(r["columns"][0]["filled"], rows, "{r}");
+        assert_eq!(r["columns"][0]["max"], json!((rows - 1) as f64), "{r}");
+        if r["stoppedBy"].is_null() {
+            assert_eq!(rows, total, "read to the end: {r}");
+            continue;
+        }
+        assert_eq!(r["stoppedBy"], "time", "{r}");
+        assert!(rows > 0 && rows < total, "{r}");
+        return;
     }
-    ex.write("big.csv", csv);
-    let r = ex.ok(TOOL, &json!({"path": "big.csv", "top": 0}), CAP);
-    assert_eq!(r["stoppedBy"], "time", "{r}");
-    let rows = r["rows"].as_u64().unwrap();
-    assert!(rows > 0 && rows < 400_000, "{r}");
-    assert_eq!(r["columns"][0]["filled"], rows);
-    assert_eq!(r["columns"][0]["max"], json!((rows - 1) as f64));
+    panic!("6,400,000 rows were read within the 1.6 s time budget: the budget is not checked");
 }
