@@ -6,8 +6,8 @@
 //! API's worker threads and `/healthz` would wait for them. So every call runs on a
 //! [`CallPool`]: OS threads, each with a current-thread tokio runtime of its own, fed by a
 //! channel; the caller only awaits the result (a cross-thread wake each way). A thread that
-//! finished a call spins for [`SPIN_BEFORE_SLEEP`] before it sleeps, so that calls that
-//! follow one another do not each pay for waking it (tens of µs on an idle virtual machine).
+//! finished a call spins for 100 µs before it sleeps, so that calls that follow one another
+//! do not each pay for waking it (tens of µs on an idle virtual machine).
 //!
 //! - **Slots.** At most `max_concurrent_calls` calls run at once (`runtime.max_concurrent_calls`,
 //!   default [`default_max_concurrent_calls`]). A call waits at most `queue_timeout`
