@@ -36,6 +36,28 @@ pub enum EntryKind {
     Other,
 }
 
+impl From<Kind> for EntryKind {
+    fn from(kind: Kind) -> Self {
+        match kind {
+            Kind::File => EntryKind::File,
+            Kind::Dir => EntryKind::Directory,
+            Kind::Symlink => EntryKind::Symlink,
+            Kind::Other => EntryKind::Other,
+        }
+    }
+}
+
+impl From<EntryKind> for Kind {
+    fn from(kind: EntryKind) -> Self {
+        match kind {
+            EntryKind::File => Kind::File,
+            EntryKind::Directory => Kind::Dir,
+            EntryKind::Symlink => Kind::Symlink,
+            EntryKind::Other => Kind::Other,
+        }
+    }
+}
+
 /// One entry (the WIT record `dir-entry`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -270,15 +292,7 @@ fn read_page(dir: &Path, shown: &str, offset: u64, count: u32) -> Result<(u64, u
             withheld += u64::from(armor);
             !armor
         })
-        .map(|(name, kind)| {
-            let kind = match kind {
-                Kind::File => EntryKind::File,
-                Kind::Dir => EntryKind::Directory,
-                Kind::Symlink => EntryKind::Symlink,
-                Kind::Other => EntryKind::Other,
-            };
-            (name, kind)
-        })
+        .map(|(name, kind)| (name, EntryKind::from(kind)))
         .collect();
     let entries = names
         .iter()

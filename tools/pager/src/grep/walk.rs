@@ -24,7 +24,7 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 use super::{PRUNED_DIRS, Search, Visit};
 use crate::error::{ErrorKind, Result, ToolError, quote};
-use crate::list::{DirNames, DirSource, EntryKind};
+use crate::list::{DirNames, DirSource};
 use crate::sys::{Kind, Listing};
 
 /// The state of one sorted walk.
@@ -401,15 +401,7 @@ impl<'w> Walk<'w> {
         } = names?;
         let entries = entries
             .into_iter()
-            .map(|(name, kind)| {
-                let kind = match kind {
-                    EntryKind::File => Kind::File,
-                    EntryKind::Directory => Kind::Dir,
-                    EntryKind::Symlink => Kind::Symlink,
-                    EntryKind::Other => Kind::Other,
-                };
-                (OsString::from(name), kind)
-            })
+            .map(|(name, kind)| (OsString::from(name), Kind::from(kind)))
             .collect();
         Ok(Listing {
             entries,
