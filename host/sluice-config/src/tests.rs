@@ -179,3 +179,19 @@ fn roots_from_flags() {
     let c = Config::resolve(None, &|_| None, &whole).unwrap();
     assert_eq!(c.roots[0].name, "root");
 }
+
+#[test]
+fn a_config_file_that_is_not_utf8_names_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sluice.toml");
+    std::fs::write(&path, b"[agent]\n# caf\xE9\nmax_turns = 3\n").unwrap();
+    let err = Config::resolve(Some(&path), &|_| None, &Overrides::default()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "failed to read {}: it is not UTF-8: line 2, byte 6 of the line, is not valid \
+             UTF-8 (save the file as UTF-8)",
+            path.display()
+        )
+    );
+}

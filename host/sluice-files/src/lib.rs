@@ -30,9 +30,18 @@ pub enum RegularFileError {
     /// It holds more than the limit.
     #[error("it is larger than {0} bytes, the most read from such a file")]
     TooLarge(u64),
-    /// It is not UTF-8 (where text is read).
-    #[error("it is not UTF-8")]
-    NotUtf8,
+    /// It is not UTF-8 (where text is read): `line` (from 1) holds the first invalid byte,
+    /// `column` (from 1) is that byte's position in the line, counted in bytes.
+    #[error(
+        "it is not UTF-8: line {line}, byte {column} of the line, is not valid UTF-8 (save the \
+         file as UTF-8)"
+    )]
+    NotUtf8 {
+        /// The line holding the first byte that is not UTF-8, from 1.
+        line: usize,
+        /// That byte's position in its line, in bytes, from 1.
+        column: usize,
+    },
     /// There is no file at the path (the operating system's words).
     #[error("{0}")]
     NotFound(String),
@@ -109,14 +118,48 @@ pub fn make_fifo(path: &Path) -> std::io::Result<()> {
 /// [`read_regular`], as UTF-8 text.
 ///
 /// # Errors
-/// Those of [`read_regular`], and [`RegularFileError::NotUtf8`].
+/// Those of [`read_regular`], and [`RegularFileError::NotUtf8`] with the line and column of
+/// the first byte that is not UTF-8 (never the bytes themselves: the file may be a secret).
 pub fn read_text(path: &Path, max_bytes: u64) -> Result<String, RegularFileError> {
-    String::from_utf8(read_regular(path, max_bytes)?).map_err(|_| RegularFileError::NotUtf8)
+    String::from_utf8(read_regular(path, max_bytes)?).map_err(|e| {
+        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line_start = valid.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        RegularFileError::NotUtf8 {
+            line: valid.iter().filter(|&&b| b == b'\n').count() + 1,
+            column: valid.len() - line_start + 1,
+        }
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_that_is_not_utf8_is_placed_by_line_and_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sluice.toml");
+        std::fs::write(&path, b"[agent]\nmax_turns = 3\nname = \"caf\xE9\"\n").unwrap();
+        let err = read_text(&path, MAX_CONFIG_FILE_BYTES).unwrap_err();
+        assert_eq!(
+            err,
+            RegularFileError::NotUtf8 {
+                line: 3,
+                column: 12
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "it is not UTF-8: line 3, byte 12 of the line, is not valid UTF-8 (save the file \
+             as UTF-8)"
+        );
+        // The first byte of the file, with no line before it.
+        std::fs::write(&path, b"\xFFrest").unwrap();
+        assert_eq!(
+            read_text(&path, 100),
+            Err(RegularFileError::NotUtf8 { line: 1, column: 1 })
+        );
+    }
 
     #[test]
     fn reads_a_regular_file_up_to_the_limit() {
