@@ -1,5 +1,5 @@
 //! What a failed call tells the model: which limit it hit, or what went wrong, with a
-//! documented kind (see the README's error kinds). A guest failure is never shown as
+//! documented kind (`docs/observations.md#error-kinds`). A guest failure is never shown as
 //! wasmtime's backtrace header or as an operating-system error number.
 
 use wasmtime::component::ResourceTable;

@@ -86,8 +86,8 @@ pub(crate) enum Command {
     /// store with no network and no key.
     Run(RunArgs),
     /// Serve the operator API over HTTP: sessions, prompts and runs, event streams,
-    /// cancellation, approvals, audits and run-time configuration (see the README's
-    /// "Operator API" and GET /openapi.json).
+    /// cancellation, approvals, audits and run-time configuration (see docs/api.md
+    /// and GET /openapi.json).
     ///
     /// On a loopback address a bearer token is optional (enforced when set); on any other
     /// address one is required (SLUICE_SERVER_TOKEN or --token-file), or Sluice refuses to

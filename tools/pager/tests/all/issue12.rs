@@ -252,7 +252,7 @@ fn i9_long_labels_and_split_headers() {
         assert_eq!((page.count, page.skipped_files), (0, 1), "{dir}");
     }
     // What the host's last scan sees (a backstop, not a defence against a tool that
-    // hides armor on purpose; see the README).
+    // hides armor on purpose; see docs/observations.md#key-scan).
     assert!(has_armor(b"-----BEGIN RSA PRIVATE\r\nKEY-----"));
     assert!(!has_armor(b"-----begin rsa private key-----"));
     assert!(!has_armor(b"-----BEGIN RSA\nPRIVATE\nKEY-----"));
