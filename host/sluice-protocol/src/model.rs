@@ -1,7 +1,7 @@
 //! The words `[model]` in `sluice.toml` and the provider backends share, each written once:
 //! the providers an operator may name, the wire format each one speaks, the variable its API
 //! key is read from by default, `model.tool_choice`, and the defaults of the model settings
-//! (docs/configuration.md#model). The configuration parses these names; the backends act on
+//! (docs/models.md#models). The configuration parses these names; the backends act on
 //! them.
 
 /// A provider an operator may name in `model.provider` or `--model PROVIDER:NAME`.
