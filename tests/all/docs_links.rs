@@ -1,7 +1,7 @@
-//! The documentation holds together: every relative link of the README, `docs/` and the
-//! tool author's guides names a file that exists (and, with `#anchor`, a heading of it), and
-//! every `docs/<page>.md#<anchor>` the code cites is a heading of that page
-//! (`docs/README.md#citing-these-pages`).
+//! The documentation holds together: every relative link of the README, CONTRIBUTING.md,
+//! `docs/` and the tool author's guides names a file that exists (and, with `#anchor`, a
+//! heading of it), and every `docs/<page>.md#<anchor>` the code cites is a heading of that
+//! page (`docs/README.md#citing-these-pages`).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -89,7 +89,7 @@ fn link_targets(line: &str) -> Vec<String> {
 /// The Markdown files a reader follows links through.
 fn markdown_files() -> Vec<PathBuf> {
     let root = repo();
-    let mut files = vec![root.join("README.md")];
+    let mut files = vec![root.join("README.md"), root.join("CONTRIBUTING.md")];
     for dir in ["docs", "guest-examples"] {
         for entry in std::fs::read_dir(root.join(dir)).unwrap() {
             let path = entry.unwrap().path();
