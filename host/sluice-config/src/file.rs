@@ -148,6 +148,10 @@ impl Source<'_> {
                 origin: format!("{} line {line}", self.label),
             };
         }
+        let message = match did_you_mean(&message) {
+            Some(suggestion) => format!("{message}; did you mean `{suggestion}`?"),
+            None => message,
+        };
         let message = match (&key, message.as_str()) {
             (Some(key), "duplicate key") => format!(
                 "line {line}: {key} is set a second time; a key may be set once in its table"
@@ -221,9 +225,44 @@ impl Source<'_> {
                     origin,
                 }
             }
+            ConfigError::Root {
+                name,
+                dir,
+                origin,
+                reason,
+            } if !self.label.is_empty()
+                && origin == format!("{} in {}", crate::roots::root_key(&name), self.label) =>
+            {
+                let origin = match self.line_of_key(&format!("roots.{name}")) {
+                    Some(line) => format!("{origin} line {line}"),
+                    None => origin,
+                };
+                ConfigError::Root {
+                    name,
+                    dir,
+                    origin,
+                    reason,
+                }
+            }
             other => other,
         }
     }
+}
+
+/// The allowed key closest to the unknown one of serde's ``unknown field `memroy_mib`,
+/// expected one of `read`, `write`, …`` (or ``expected `a` or `b` ``): the one with the
+/// fewest edits (Damerau-Levenshtein: a swap of two letters is one), if it takes at most a
+/// third of the unknown key's letters, and at least one.
+pub(crate) fn did_you_mean(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (unknown, expected) = rest.split_once("`, expected ")?;
+    let allowed = expected.split('`').skip(1).step_by(2);
+    let limit = (unknown.chars().count() / 3).max(1);
+    allowed
+        .map(|k| (strsim::damerau_levenshtein(unknown, k), k))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k.to_string())
 }
 
 /// What some keys take, in words, where the type alone says too little.
@@ -374,6 +413,26 @@ mod tests {
         assert_eq!(s.line_of_key("agent.max_turns"), Some(5));
         assert_eq!(s.line_of_key("tools.x y"), Some(7));
         assert_eq!(s.line_of_key("agent.nope"), None);
+    }
+
+    #[test]
+    fn an_unknown_key_is_told_the_closest_allowed_one() {
+        let m = |s: &str| did_you_mean(s);
+        assert_eq!(
+            m("unknown field `memroy_mib`, expected one of `read`, `write`, `memory_mib`, `timeout_ms`")
+                .as_deref(),
+            Some("memory_mib")
+        );
+        assert_eq!(
+            m("unknown field `max_turn`, expected `max_turns` or `auto_approve`").as_deref(),
+            Some("max_turns")
+        );
+        // Nothing close: no guess.
+        assert_eq!(
+            m("unknown field `colour`, expected one of `read`, `write`"),
+            None
+        );
+        assert_eq!(m("duplicate key"), None);
     }
 
     #[test]

@@ -147,13 +147,43 @@ fn valid_name(name: &str) -> Result<(), String> {
     }
 }
 
-/// Checks one entry of `http_methods` and returns it uppercase: an HTTP method token
-/// (letters only: `GET`, `post`).
+/// The methods `http_methods` may list, as written there (upper case): those of RFC 9110
+/// (section 9) and `PATCH` (RFC 5789).
+pub const HTTP_METHODS: [&str; 9] = [
+    "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
+];
+
+/// The methods that only read (RFC 9110's safe methods but `TRACE`, which echoes the
+/// request): a grant of other methods, or of any method, makes a tool destructive unless
+/// its policy says `destructive = false` (docs/configuration.md#outbound-http).
+pub const READ_ONLY_HTTP_METHODS: [&str; 3] = ["GET", "HEAD", "OPTIONS"];
+
+/// Checks one entry of `http_methods`: one of [`HTTP_METHODS`], as written there.
 pub fn parse_method(text: &str) -> Result<String, String> {
-    if !text.is_empty() && text.len() <= 32 && text.bytes().all(|b| b.is_ascii_alphabetic()) {
-        Ok(text.to_ascii_uppercase())
+    if HTTP_METHODS.contains(&text) {
+        Ok(text.to_string())
     } else {
-        Err(format!("{text:?} is not an HTTP method"))
+        let upper = text.to_ascii_uppercase();
+        let hint = if HTTP_METHODS.contains(&upper.as_str()) {
+            format!(": methods are written in upper case, {upper:?}")
+        } else {
+            String::new()
+        };
+        Err(format!("{text:?} is not one of them{hint}"))
+    }
+}
+
+impl HttpConfig {
+    /// True when a request this grant allows may change something: some host is granted,
+    /// and `http_methods` is empty (any method) or lists one not in
+    /// [`READ_ONLY_HTTP_METHODS`].
+    pub fn may_write(&self) -> bool {
+        !self.allow.is_empty()
+            && (self.methods.is_empty()
+                || self
+                    .methods
+                    .iter()
+                    .any(|m| !READ_ONLY_HTTP_METHODS.contains(&m.as_str())))
     }
 }
 
@@ -270,11 +300,33 @@ mod tests {
     }
 
     #[test]
-    fn methods_are_letters_and_come_back_uppercase() {
-        assert_eq!(parse_method("get"), Ok("GET".into()));
+    fn methods_are_those_of_rfc_9110_in_upper_case() {
+        assert_eq!(parse_method("GET"), Ok("GET".into()));
+        assert_eq!(parse_method("PATCH"), Ok("PATCH".into()));
+        assert_eq!(
+            parse_method("get"),
+            Err("\"get\" is not one of them: methods are written in upper case, \"GET\"".into())
+        );
+        assert_eq!(
+            parse_method("FETCH"),
+            Err("\"FETCH\" is not one of them".into())
+        );
         assert_eq!(
             parse_method("GET POST"),
-            Err("\"GET POST\" is not an HTTP method".into())
+            Err("\"GET POST\" is not one of them".into())
         );
+    }
+
+    #[test]
+    fn a_grant_of_a_method_that_writes_may_write() {
+        let grant = |methods: &[&str]| HttpConfig {
+            allow: vec![entry(HttpEntryHost::Name("api.example.com".into()), None)],
+            methods: methods.iter().map(|m| m.to_string()).collect(),
+            ..HttpConfig::default()
+        };
+        assert!(!grant(&["GET", "HEAD", "OPTIONS"]).may_write());
+        assert!(grant(&["GET", "POST"]).may_write());
+        assert!(grant(&[]).may_write(), "no http_methods: any method");
+        assert!(!HttpConfig::default().may_write(), "no host granted");
     }
 }

@@ -21,6 +21,7 @@
 //! ```
 
 mod calls;
+mod error;
 mod file;
 pub mod http;
 mod mcp;
@@ -30,6 +31,7 @@ mod runtime;
 mod secrets;
 mod server;
 mod tools;
+mod tools_dir;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -42,10 +44,11 @@ pub use calls::{
     DEFAULT_QUEUE_TIMEOUT_MS, ENV_MAX_CONCURRENT_CALLS, ENV_QUEUE_TIMEOUT_MS,
     MAX_MAX_CONCURRENT_CALLS, MAX_QUEUE_TIMEOUT_MS, RuntimeConfig, default_max_concurrent_calls,
 };
+pub use error::ConfigError;
 pub use mcp::{DEFAULT_TOOLS_PER_PAGE, ENV_MCP_ALLOW_DESTRUCTIVE, MAX_TOOLS_PER_PAGE, McpConfig};
 pub use model::{ModelConfig, ProviderName, ToolChoice};
 pub use roots::RootConfig;
-use roots::{root, root_from_flag};
+use roots::{root, root_from_flag, root_key};
 pub use runtime::{
     Allowed, BOOT_ONLY_KEYS, RUNTIME_KEYS, RUNTIME_ORIGIN, RuntimeKey, RuntimeSetting, runtime_key,
     runtime_value,
@@ -58,6 +61,7 @@ pub use tools::{
     BUILTIN_TOOLS, ConfiguredBy, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_MS, FunctionConfig,
     MAX_MEMORY_MIB, MAX_TIMEOUT_MS, OciSource, PREFIX_RULE, TOOL_NAME_RULE, ToolConfig, ToolSource,
 };
+pub use tools_dir::RejectedTool;
 
 /// The environment variable that sets `agent.max_tool_result_bytes`.
 pub const ENV_MAX_TOOL_RESULT_BYTES: &str = "SLUICE_AGENT_MAX_TOOL_RESULT_BYTES";
@@ -123,71 +127,6 @@ pub use sluice_protocol::limits::DEFAULT_MAX_TURNS;
 /// The largest `agent.max_turns`.
 pub const MAX_MAX_TURNS: u32 = 10_000;
 
-/// A configuration that cannot be used. The message names the key, the value, its source
-/// and what is allowed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// The configuration file cannot be read.
-    #[error("failed to read {path}: {reason}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why, in the operating system's words.
-        reason: String,
-    },
-    /// The configuration file is not valid TOML or has unknown keys.
-    #[error("invalid configuration file {path}: {message}")]
-    Parse {
-        /// The file.
-        path: PathBuf,
-        /// The parser's message.
-        message: String,
-    },
-    /// A value is out of range or of the wrong type.
-    #[error("{key} must be {allowed}; got {value} (from {origin})")]
-    Value {
-        /// The key, as written in `sluice.toml` (`agent.max_tool_result_bytes`).
-        key: String,
-        /// The value as given.
-        value: String,
-        /// What is allowed.
-        allowed: String,
-        /// Where it came from (`--max-tool-result-bytes`, an env var, the file).
-        origin: String,
-    },
-    /// A key the operator API cannot change: it is read once at boot.
-    #[error(
-        "{key} is read at boot only (from sluice.toml, the environment or a flag): restart Sluice to change it; the keys that can change at run time are {allowed}"
-    )]
-    BootOnly {
-        /// The key as given.
-        key: String,
-        /// The run-time keys, comma-separated.
-        allowed: String,
-    },
-    /// A key the operator API does not know.
-    #[error(
-        "unknown configuration key {key:?}; the keys that can change at run time are {allowed}"
-    )]
-    UnknownKey {
-        /// The key as given.
-        key: String,
-        /// The run-time keys, comma-separated.
-        allowed: String,
-    },
-    /// A root cannot be used.
-    #[error("root {name:?} ({dir}): {reason}")]
-    Root {
-        /// The root's name.
-        name: String,
-        /// The directory as given.
-        dir: String,
-        /// Why.
-        reason: String,
-    },
-}
-
 /// Values from the command line; `None` or empty means "not given".
 #[derive(Clone, Debug, Default)]
 pub struct Overrides {
@@ -227,6 +166,10 @@ pub struct Config {
     /// The components to load and their policies: the built-ins first, then `[tools.*]`,
     /// then the tools directory.
     pub tools: Vec<ToolConfig>,
+    /// The components of the tools directory left out because their policy or their name
+    /// is wrong (always empty under `strict`, which refuses them), in file-name order:
+    /// loaders list them as unavailable with the reason.
+    pub rejected: Vec<RejectedTool>,
     /// `strict` (`--strict`): a component that fails to load stops the start. Default
     /// false: it is reported on stderr, listed by `sluice tools` as unavailable with its
     /// reason, and the other tools (built-ins included) start.
@@ -499,7 +442,7 @@ impl Config {
         let mut roots = Vec::new();
         if !overrides.roots.is_empty() {
             for r in &overrides.roots {
-                roots.push(root_from_flag(r)?);
+                roots.push(root_from_flag(r, &format!("--root {r}"))?);
             }
         } else if !parsed.roots.is_empty() {
             let base = file.and_then(Path::parent).unwrap_or(Path::new("."));
@@ -512,16 +455,23 @@ impl Config {
                         origin: file_label,
                     });
                 };
-                roots.push(root(name, &base.join(dir), dir)?);
+                roots.push(root(
+                    name,
+                    &base.join(dir),
+                    dir,
+                    &format!("{} in {file_label}", root_key(name)),
+                )?);
             }
         } else {
-            roots.push(root_from_flag(".")?);
+            let default = "default: the current directory, as no --root and no [roots] is given";
+            roots.push(root_from_flag(".", default)?);
         }
         for (i, r) in roots.iter().enumerate() {
             if roots[..i].iter().any(|o| o.name == r.name) {
                 return Err(ConfigError::Root {
                     name: r.name.clone(),
                     dir: r.dir.display().to_string(),
+                    origin: "--root".into(),
                     reason: "two roots have this name; name them apart with --root NAME=DIR".into(),
                 });
             }
@@ -538,17 +488,18 @@ impl Config {
             (None, Some(dir)) => Some(base.join(dir)),
             (None, None) => None,
         };
+        let strict = overrides.strict || parsed.strict.unwrap_or(false);
+        let mut rejected = Vec::new();
         if let Some(dir) = &tools_dir {
-            tools.extend(resolver.directory(dir)?);
-        }
-        for (i, t) in tools.iter().enumerate() {
-            if let Some(first) = tools[..i].iter().find(|o| o.name == t.name) {
-                return Err(ConfigError::Value {
-                    key: format!("tools.{}", t.name),
-                    value: format!("a second entry ({})", t.origin),
-                    allowed: format!("one entry per name (the first is {})", first.origin),
-                    origin: t.origin.clone(),
-                });
+            for entry in resolver.directory(dir, &tools)? {
+                match entry {
+                    Ok(t) => tools.push(t),
+                    Err((_, e)) if strict => return Err(e),
+                    Err((component, e)) => rejected.push(RejectedTool {
+                        component,
+                        reason: e.to_string(),
+                    }),
+                }
             }
         }
         let model = parsed.model.resolve(
@@ -571,9 +522,10 @@ impl Config {
         };
         Ok(Config {
             tools,
+            rejected,
             tools_dir,
             lock_file,
-            strict: overrides.strict || parsed.strict.unwrap_or(false),
+            strict,
             store,
             store_url,
             model,

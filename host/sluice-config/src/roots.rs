@@ -16,17 +16,19 @@ pub struct RootConfig {
 /// What a root name may be.
 const ROOT_NAME_RULE: &str = "a root name is 1 to 64 characters of letters, digits, `_`, `-` and `.`, other than `.` and `..`";
 
-/// `DIR` (named by its last component) or `NAME=DIR`.
-pub(crate) fn root_from_flag(flag: &str) -> Result<RootConfig, ConfigError> {
+/// `DIR` (named by its last component) or `NAME=DIR`, as given by `origin` (`--root DIR`,
+/// for messages).
+pub(crate) fn root_from_flag(flag: &str, origin: &str) -> Result<RootConfig, ConfigError> {
     if let Some((name, dir)) = flag.split_once('=') {
         if valid_name(name) {
-            return root(name, Path::new(dir), dir);
+            return root(name, Path::new(dir), dir, origin);
         }
         // A directory whose path holds `=` is still taken whole, when it exists.
         if !Path::new(flag).exists() {
             return Err(ConfigError::Root {
                 name: name.to_string(),
                 dir: dir.to_string(),
+                origin: origin.to_string(),
                 reason: format!("the name is not allowed: {ROOT_NAME_RULE} (--root NAME=DIR)"),
             });
         }
@@ -35,6 +37,7 @@ pub(crate) fn root_from_flag(flag: &str) -> Result<RootConfig, ConfigError> {
     let absolute = std::path::absolute(path).map_err(|e| ConfigError::Root {
         name: flag.to_string(),
         dir: flag.to_string(),
+        origin: origin.to_string(),
         reason: e.to_string(),
     })?;
     let name = absolute
@@ -44,14 +47,21 @@ pub(crate) fn root_from_flag(flag: &str) -> Result<RootConfig, ConfigError> {
         .map(|n| n.to_string_lossy().into_owned())
         .filter(|n| valid_name(n))
         .unwrap_or_else(|| "root".to_string());
-    root(&name, path, flag)
+    root(&name, path, flag, origin)
 }
 
-/// A root called `name` at `dir` (`shown` is how the operator wrote it).
-pub(crate) fn root(name: &str, dir: &Path, shown: &str) -> Result<RootConfig, ConfigError> {
+/// A root called `name` at `dir` (`shown` is how the operator wrote it, `origin` what set
+/// it: `--root …`, `roots.NAME in FILE`).
+pub(crate) fn root(
+    name: &str,
+    dir: &Path,
+    shown: &str,
+    origin: &str,
+) -> Result<RootConfig, ConfigError> {
     let fail = |reason: String| ConfigError::Root {
         name: name.to_string(),
         dir: shown.to_string(),
+        origin: origin.to_string(),
         reason,
     };
     if !valid_name(name) {
@@ -67,6 +77,20 @@ pub(crate) fn root(name: &str, dir: &Path, shown: &str) -> Result<RootConfig, Co
         name: name.to_string(),
         dir,
     })
+}
+
+/// The key of `[roots]` entry `name` as messages show it: `roots.logs`, or with the name
+/// quoted where TOML needs it (`roots."."`).
+pub(crate) fn root_key(name: &str) -> String {
+    let bare = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'));
+    if bare {
+        format!("roots.{name}")
+    } else {
+        format!("roots.{name:?}")
+    }
 }
 
 fn valid_name(name: &str) -> bool {

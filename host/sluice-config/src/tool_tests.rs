@@ -73,6 +73,15 @@ fn resolve(file: &Path) -> Result<Config, ConfigError> {
     Config::resolve(Some(file), &env, &Overrides::default())
 }
 
+/// [`resolve`] with `--strict`.
+fn resolve_strict(file: &Path) -> Result<Config, ConfigError> {
+    let strict = Overrides {
+        strict: true,
+        ..Overrides::default()
+    };
+    Config::resolve(Some(file), &|_| None, &strict)
+}
+
 #[test]
 fn builtins_read_every_root_by_default() {
     let (_d, file) = setup("");
@@ -161,8 +170,12 @@ fn a_root_that_does_not_exist_stops_the_start() {
     let (d, file) = setup("");
     std::fs::write(&file, "[roots]\ngone = \"missing\"\n").unwrap();
     let e = resolve(&file).unwrap_err().to_string();
+    // The file and the key that set it, with the line.
     assert!(
-        e.starts_with("root \"gone\" (missing): cannot be opened: "),
+        e.starts_with(&format!(
+            "root \"gone\" (missing, set by roots.gone in {} line 2): cannot be opened: ",
+            file.display()
+        )),
         "{e}"
     );
     drop(d);
@@ -193,13 +206,22 @@ fn a_tools_directory_pairs_components_with_policies() {
         "read = []\ncomponent = \"other.wasm\"\n",
     )
     .unwrap();
-    assert_eq!(
-        resolve(&file).unwrap_err().to_string(),
-        format!(
-            "invalid configuration file {}: line 2: a tools-directory policy describes its sibling .wasm; `component` and `builtin` are not allowed here",
-            dir.join("a.toml").display()
-        )
+    let reason = format!(
+        "invalid configuration file {}: line 2: a tools-directory policy describes its sibling .wasm; `component` and `builtin` are not allowed here",
+        dir.join("a.toml").display()
     );
+    // Only that entry is left out, with the reason; `strict` refuses the start.
+    let c = resolve(&file).unwrap();
+    let names: Vec<&str> = c.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["b"]);
+    assert_eq!(
+        c.rejected,
+        [RejectedTool {
+            component: dir.join("a.wasm"),
+            reason: reason.clone()
+        }]
+    );
+    assert_eq!(resolve_strict(&file).unwrap_err().to_string(), reason);
 }
 
 /// Issue 16 item 10: the unknown-key error of a sibling policy lists the keys allowed
@@ -211,7 +233,7 @@ fn a_sibling_policys_unknown_key_lists_only_its_keys() {
     std::fs::create_dir(&dir).unwrap();
     std::fs::write(dir.join("a.wasm"), b"").unwrap();
     std::fs::write(dir.join("a.toml"), "read = [\"logs\"]\nfuel = 5\n").unwrap();
-    let e = resolve(&file).unwrap_err().to_string();
+    let e = resolve_strict(&file).unwrap_err().to_string();
     let expected = format!(
         "invalid configuration file {}: line 2, fuel: unknown field `fuel`, expected one of ",
         dir.join("a.toml").display()
@@ -228,4 +250,114 @@ fn a_sibling_policys_unknown_key_lists_only_its_keys() {
         e.contains("unknown field `fuel`, expected one of `component`, `builtin`, `read`"),
         "{e}"
     );
+}
+
+/// A typo in one tools-directory policy leaves only that tool out, with the reason and the
+/// key it was probably meant to be; the built-ins and the other components start.
+#[test]
+fn a_bad_sibling_policy_leaves_only_its_tool_out() {
+    let (d, file) = setup("tools_dir = \"tools\"\n");
+    let dir = d.path().join("tools");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("x.wasm"), b"").unwrap();
+    std::fs::write(dir.join("x.toml"), "memroy_mib = 64\n").unwrap();
+    std::fs::write(dir.join("y.wasm"), b"").unwrap();
+    let c = resolve(&file).unwrap();
+    let names: Vec<&str> = c.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["read_file", "tail_file", "grep_files", "list_dir", "y"]
+    );
+    assert_eq!(c.rejected.len(), 1, "{:?}", c.rejected);
+    assert_eq!(c.rejected[0].component, dir.join("x.wasm"));
+    let reason = &c.rejected[0].reason;
+    let expected = format!(
+        "invalid configuration file {}: line 1, memroy_mib: unknown field `memroy_mib`, expected one of `read`, ",
+        dir.join("x.toml").display()
+    );
+    assert!(reason.starts_with(&expected), "{reason}");
+    assert!(reason.ends_with("; did you mean `memory_mib`?"), "{reason}");
+    assert_eq!(resolve_strict(&file).unwrap_err().to_string(), *reason);
+    // A value out of bounds, or an undefined root, the same way.
+    std::fs::write(dir.join("x.toml"), "read = [\"nowhere\"]\n").unwrap();
+    let c = resolve(&file).unwrap();
+    assert_eq!(
+        c.rejected[0].reason,
+        format!(
+            "tools.x.read must be names of defined roots (logs, src); got \"nowhere\" (from {})",
+            dir.join("x.toml").display()
+        )
+    );
+}
+
+/// `tools/read_file.wasm` beside the built-in `read_file`: the message names both plainly
+/// and what to rename; without `strict` only the component is left out.
+#[test]
+fn a_component_named_like_a_built_in_names_both_and_the_fix() {
+    let (d, file) = setup("tools_dir = \"tools\"\n");
+    let dir = d.path().join("tools");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("read_file.wasm"), b"").unwrap();
+    let component = dir.join("read_file.wasm");
+    let expected = format!(
+        "two tools entries are named \"read_file\": the built-in tool read_file and {0}; the tools directory names an entry after its file, so rename {0} (and its policy read_file.toml with it), or leave read_file out of `builtins` in sluice.toml",
+        component.display()
+    );
+    assert_eq!(resolve_strict(&file).unwrap_err().to_string(), expected);
+    let c = resolve(&file).unwrap();
+    assert_eq!(c.tools.len(), 4, "the built-ins");
+    assert_eq!(
+        c.rejected,
+        [RejectedTool {
+            component,
+            reason: expected
+        }]
+    );
+}
+
+#[test]
+fn http_methods_are_rfc_9110_methods_in_upper_case() {
+    for (methods, why) in [
+        ("[\"FETCH\"]", "\"FETCH\" is not one of them"),
+        (
+            "[\"get\"]",
+            "\"get\" is not one of them: methods are written in upper case, \"GET\"",
+        ),
+    ] {
+        let (_d, file) = setup(&format!(
+            "[tools.x]\ncomponent = \"x.wasm\"\nhttp = [\"api.example.com\"]\nhttp_methods = {methods}\n"
+        ));
+        let value = methods.trim_matches(['[', ']']);
+        assert_eq!(
+            resolve(&file).unwrap_err().to_string(),
+            format!(
+                "tools.x.http_methods must be a list of HTTP methods, each one of GET, HEAD, POST, PUT, DELETE, CONNECT, OPTIONS, TRACE, PATCH ({why}); got {value} (from {} line 4)",
+                file.display()
+            )
+        );
+    }
+}
+
+/// An `http` grant of a method that may write makes the tool destructive, unless the
+/// policy says `destructive = false`.
+#[test]
+fn an_http_grant_that_may_write_is_destructive() {
+    let destructive = |keys: &str| {
+        let (_d, file) = setup(&format!(
+            "[tools.x]\ncomponent = \"x.wasm\"\nhttp = [\"api.example.com\"]\n{keys}"
+        ));
+        let c = resolve(&file).unwrap();
+        c.tools.iter().find(|t| t.name == "x").unwrap().destructive
+    };
+    assert!(destructive("http_methods = [\"POST\"]\n"));
+    assert!(destructive(""), "no http_methods: any method");
+    assert!(!destructive(
+        "http_methods = [\"GET\", \"HEAD\", \"OPTIONS\"]\n"
+    ));
+    assert!(!destructive(
+        "http_methods = [\"POST\"]\ndestructive = false\n"
+    ));
+    assert!(destructive(
+        "http_methods = [\"GET\"]\ndestructive = true\n"
+    ));
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::file::{Raw, Source};
+use crate::file::Raw;
 use crate::http::{
     DEFAULT_HTTP_MAX_RESPONSE_BYTES, HTTP_ENTRY_RULE, HttpConfig, MAX_HTTP_MAX_RESPONSE_BYTES,
 };
@@ -71,7 +71,9 @@ pub struct ToolConfig {
     pub env: Vec<(String, String)>,
     /// The component's expected SHA-256, 64 lowercase hex digits.
     pub sha256: Option<String>,
-    /// Calls need the operator's approval (also implied by any `write` root).
+    /// Calls need the operator's approval (also implied by any `write` root): `destructive`
+    /// as the policy sets it, else true when its HTTP grant allows a method that may write
+    /// ([`HttpConfig::may_write`]).
     pub destructive: bool,
     /// Description for tools whose WIT has no doc comment.
     pub description: Option<String>,
@@ -150,8 +152,7 @@ pub(crate) struct PolicyFile {
     #[serde(default)]
     env: Vec<String>,
     sha256: Option<String>,
-    #[serde(default)]
-    destructive: bool,
+    destructive: Option<bool>,
     description: Option<String>,
     prefix: Option<String>,
     #[serde(default)]
@@ -212,8 +213,7 @@ pub(crate) struct Policy {
     #[serde(default)]
     env: Vec<String>,
     sha256: Option<String>,
-    #[serde(default)]
-    destructive: bool,
+    destructive: Option<bool>,
     description: Option<String>,
     prefix: Option<String>,
     #[serde(default)]
@@ -330,55 +330,10 @@ impl Resolver<'_> {
         Ok(out)
     }
 
-    /// Every `*.wasm` in `dir`, sorted by name, each with its sibling `*.toml` policy or
-    /// none (nothing granted). Entries that are not regular files (a FIFO, a directory, a
-    /// dangling link) are listed too, so loading them reports why they are unavailable
-    /// (and `strict` refuses to start) instead of leaving them out without a word.
-    pub(crate) fn directory(&self, dir: &Path) -> Result<Vec<ToolConfig>, ConfigError> {
-        let read_dir = std::fs::read_dir(dir).map_err(|e| ConfigError::Read {
-            path: dir.to_path_buf(),
-            reason: e.to_string(),
-        })?;
-        let mut wasm: Vec<PathBuf> = read_dir
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "wasm"))
-            .collect();
-        wasm.sort();
-        let mut out = Vec::new();
-        for path in wasm {
-            let name = path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let policy_path = path.with_extension("toml");
-            let (policy, origin) = if policy_path.exists() {
-                let text =
-                    sluice_files::read_text(&policy_path, sluice_files::MAX_CONFIG_FILE_BYTES)
-                        .map_err(|e| ConfigError::Read {
-                            path: policy_path.clone(),
-                            reason: e.to_string(),
-                        })?;
-                let source = Source {
-                    path: &policy_path,
-                    text: &text,
-                    label: policy_path.display().to_string(),
-                };
-                let policy: Policy = source.parse().map_err(sibling_source_error)?;
-                (policy, policy_path.display().to_string())
-            } else {
-                (Policy::default(), path.display().to_string())
-            };
-            let by = (ConfiguredBy::Sibling(policy_path.clone()), dir);
-            out.push(self.entry(&name, ToolSource::Component(path), &policy, by, &origin)?);
-        }
-        Ok(out)
-    }
-
     /// Checks one policy, configured by `configured_by` in a file in directory `base` (the
     /// base of its secret files). Built-ins read every root unless `read` says otherwise;
     /// other components read only what `read` names.
-    fn entry(
+    pub(crate) fn entry(
         &self,
         name: &str,
         source: ToolSource,
@@ -490,7 +445,7 @@ impl Resolver<'_> {
             timeout_ms,
             env,
             sha256,
-            destructive: p.destructive,
+            destructive: p.destructive.unwrap_or_else(|| http.may_write()),
             description: p.description.clone(),
             prefix: p.prefix.clone(),
             functions: p.functions.clone(),
@@ -526,7 +481,10 @@ fn http_config(p: &Policy) -> Result<HttpConfig, (&'static str, String, String)>
                 (
                     "http_methods",
                     format!("{m:?}"),
-                    format!("a list of HTTP methods such as [\"GET\", \"POST\"] ({why})"),
+                    format!(
+                        "a list of HTTP methods, each one of {} ({why})",
+                        crate::http::HTTP_METHODS.join(", ")
+                    ),
                 )
             })
         })
@@ -611,26 +569,6 @@ fn only_for_oci(name: &str, p: &PolicyFile, origin: &str) -> Result<(), ConfigEr
         allowed: "set only for a component from a registry (component = \"oci://…\"): a signature is checked, and plain HTTP allowed, only there".into(),
         origin: origin.to_string(),
     })
-}
-
-/// A tools-directory policy's parse error, with a clearer message when it sets `component`
-/// or `builtin`: the component of a sibling policy is its `.wasm`.
-fn sibling_source_error(e: ConfigError) -> ConfigError {
-    match e {
-        ConfigError::Parse { path, message }
-            if message.contains("unknown field `component`")
-                || message.contains("unknown field `builtin`") =>
-        {
-            let line = message.split(',').next().unwrap_or_default();
-            ConfigError::Parse {
-                path,
-                message: format!(
-                    "{line}: a tools-directory policy describes its sibling .wasm; `component` and `builtin` are not allowed here"
-                ),
-            }
-        }
-        other => other,
-    }
 }
 
 /// An integer setting between `min` and `max` (inclusive), or `default` when absent; the

@@ -158,13 +158,21 @@ fn a_tools_directory_policy_takes_config_and_secrets_relative_to_itself() {
             SecretRef::File(tools.join("reader.token"))
         )])
     );
-    // Both: refused, naming the policy file.
+    // Both: refused, naming the policy file (`strict`; without it the component is left
+    // out with that reason).
+    let strict = Overrides {
+        strict: true,
+        ..Overrides::default()
+    };
     std::fs::write(
         tools.join("reader.toml"),
         "[config]\ntoken = \"eu\"\n\n[secrets]\ntoken = { env = \"T\" }\n",
     )
     .unwrap();
-    let e = Config::resolve(Some(&path), &|_| None, &Overrides::default()).unwrap_err();
+    let e = Config::resolve(Some(&path), &|_| None, &strict).unwrap_err();
+    let left_out = Config::resolve(Some(&path), &|_| None, &Overrides::default()).unwrap();
+    assert_eq!(left_out.rejected.len(), 1);
+    assert_eq!(left_out.rejected[0].reason, e.to_string());
     assert_eq!(
         e.to_string(),
         format!(
@@ -176,7 +184,7 @@ fn a_tools_directory_policy_takes_config_and_secrets_relative_to_itself() {
     let policy = tools.join("reader.toml");
     std::fs::remove_file(&policy).unwrap();
     sluice_files::make_fifo(&policy).unwrap();
-    let e = Config::resolve(Some(&path), &|_| None, &Overrides::default()).unwrap_err();
+    let e = Config::resolve(Some(&path), &|_| None, &strict).unwrap_err();
     assert_eq!(
         e.to_string(),
         format!(

@@ -168,10 +168,14 @@ fn values_checked_after_parsing_name_their_line_too() {
 
 #[test]
 fn a_root_named_dot_is_refused_by_a_rule_it_breaks() {
-    let (text, _, _) = refused("[roots]\n\".\" = \"logs\"\n");
+    let (text, _, path) = refused("[roots]\n\".\" = \"logs\"\n");
+    // The key, the file and the line that set it.
     assert_eq!(
         text,
-        "root \".\" (logs): a root name is 1 to 64 characters of letters, digits, `_`, `-` and `.`, other than `.` and `..`"
+        format!(
+            "root \".\" (logs, set by roots.\".\" in {} line 2): a root name is 1 to 64 characters of letters, digits, `_`, `-` and `.`, other than `.` and `..`",
+            shown(&path)
+        )
     );
 }
 
@@ -327,7 +331,7 @@ fn bad_http_policy_values_name_the_key_the_line_and_what_is_allowed() {
     assert_eq!(
         text,
         format!(
-            "tools.x.http_methods must be a list of HTTP methods such as [\"GET\", \"POST\"] (\"GET POST\" is not an HTTP method); got \"GET POST\" (from {} line 6)",
+            "tools.x.http_methods must be a list of HTTP methods, each one of GET, HEAD, POST, PUT, DELETE, CONNECT, OPTIONS, TRACE, PATCH (\"GET POST\" is not one of them); got \"GET POST\" (from {} line 6)",
             shown(&path)
         )
     );
@@ -347,7 +351,7 @@ fn bad_http_policy_values_name_the_key_the_line_and_what_is_allowed() {
 fn http_policy_keys_reach_the_tool_config() {
     use sluice_config::http::{HttpConfig, HttpEntry, HttpEntryHost};
     let (dir, path) = file(
-        "[roots]\nlogs = \"logs\"\n\n[tools.x]\ncomponent = \"x.wasm\"\nhttp = [\"api.example.com\", \"*.example.org:8443\", \"127.0.0.1:8080\"]\nhttp_methods = [\"get\"]\nhttp_private = true\nhttp_max_response_bytes = 4096\n",
+        "[roots]\nlogs = \"logs\"\n\n[tools.x]\ncomponent = \"x.wasm\"\nhttp = [\"api.example.com\", \"*.example.org:8443\", \"127.0.0.1:8080\"]\nhttp_methods = [\"GET\"]\nhttp_private = true\nhttp_max_response_bytes = 4096\n",
     );
     let config = Config::resolve(Some(&path), &|_| None, &Overrides::default()).unwrap();
     drop(dir);

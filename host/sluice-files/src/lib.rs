@@ -73,7 +73,8 @@ fn kind_of(file_type: std::fs::FileType) -> &'static str {
 /// # Errors
 /// [`RegularFileError::NotRegular`] for a directory, FIFO, socket or device (checked on the
 /// open handle, so the check and the read see the same file); [`RegularFileError::TooLarge`]
-/// when it holds more than `max_bytes`; [`RegularFileError::NotFound`] when nothing is at
+/// when it holds more than `max_bytes` (its size is checked before anything is read, and
+/// the read stops one byte past the bound if it grows); [`RegularFileError::NotFound`] when nothing is at
 /// `path`; [`RegularFileError::Io`] when it cannot be opened or read.
 pub fn read_regular(path: &Path, max_bytes: u64) -> Result<Vec<u8>, RegularFileError> {
     let io = |e: std::io::Error| RegularFileError::Io(e.to_string());
@@ -89,7 +90,12 @@ pub fn read_regular(path: &Path, max_bytes: u64) -> Result<Vec<u8>, RegularFileE
     if !meta.file_type().is_file() {
         return Err(RegularFileError::NotRegular(kind_of(meta.file_type())));
     }
-    let mut bytes = Vec::new();
+    // Refused before a byte is read: a sparse file of gigabytes costs nothing to make.
+    if meta.len() > max_bytes {
+        return Err(RegularFileError::TooLarge(max_bytes));
+    }
+    // The bound holds for a file that grows while it is read, too.
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
     file.take(max_bytes + 1)
         .read_to_end(&mut bytes)
         .map_err(io)?;
@@ -193,6 +199,42 @@ mod tests {
             Err(RegularFileError::NotFound(
                 "No such file or directory (os error 2)".into()
             ))
+        );
+    }
+
+    /// Bytes this process has read through `read(2)` and its kin (`rchar` of
+    /// `/proc/self/io`).
+    fn bytes_read() -> u64 {
+        let io = std::fs::read_to_string("/proc/self/io").unwrap();
+        io.lines()
+            .find_map(|l| l.strip_prefix("rchar: "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap()
+    }
+
+    /// A sparse 2 GiB file (one `truncate`, no disk) is refused by its size before a byte
+    /// of it is read, and a link to `/dev/zero` by its type: neither costs memory or time.
+    #[test]
+    fn an_oversized_file_is_refused_before_it_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let sparse = dir.path().join("big.wasm");
+        std::fs::File::create(&sparse)
+            .unwrap()
+            .set_len(2 << 30)
+            .unwrap();
+        let before = bytes_read();
+        assert_eq!(
+            read_regular(&sparse, MAX_COMPONENT_FILE_BYTES),
+            Err(RegularFileError::TooLarge(MAX_COMPONENT_FILE_BYTES))
+        );
+        // (Other tests of this binary may read a little meanwhile; nothing near 1 GiB.)
+        let read = bytes_read() - before;
+        assert!(read < 1 << 20, "{read} bytes were read");
+        let zero = dir.path().join("zero.wasm");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        assert_eq!(
+            read_regular(&zero, MAX_COMPONENT_FILE_BYTES),
+            Err(RegularFileError::NotRegular("a character device"))
         );
     }
 }

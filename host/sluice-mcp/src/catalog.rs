@@ -29,13 +29,18 @@ pub(crate) struct Catalog {
 /// - `destructiveHint`: a `write` grant or `destructive = true`;
 /// - `idempotentHint`: true for the built-in file tools (reading twice reads the same);
 ///   left out for other components, whose code Sluice does not know;
-/// - `openWorldHint`: false: no tool has a network.
+/// - `openWorldHint`: an `http` grant (the tool may reach hosts outside Sluice); false
+///   for a tool without one, which sees only its roots.
+///
+/// An `http` grant of a method other than GET, HEAD and OPTIONS (or of any method) makes
+/// the tool destructive unless its policy says `destructive = false` (sluice-config
+/// derives it; docs/mcp.md#annotations).
 pub(crate) fn annotations(info: &ToolInfo) -> ToolAnnotations {
     let builtin = info.source == format!("built-in {}", info.name);
     let mut a = ToolAnnotations::new()
         .read_only(!info.destructive)
         .destructive(info.destructive)
-        .open_world(false);
+        .open_world(info.open_world);
     if builtin {
         a = a.idempotent(true);
     }
@@ -132,6 +137,7 @@ mod tests {
             input_schema: json!({"type": "object", "properties": {}}),
             source: source.into(),
             destructive,
+            open_world: false,
         }
     }
 
@@ -156,6 +162,23 @@ mod tests {
         assert_eq!(
             a,
             json!({"readOnlyHint": false, "destructiveHint": true, "openWorldHint": false})
+        );
+        // An `http` grant: the open world (sluice-config made a grant of POST destructive).
+        let fetch = ToolInfo {
+            open_world: true,
+            ..info("fetch", "fetch.wasm", false)
+        };
+        assert_eq!(
+            serde_json::to_value(annotations(&fetch)).unwrap(),
+            json!({"readOnlyHint": true, "destructiveHint": false, "openWorldHint": true})
+        );
+        let post = ToolInfo {
+            open_world: true,
+            ..info("post", "post.wasm", true)
+        };
+        assert_eq!(
+            serde_json::to_value(annotations(&post)).unwrap(),
+            json!({"readOnlyHint": false, "destructiveHint": true, "openWorldHint": true})
         );
         // A component that names itself like a built-in is not one.
         let a =

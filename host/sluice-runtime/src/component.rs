@@ -65,6 +65,10 @@ pub struct ToolInfo {
     pub source: String,
     /// Calls wait for approval (the policy says destructive, or grants write access).
     pub destructive: bool,
+    /// Its calls may reach hosts outside Sluice: the policy grants outbound HTTP to some
+    /// host (`http`). Left out of the JSON of `sluice tools inspect`, which shows no policy.
+    #[serde(skip)]
+    pub open_world: bool,
 }
 
 /// One import of a component.
@@ -347,6 +351,7 @@ impl Reflect<'_> {
                 input_schema,
                 source: self.what.to_string(),
                 destructive: self.policy.is_destructive(),
+                open_world: !self.policy.http.allow.is_empty(),
             },
             export,
             shape,

@@ -1,22 +1,30 @@
 //! Live reload of the tools for `sluice serve` and `sluice mcp`: adding, replacing or
 //! removing `tools/*.wasm` (and their `*.toml` policies), or changing the components of
-//! `sluice.toml`, takes effect for the calls that start afterwards, without a restart.
+//! `sluice.toml`, takes effect for the calls that start afterwards, without a restart
+//! (docs/configuration.md#live-reload).
 //!
 //! How: the directories that hold the configuration file, the tools directory and the
 //! configured component files are watched with `notify` (inotify on Linux: no polling, no
-//! cost while nothing changes), debounced by [`DEBOUNCE`] so that a file still being
-//! written is read once it is done. Each batch of changes resolves the configuration again
-//! and loads a whole new [`Toolbox`](sluice_runtime::Toolbox) through the same
-//! [`ToolLoader`] as at start (the same engine, the same fetch and verification of `oci://`
-//! components, the same compile and import checks), then swaps it in atomically
-//! ([`LiveToolbox::replace`]). Calls in flight keep the toolbox they started with. A
-//! replacement that fails any check changes nothing: the current tools stay, and the
-//! reason is logged (at `warn`). Without `strict`, a component that fails to load does not
-//! stop a start (it is listed as unavailable); a reload is stricter about the components
-//! that are serving: when one of them would become unavailable, the whole reload is
-//! refused, so a broken replacement never takes a working component away. A component that
-//! was unavailable already, or a new one, may fail as at start: the reload goes on without
-//! it.
+//! cost while nothing changes). Only changes of content count (a file created, written and closed, renamed or deleted), never an open, a read or a
+//! change of metadata, so the reload's own reads of every component and policy do not
+//! start another reload. A burst of such changes is gathered until [`DEBOUNCE`] passes
+//! without one, so that a file still being written is read once it is done. Each burst
+//! resolves the configuration again and loads a whole new
+//! [`Toolbox`](sluice_runtime::Toolbox) through the same [`ToolLoader`] as at start (the
+//! same engine, the same fetch and verification of `oci://` components, the same compile
+//! and import checks), then swaps it in atomically ([`LiveToolbox::replace`]). Calls in
+//! flight keep the toolbox they started with.
+//!
+//! A replacement that fails any check changes nothing: the current tools stay, and the
+//! reason is logged once (at `warn`; the same reason again, after a later change, only at
+//! `debug`); the first reload that works after a failure logs that it works again (at
+//! `info`). Nothing is retried until the next change. Without `strict`, a component that
+//! fails to load, or whose policy is wrong, does not stop a start (it is listed as
+//! unavailable); a reload is stricter about the components that are serving: when one of
+//! them would become unavailable, the whole reload is refused, so a broken replacement
+//! never takes a working component away. A component that was unavailable already, or a
+//! new one (a FIFO, a directory or an oversized file named `*.wasm` included), may fail as
+//! at start: the reload goes on without it.
 //!
 //! Only the tools are reloaded. `roots` cannot change this way (a reload that changes them
 //! is refused, as `PUT /agent/config` refuses them); a change to any other key is logged
@@ -25,18 +33,19 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use notify_debouncer_mini::notify::RecursiveMode;
-use notify_debouncer_mini::{DebounceEventResult, Debouncer, new_debouncer};
+use notify::event::{AccessKind, AccessMode, EventKind, ModifyKind};
+use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
 use sluice_config::{Config, Overrides, ToolSource};
 use sluice_runtime::LiveToolbox;
 use tokio::sync::mpsc;
 
 use sluice_wiring::{Loaded, ToolLoader, WiringError};
 
-/// How long a burst of file events is gathered before a reload (ms-scale: a copy of a
-/// component is many writes).
+/// How long the watched files must stay unchanged before a burst of changes is reloaded
+/// (ms-scale: a copy of a component is many writes).
 pub const DEBOUNCE: Duration = Duration::from_millis(150);
 
 /// What the reloader re-reads.
@@ -50,15 +59,17 @@ pub struct ReloadOptions {
 
 /// A running reloader; dropping it stops watching.
 pub struct Reloader {
-    _debouncer: Debouncer<notify_debouncer_mini::notify::RecommendedWatcher>,
+    _watcher: RecommendedWatcher,
     task: tokio::task::JoinHandle<()>,
     watched: Vec<PathBuf>,
+    reloads: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for Reloader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Reloader")
             .field("watched", &self.watched)
+            .field("reloads", &self.reloads())
             .finish_non_exhaustive()
     }
 }
@@ -68,6 +79,37 @@ impl Reloader {
     pub fn watched(&self) -> &[PathBuf] {
         &self.watched
     }
+
+    /// How many reloads have finished since the start: bursts of changes to the tools'
+    /// files that were reloaded, whatever the outcome (a swap, the same tools, a refusal).
+    /// It stays put while nothing changes the watched files' content.
+    pub fn reloads(&self) -> u64 {
+        self.reloads.load(Ordering::SeqCst)
+    }
+}
+
+/// True when an event of `kind` may have changed what a watched file holds: a file
+/// created, removed or renamed, its data modified, or a handle that wrote it closed. An
+/// open, a read, a close after reading and a change of metadata (`touch` without writing,
+/// `chmod`, access times) are not: a reload reads every component and policy, and those
+/// reads must not start the next one.
+fn is_content_change(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Create(_) | EventKind::Remove(_) => true,
+        EventKind::Modify(ModifyKind::Metadata(_)) => false,
+        EventKind::Modify(_) => true,
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) | EventKind::Any | EventKind::Other => false,
+    }
+}
+
+/// One message from the watcher to the reloader.
+#[derive(Debug)]
+enum Change {
+    /// The content of the file at this path may have changed.
+    Path(PathBuf),
+    /// Events were lost (the kernel's queue overflowed): anything may have changed.
+    Rescan,
 }
 
 impl Drop for Reloader {
@@ -104,20 +146,26 @@ pub fn watch(
     loaded: Served,
 ) -> Result<Reloader, ReloadError> {
     let relevant = Relevant::of(&boot, options.config_file.as_deref());
-    let (tx, rx) = mpsc::unbounded_channel::<Vec<PathBuf>>();
-    let mut debouncer = new_debouncer(DEBOUNCE, move |result: DebounceEventResult| match result {
-        Ok(events) => {
-            let _ = tx.send(events.into_iter().map(|e| e.path).collect());
-        }
-        Err(e) => tracing::warn!("watching the tools for changes: {e}"),
-    })
-    .map_err(|e| ReloadError::Watch {
-        path: PathBuf::new(),
-        reason: e.to_string(),
-    })?;
+    let (tx, rx) = mpsc::unbounded_channel::<Change>();
+    let mut watcher =
+        notify::recommended_watcher(move |result: notify::Result<notify::Event>| match result {
+            Ok(event) if event.need_rescan() => {
+                let _ = tx.send(Change::Rescan);
+            }
+            Ok(event) if is_content_change(&event.kind) => {
+                for path in event.paths {
+                    let _ = tx.send(Change::Path(path));
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!("watching the tools for changes: {e}"),
+        })
+        .map_err(|e| ReloadError::Watch {
+            path: PathBuf::new(),
+            reason: e.to_string(),
+        })?;
     for dir in &relevant.dirs {
-        debouncer
-            .watcher()
+        watcher
             .watch(dir, RecursiveMode::NonRecursive)
             .map_err(|e| ReloadError::Watch {
                 path: dir.clone(),
@@ -126,6 +174,7 @@ pub fn watch(
     }
     let watched: Vec<PathBuf> = relevant.dirs.iter().cloned().collect();
     tracing::info!(dirs = ?watched, "watching the tools for changes");
+    let reloads = Arc::new(AtomicU64::new(0));
     let state = State {
         boot,
         options,
@@ -133,12 +182,15 @@ pub fn watch(
         live,
         served: loaded,
         relevant,
+        failing: None,
+        reloads: reloads.clone(),
     };
     let task = tokio::spawn(state.run(rx));
     Ok(Reloader {
-        _debouncer: debouncer,
+        _watcher: watcher,
         task,
         watched,
+        reloads,
     })
 }
 
@@ -225,37 +277,75 @@ struct State {
     live: Arc<LiveToolbox>,
     served: Served,
     relevant: Relevant,
+    /// Why the last reload failed, while no reload has worked since.
+    failing: Option<String>,
+    reloads: Arc<AtomicU64>,
 }
 
 impl State {
-    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Vec<PathBuf>>) {
-        while let Some(mut paths) = rx.recv().await {
-            while let Ok(more) = rx.try_recv() {
-                paths.extend(more);
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Change>) {
+        loop {
+            // Wait for a change that matters, then for DEBOUNCE without another one.
+            let mut changed = BTreeSet::new();
+            while changed.is_empty() {
+                match rx.recv().await {
+                    Some(change) => self.note(change, &mut changed),
+                    None => return,
+                }
             }
-            let changed: BTreeSet<&PathBuf> =
-                paths.iter().filter(|p| self.relevant.matters(p)).collect();
-            if changed.is_empty() {
-                continue;
+            loop {
+                match tokio::time::timeout(DEBOUNCE, rx.recv()).await {
+                    Ok(Some(change)) => self.note(change, &mut changed),
+                    Ok(None) => return,
+                    Err(_) => break,
+                }
             }
             tracing::debug!(?changed, "the tools' files changed");
             self.reload().await;
+            self.reloads.fetch_add(1, Ordering::SeqCst);
         }
     }
 
-    /// One reload: resolve, load, swap; or log why not and keep the current tools.
+    /// Adds the path of `change` to `changed` when it matters (a rescan matters always).
+    fn note(&self, change: Change, changed: &mut BTreeSet<PathBuf>) {
+        match change {
+            Change::Path(path) if self.relevant.matters(&path) => {
+                changed.insert(path);
+            }
+            Change::Path(_) => {}
+            Change::Rescan => {
+                changed.insert(PathBuf::from("(events were lost: everything)"));
+            }
+        }
+    }
+
+    /// One reload: resolve, load, swap; or log why not and keep the current tools. A
+    /// failure is logged once; the reload that works after it says so.
     async fn reload(&mut self) {
         let started = Instant::now();
-        match self.try_reload().await {
+        let outcome = self.try_reload().await;
+        if outcome.is_ok()
+            && let Some(reason) = self.failing.take()
+        {
+            tracing::info!("reloading the tools works again (it failed before: {reason})");
+        }
+        match outcome {
             Ok(Some((revision, summary))) => tracing::info!(
                 "reloaded the tools (revision {revision}, {} ms): {summary}",
                 started.elapsed().as_millis()
             ),
             Ok(None) => tracing::debug!("the tools' files changed, but not the tools"),
-            Err(reason) => tracing::warn!(
-                "reloading the tools failed, so the current tools stay (revision {}): {reason}",
+            Err(reason) if self.failing.as_ref() == Some(&reason) => tracing::debug!(
+                "reloading the tools still fails, so the current tools stay (revision {}): {reason}",
                 self.live.revision()
             ),
+            Err(reason) => {
+                tracing::warn!(
+                    "reloading the tools failed, so the current tools stay (revision {}): {reason}",
+                    self.live.revision()
+                );
+                self.failing = Some(reason);
+            }
         }
     }
 
@@ -329,5 +419,43 @@ impl State {
         self.served = served;
         self.relevant = Relevant::of(&config, self.options.config_file.as_deref());
         Ok(Some((revision, summary)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use notify::event::{CreateKind, DataChange, MetadataKind, RemoveKind, RenameMode};
+
+    use super::*;
+
+    /// What inotify reports for a `touch`, a `cat`, a copy, a rename and a `rm`: only the
+    /// events that can change a file's bytes start a reload.
+    #[test]
+    fn only_changes_of_content_count() {
+        let counts = [
+            (EventKind::Access(AccessKind::Open(AccessMode::Any)), false),
+            (
+                EventKind::Access(AccessKind::Close(AccessMode::Read)),
+                false,
+            ),
+            (EventKind::Access(AccessKind::Read), false),
+            (
+                EventKind::Modify(ModifyKind::Metadata(MetadataKind::Any)),
+                false,
+            ),
+            (EventKind::Any, false),
+            (EventKind::Other, false),
+            (
+                EventKind::Access(AccessKind::Close(AccessMode::Write)),
+                true,
+            ),
+            (EventKind::Create(CreateKind::File), true),
+            (EventKind::Modify(ModifyKind::Data(DataChange::Any)), true),
+            (EventKind::Modify(ModifyKind::Name(RenameMode::To)), true),
+            (EventKind::Remove(RemoveKind::File), true),
+        ];
+        for (kind, expected) in counts {
+            assert_eq!(is_content_change(&kind), expected, "{kind:?}");
+        }
     }
 }

@@ -155,6 +155,13 @@ impl ToolLoader {
         for (source, reason) in failed {
             toolbox.mark_unavailable(source, reason);
         }
+        // The tools directory's entries whose policy or name is wrong: unavailable, as a
+        // component that fails to load (docs/configuration.md#tools-directory).
+        if single.is_none() {
+            for r in &config.rejected {
+                toolbox.mark_unavailable(r.component.display().to_string(), r.reason.clone());
+            }
+        }
         for u in toolbox.unavailable() {
             tracing::warn!("{u} (set strict = true or pass --strict to refuse to start instead)");
         }

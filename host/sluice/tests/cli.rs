@@ -180,7 +180,9 @@ fn a_missing_root_is_a_clear_error() {
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
     assert!(
-        err.starts_with("sluice: error: root \"dir\" (/no/such/dir): cannot be opened: "),
+        err.starts_with(
+            "sluice: error: root \"dir\" (/no/such/dir, set by --root /no/such/dir): cannot be opened: "
+        ),
         "{err}"
     );
     assert!(
