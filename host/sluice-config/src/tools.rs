@@ -83,7 +83,8 @@ pub struct ToolConfig {
     /// exported (`read-file`) or the tool name it would get (`read_file`).
     pub functions: BTreeMap<String, FunctionConfig>,
     /// Outbound HTTP through `wasi:http`: `http`, `http_methods`, `http_private`,
-    /// `http_max_response_bytes` ([`crate::http`]); the default grants no host.
+    /// `http_max_response_bytes`, `http_max_connections` ([`crate::http`]); the default grants
+    /// no host.
     pub http: HttpConfig,
     /// `[config]`: plain values of the component's `wasi:config/store`, by config key
     /// ([`CONFIG_KEY_RULE`](crate::CONFIG_KEY_RULE)).

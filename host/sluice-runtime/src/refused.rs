@@ -56,7 +56,7 @@ impl RefusedFiles {
             .iter()
             .filter_map(|p| p.file_name()?.to_str().map(str::to_string))
             .collect();
-        let seen = unique.iter().filter_map(|p| file_id(p)).collect();
+        let seen = unique.iter().filter_map(|p| file_id(p.as_path())).collect();
         RefusedFiles {
             paths: unique,
             names,
@@ -79,7 +79,7 @@ impl RefusedFiles {
         }
         let mut ids = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
         if ids.checked.elapsed() >= RECHECK_INTERVAL {
-            for now in self.paths.iter().filter_map(|p| file_id(p)) {
+            for now in self.paths.iter().filter_map(|p| file_id(p.as_path())) {
                 if !ids.seen.contains(&now) {
                     ids.seen.push(now);
                 }
