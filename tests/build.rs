@@ -34,7 +34,7 @@ const COMPONENTS: &[(&str, &str, &str)] = &[
     (
         "HTTP_FETCH_WASM",
         "sluice-test-http-fetch",
-        "`tests/components/http-fetch`: `fetch(url, method)` through `wasi:http`.",
+        "`tests/components/http-fetch`: `fetch(url, method)` through `wasi:http`, and `flood(url, count, wait-ms)`, which keeps requests open.",
     ),
     (
         "JSON_SUMMARY_WASM",
@@ -44,7 +44,7 @@ const COMPONENTS: &[(&str, &str, &str)] = &[
     (
         "CONFIG_READER_WASM",
         "sluice-test-config-reader",
-        "`tests/components/config-reader`: reads values and secrets from `wasi:config/store` (`get`, `echo-all`, `fail-with`).",
+        "`tests/components/config-reader`: reads values and secrets from `wasi:config/store` (`get`, `echo-all`, `fail-with`), and sends one in a request (`send-with`).",
     ),
 ];
 

@@ -138,7 +138,7 @@ fn a_descriptor_flood_stops_at_the_limit() {
     assert_eq!(
         message,
         format!(
-            "the tool held {MAX_OPEN_DESCRIPTORS} open files and directories at once and tried to open another; one call may hold at most {MAX_OPEN_DESCRIPTORS} (close what it no longer reads)"
+            "the tool held {MAX_OPEN_DESCRIPTORS} open files, directories and HTTP requests at once and tried to open another; one call may hold at most {MAX_OPEN_DESCRIPTORS} (close what it no longer reads)"
         )
     );
     assert!(took < Duration::from_secs(2), "{took:?}");

@@ -25,12 +25,14 @@ mod host_limits; // Issue 12: waits in host calls, FIFOs, descriptor/pollable fl
 mod hostile; // Hostile components: loops, memory, floods, panics, escapes, missing imports.
 mod hostile_serve; // `sluice serve` stays responsive while hostile calls run; cancel reaches them.
 mod http; // Issue 16 item 1: wasi:http by allowlist: listed, unlisted, private, body limit, timeout.
+mod http_open; // Open wasi:http requests: bounded per call, closed when the call ends (descriptors).
 mod issue12_keys; // Issue 12 items 7–11: keys in UTF-16, encrypted, split; paging edges; deep trees.
 mod keys; // Rows K1–K3 and the key-material look-back rules.
 mod list_dir; // Row L1, entry kinds, list paging and name cutting.
 mod live; // Issue 18: a call on a replaced LiveToolbox keeps it, and cancellation reaches it.
 mod read_file; // Rows R1–R9: read_file pages, cursors and the page budget.
 mod sandbox; // Escapes from the root (`..`, absolute, symlinks) and named roots.
+mod secret_files; // The configuration's secret files: refused by name and by identity in every tool.
 mod tail_file; // Rows T1–T5: tail_file windows.
 mod third_party; // A third-party component (own WIT, no Sluice import): schema, results, bad args.
 

@@ -1,5 +1,6 @@
 //! The outbound-HTTP keys of a tool policy (docs/configuration.md#outbound-http): `http`
-//! (the allowlist), `http_methods`, `http_private` and `http_max_response_bytes`.
+//! (the allowlist), `http_methods`, `http_private`, `http_max_response_bytes` and
+//! `http_max_connections`.
 
 use std::net::IpAddr;
 
@@ -28,6 +29,10 @@ pub struct HttpConfig {
     /// `http_max_response_bytes`: the most body bytes of one response, 1 to
     /// [`MAX_HTTP_MAX_RESPONSE_BYTES`] (default [`DEFAULT_HTTP_MAX_RESPONSE_BYTES`]).
     pub max_response_bytes: u64,
+    /// `http_max_connections`: the most requests one call may have open at once, 1 to
+    /// [`MAX_OPEN_DESCRIPTORS`](sluice_protocol::limits::MAX_OPEN_DESCRIPTORS) (default
+    /// [`DEFAULT_HTTP_MAX_CONNECTIONS`](sluice_protocol::limits::DEFAULT_HTTP_MAX_CONNECTIONS)).
+    pub max_connections: usize,
 }
 
 impl Default for HttpConfig {
@@ -37,6 +42,7 @@ impl Default for HttpConfig {
             methods: Vec::new(),
             private: false,
             max_response_bytes: DEFAULT_HTTP_MAX_RESPONSE_BYTES,
+            max_connections: sluice_protocol::limits::DEFAULT_HTTP_MAX_CONNECTIONS,
         }
     }
 }

@@ -111,3 +111,28 @@ pub(crate) fn config_and_secrets(
     }
     Ok((config, secrets))
 }
+
+impl crate::Config {
+    /// Every file the configuration names as the source of a secret or a key: each tool's
+    /// `secrets.KEY = { file = "…" }` and `model.api_key_file`, resolved, once each, in that
+    /// order. No tool may read them (docs/keys.md#secret-files): the runtime refuses them by
+    /// name and by identity in every tool, whichever tools are loaded.
+    pub fn secret_files(&self) -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = Vec::new();
+        let named = self
+            .tools
+            .iter()
+            .flat_map(|t| t.secrets.values())
+            .filter_map(|s| match s {
+                SecretRef::File(path) => Some(path),
+                SecretRef::Env(_) => None,
+            })
+            .chain(self.model.api_key_file.as_ref());
+        for path in named {
+            if !files.contains(path) {
+                files.push(path.clone());
+            }
+        }
+        files
+    }
+}

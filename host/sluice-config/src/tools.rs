@@ -14,6 +14,7 @@ use crate::http::{
 };
 use crate::secrets::{SecretFile, SecretRef, config_and_secrets};
 use crate::{ConfigError, RootConfig};
+use sluice_protocol::limits::{DEFAULT_HTTP_MAX_CONNECTIONS, MAX_OPEN_DESCRIPTORS};
 
 /// The built-in tools, in the order they are offered.
 pub const BUILTIN_TOOLS: [&str; 4] = ["read_file", "tail_file", "grep_files", "list_dir"];
@@ -84,7 +85,8 @@ pub struct ToolConfig {
     /// exported (`read-file`) or the tool name it would get (`read_file`).
     pub functions: BTreeMap<String, FunctionConfig>,
     /// Outbound HTTP through `wasi:http`: `http`, `http_methods`, `http_private`,
-    /// `http_max_response_bytes` ([`crate::http`]); the default grants no host.
+    /// `http_max_response_bytes`, `http_max_connections` ([`crate::http`]); the default grants
+    /// no host.
     pub http: HttpConfig,
     /// `[config]`: plain values of the component's `wasi:config/store`, by config key
     /// ([`CONFIG_KEY_RULE`](crate::CONFIG_KEY_RULE)).
@@ -164,6 +166,7 @@ pub(crate) struct PolicyFile {
     #[serde(default)]
     http_private: bool,
     http_max_response_bytes: Option<Raw>,
+    http_max_connections: Option<Raw>,
     #[serde(default)]
     config: BTreeMap<String, Raw>,
     #[serde(default)]
@@ -192,6 +195,7 @@ impl PolicyFile {
             http_methods: self.http_methods.clone(),
             http_private: self.http_private,
             http_max_response_bytes: self.http_max_response_bytes.clone(),
+            http_max_connections: self.http_max_connections.clone(),
             config: self.config.clone(),
             secrets: self.secrets.clone(),
         }
@@ -225,6 +229,7 @@ pub(crate) struct Policy {
     #[serde(default)]
     http_private: bool,
     http_max_response_bytes: Option<Raw>,
+    http_max_connections: Option<Raw>,
     #[serde(default)]
     config: BTreeMap<String, Raw>,
     #[serde(default)]
@@ -502,11 +507,25 @@ fn http_config(p: &Policy) -> Result<HttpConfig, (&'static str, String, String)>
             format!("an integer from 1 to {MAX_HTTP_MAX_RESPONSE_BYTES} (bytes)"),
         )
     })?;
+    let max_connections = bounded(
+        p.http_max_connections.as_ref(),
+        DEFAULT_HTTP_MAX_CONNECTIONS as u64,
+        1,
+        MAX_OPEN_DESCRIPTORS as u64,
+    )
+    .map_err(|v| {
+        (
+            "http_max_connections",
+            v,
+            format!("an integer from 1 to {MAX_OPEN_DESCRIPTORS} (requests open at once)"),
+        )
+    })?;
     Ok(HttpConfig {
         allow,
         methods,
         private: p.http_private,
         max_response_bytes,
+        max_connections: max_connections as usize,
     })
 }
 

@@ -59,6 +59,24 @@ fn values_and_secret_sources_are_read_from_the_table() {
     );
 }
 
+/// The files no tool may read: every tool's secret files and the model's key file, each
+/// once, resolved against the file that names them; variables are no files.
+#[test]
+fn secret_files_list_every_tools_secret_files_and_the_api_key_file_once() {
+    let (dir, path) = file(
+        "[model]\nprovider = \"openai\"\nname = \"m\"\napi_key_file = \"keys/openai.txt\"\n\n[tools.x]\ncomponent = \"x.wasm\"\n\n[tools.x.secrets]\ntoken = { env = \"X_TOKEN\" }\nkey = { file = \"secrets/key.txt\" }\n\n[tools.y]\ncomponent = \"y.wasm\"\n\n[tools.y.secrets]\nsame = { file = \"secrets/key.txt\" }\nother = { file = \"/run/y.secret\" }\n",
+    );
+    let config = Config::resolve(Some(&path), &|_| None, &Overrides::default()).unwrap();
+    assert_eq!(
+        config.secret_files(),
+        [
+            dir.path().join("secrets/key.txt"),
+            PathBuf::from("/run/y.secret"),
+            dir.path().join("keys/openai.txt"),
+        ]
+    );
+}
+
 #[test]
 fn bad_keys_and_shapes_name_the_key_the_line_and_what_is_allowed() {
     let head = "[tools.x]\ncomponent = \"x.wasm\"\n";

@@ -345,13 +345,23 @@ fn bad_http_policy_values_name_the_key_the_line_and_what_is_allowed() {
             shown(&path)
         )
     );
+    let (text, _, path) = refused(
+        "[roots]\nlogs = \"logs\"\n\n[tools.x]\ncomponent = \"x.wasm\"\nhttp_max_connections = 257\n",
+    );
+    assert_eq!(
+        text,
+        format!(
+            "tools.x.http_max_connections must be an integer from 1 to 256 (requests open at once); got 257 (from {} line 6)",
+            shown(&path)
+        )
+    );
 }
 
 #[test]
 fn http_policy_keys_reach_the_tool_config() {
     use sluice_config::http::{HttpConfig, HttpEntry, HttpEntryHost};
     let (dir, path) = file(
-        "[roots]\nlogs = \"logs\"\n\n[tools.x]\ncomponent = \"x.wasm\"\nhttp = [\"api.example.com\", \"*.example.org:8443\", \"127.0.0.1:8080\"]\nhttp_methods = [\"GET\"]\nhttp_private = true\nhttp_max_response_bytes = 4096\n",
+        "[roots]\nlogs = \"logs\"\n\n[tools.x]\ncomponent = \"x.wasm\"\nhttp = [\"api.example.com\", \"*.example.org:8443\", \"127.0.0.1:8080\"]\nhttp_methods = [\"GET\"]\nhttp_private = true\nhttp_max_response_bytes = 4096\nhttp_max_connections = 3\n",
     );
     let config = Config::resolve(Some(&path), &|_| None, &Overrides::default()).unwrap();
     drop(dir);
@@ -376,6 +386,7 @@ fn http_policy_keys_reach_the_tool_config() {
             methods: vec!["GET".into()],
             private: true,
             max_response_bytes: 4096,
+            max_connections: 3,
         }
     );
 }

@@ -22,3 +22,12 @@ pub const DEFAULT_QUEUE_TIMEOUT_MS: u64 = 10_000;
 
 /// `mcp.tools_per_page` when not set: tools in one MCP `tools/list` page.
 pub const DEFAULT_MCP_TOOLS_PER_PAGE: u32 = 100;
+
+/// The most files, directories and HTTP requests one tool call may hold open at once,
+/// besides its preopened roots (`sluice_runtime::limits::MAX_OPEN_DESCRIPTORS`, which
+/// enforces it); also the largest `http_max_connections`.
+pub const MAX_OPEN_DESCRIPTORS: usize = 256;
+
+/// `http_max_connections` when a tool policy does not set it: the most `wasi:http` requests
+/// one call may have open at once.
+pub const DEFAULT_HTTP_MAX_CONNECTIONS: usize = 16;

@@ -40,6 +40,9 @@ pub struct CallState {
     pub(crate) http: HttpHooks,
     /// What the component's `wasi:config/store` holds (shared by its calls).
     pub(crate) config: Arc<crate::secrets::ComponentConfig>,
+    /// The files none of the call's opens reaches, by name and by identity
+    /// ([`crate::refused`]).
+    pub(crate) refused: Arc<crate::refused::RefusedFiles>,
 }
 
 impl WasiHttpView for CallState {
@@ -159,6 +162,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
         wasmtime_wasi_config::WasiConfig::from(&s.config.vars)
     })?;
     crate::open_at::shadow(linker)?;
+    crate::http_open::shadow(linker)?;
     shadow_random(linker)?;
     crate::bindings::add_to_linker(linker)?;
     Ok(())
@@ -184,7 +188,8 @@ impl crate::bindings::budget::Host for CallState {
     }
 }
 
-/// `sluice:tools/key-policy`: the component's key-material name patterns.
+/// `sluice:tools/key-policy`: the component's key-material name patterns, and the names of
+/// the files it may not read ([`crate::refused`]).
 impl crate::bindings::key_policy::Host for CallState {
     fn is_key_name(&mut self, name: String, directory: bool) -> bool {
         use sluice_keys::KeyNamePolicy;
@@ -192,7 +197,8 @@ impl crate::bindings::key_policy::Host for CallState {
         if directory {
             names.is_key_dir(&name)
         } else {
-            names.is_key_file(&name)
+            // A secret's or key's source the configuration names is refused as a key file.
+            names.is_key_file(&name) || self.refused.is_refused_name(&name)
         }
     }
 }

@@ -40,6 +40,7 @@ use tokio::net::TcpStream;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 use crate::address::special_range;
+use crate::http_open::OpenRequests;
 use crate::policy::{HttpGrant, HttpHost};
 
 /// Documented kind of the tool error of a request the policy refused.
@@ -50,6 +51,8 @@ pub(crate) struct HttpHooks {
     grant: Arc<HttpGrant>,
     deadline: Instant,
     log: Arc<Mutex<HttpLog>>,
+    /// The requests open now ([`crate::http_open`]).
+    open: OpenRequests,
 }
 
 impl HttpHooks {
@@ -59,7 +62,19 @@ impl HttpHooks {
             grant,
             deadline,
             log: Arc::default(),
+            open: OpenRequests::default(),
         }
+    }
+
+    /// The call's open requests: each from `handle` until the host is done with its
+    /// connection.
+    pub(crate) fn open_requests(&self) -> &OpenRequests {
+        &self.open
+    }
+
+    /// The policy's `http_max_connections`.
+    pub(crate) fn max_connections(&self) -> usize {
+        self.grant.max_connections
     }
 
     /// The requests the call made so far.
@@ -295,6 +310,8 @@ impl WasiHttpHooks for HttpHooks {
         let grant = self.grant.clone();
         let log = self.log.clone();
         let deadline = self.deadline;
+        // Counted open until the connection is closed (or the request fails).
+        let held = self.open.hold();
         Box::new(async move {
             let uri = request.uri().clone();
             let tls = uri.scheme() == Some(&Scheme::HTTPS);
@@ -401,6 +418,7 @@ impl WasiHttpHooks for HttpHooks {
                 .boxed_unsync()
             });
             let io: Boxed<Result<(), Error>> = Box::new(async move {
+                let _held = held;
                 if !conn_done {
                     conn.await?;
                 }

@@ -36,6 +36,8 @@ pub(crate) struct Call {
     pub(crate) http: Arc<HttpGrant>,
     pub(crate) key_names: Arc<sluice_keys::KeyNames>,
     pub(crate) config: Arc<crate::secrets::ComponentConfig>,
+    /// The files none of the call's opens reaches.
+    pub(crate) refused: Arc<crate::refused::RefusedFiles>,
     pub(crate) export: ComponentExportIndex,
     pub(crate) result: Option<Type>,
     pub(crate) params: Vec<Val>,
@@ -100,15 +102,18 @@ impl Call {
     }
 
     /// The call's log line: the tool, how it ended, how long it took, and the HTTP requests
-    /// it made (`METHOD host:port STATUS BYTES`, see [`crate::http`]). At `info` for a call
-    /// that made requests, at `debug` otherwise.
+    /// it made (`METHOD host:port STATUS BYTES`, see [`crate::http`]), the component's
+    /// secrets withheld from them ([`crate::logs`]). At `info` for a call that made
+    /// requests, at `debug` otherwise.
     fn log_line(&self, store: &Store<CallState>, started: Instant, outcome: &str) {
         let ms = started.elapsed().as_millis() as u64;
         let log = store.data().http.log();
         if log.is_empty() {
             tracing::debug!(tool = %self.tool, outcome, ms, "tool call");
         } else {
-            tracing::info!(tool = %self.tool, outcome, ms, http = %log.summary(), "tool call");
+            // The guest chose each request's method and authority.
+            let (http, _) = self.config.secrets.withhold(&log.summary());
+            tracing::info!(tool = %self.tool, outcome, ms, http = %http, "tool call");
         }
     }
 
@@ -141,6 +146,7 @@ impl Call {
             http_ctx: WasiHttpCtx::new(),
             http: HttpHooks::new(self.http.clone(), deadline),
             config: self.config.clone(),
+            refused: self.refused.clone(),
         };
         let mut store = Store::new(self.pre.engine(), state);
         store.limiter(|s| &mut s.limiter);

@@ -9,10 +9,12 @@
 
 use wasmtime::component::Val;
 
-/// The most files and directories one call may hold open at once, besides its preopened
-/// roots (each is a host file descriptor). With `runtime.max_concurrent_calls` calls at
-/// once, tools hold at most that many times this (plus their roots).
-pub const MAX_OPEN_DESCRIPTORS: usize = 256;
+/// The most files, directories and HTTP requests one call may hold open at once, besides
+/// its preopened roots (each is a host file descriptor: an open `wasi:http` request holds
+/// its connection's socket from `outgoing-handler.handle` until the host is done with it).
+/// With `runtime.max_concurrent_calls` calls at once, tools hold at most that many times
+/// this (plus their roots), and nothing once their calls have ended.
+pub use sluice_protocol::limits::MAX_OPEN_DESCRIPTORS;
 
 /// The most host resources (WASI resource-table entries: descriptors, streams, pollables,
 /// directory listings, errors) one call may hold at once. Each costs the host memory, so
@@ -45,11 +47,21 @@ pub const MAX_LIFT_VALUES: usize = MAX_LIFT_BYTES / LIFT_BYTES_PER_VALUE;
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum HostLimit {
-    /// The call asked for one descriptor more than [`MAX_OPEN_DESCRIPTORS`].
+    /// The call asked for one descriptor more than [`MAX_OPEN_DESCRIPTORS`] (files,
+    /// directories and HTTP requests together).
     #[error(
-        "the tool held {MAX_OPEN_DESCRIPTORS} open files and directories at once and tried to open another; one call may hold at most {MAX_OPEN_DESCRIPTORS} (close what it no longer reads)"
+        "the tool held {MAX_OPEN_DESCRIPTORS} open files, directories and HTTP requests at once and tried to open another; one call may hold at most {MAX_OPEN_DESCRIPTORS} (close what it no longer reads)"
     )]
     Descriptors,
+    /// The call started one `wasi:http` request more than its policy's
+    /// `http_max_connections` while that many were open.
+    #[error(
+        "the tool had {max} HTTP requests open at once and started another; one call may have at most {max} open at once (policy key http_max_connections, at most {MAX_OPEN_DESCRIPTORS}); a request is open until its response has been read to the end or dropped"
+    )]
+    Connections {
+        /// The policy's `http_max_connections`.
+        max: usize,
+    },
     /// One `wasi:random` call asked for more than [`MAX_RANDOM_BYTES`].
     #[error(
         "the tool asked the host for {asked} random bytes in one call; one wasi:random call may ask for at most {MAX_RANDOM_BYTES} bytes (1 MiB)"

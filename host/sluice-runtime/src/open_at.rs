@@ -1,5 +1,5 @@
 //! The host's own `wasi:filesystem` `[method]descriptor.open-at`: wasmtime-wasi's rules, with
-//! two changes.
+//! three changes.
 //!
 //! 1. **Every open is non-blocking** (`O_NONBLOCK`). wasmtime-wasi 48 opens with a blocking
 //!    `open(2)`, and opening a FIFO for reading blocks until a writer appears: a guest (or
@@ -8,7 +8,10 @@
 //!    instead of waiting, and the built-in tools refuse it (they check the type of what they
 //!    opened, by descriptor). For regular files and directories the flag changes nothing.
 //! 2. **Descriptors are counted**: one call may hold at most
-//!    [`MAX_OPEN_DESCRIPTORS`](crate::limits::MAX_OPEN_DESCRIPTORS) open at once.
+//!    [`MAX_OPEN_DESCRIPTORS`](crate::limits::MAX_OPEN_DESCRIPTORS) open at once, its open
+//!    `wasi:http` requests included.
+//! 3. **The files the configuration names as sources of secrets and keys are refused**
+//!    ([`crate::refused`]): an open that reaches one, by any path, answers `access`.
 //!
 //! Everything else is wasmtime-wasi's `Dir::open_at` (wasmtime-wasi 48.0.8,
 //! `src/filesystem.rs`), rule for rule: the open and descriptor flags and their checks, the
@@ -86,7 +89,8 @@ fn open_at(
         Err(code) => return Ok(Err(code)),
     };
     state.descriptors.retain(|d| d.strong_count() > 0);
-    if state.descriptors.len() >= MAX_OPEN_DESCRIPTORS {
+    // Open HTTP requests hold descriptors too (crate::http_open).
+    if state.descriptors.len() + state.http.open_requests().count() >= MAX_OPEN_DESCRIPTORS {
         return Err(HostLimit::Descriptors.into());
     }
     let opened = match cap_primitives::fs::open(&dir, Path::new(path), &opts) {
@@ -94,6 +98,9 @@ fn open_at(
         Err(e) => return Ok(Err(e.into())),
     };
     let is_dir = match opened.metadata() {
+        Ok(m) if !m.is_dir() && is_refused(state, &m) => {
+            return Ok(Err(ErrorCode::Access));
+        }
         Ok(m) => m.is_dir(),
         Err(e) => return Ok(Err(e.into())),
     };
@@ -121,6 +128,21 @@ fn open_at(
     let resource = state.table.push(descriptor)?;
     state.descriptors.push(handle);
     Ok(Ok(resource))
+}
+
+/// True when the file opened, with metadata `m`, is one the call may not read (by device
+/// and inode, [`crate::refused`]).
+fn is_refused(state: &CallState, m: &std::fs::Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        state.refused.is_refused_id((m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (state, m);
+        false
+    }
 }
 
 /// The options of an open, and the mode to record, from the guest's flags; or the error

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use sluice_protocol::limits::{
-    DEFAULT_TOOL_MEMORY_MIB as DEFAULT_MEMORY_MIB, DEFAULT_TOOL_TIMEOUT_MS as DEFAULT_TIMEOUT_MS,
+    DEFAULT_HTTP_MAX_CONNECTIONS, DEFAULT_TOOL_MEMORY_MIB as DEFAULT_MEMORY_MIB,
+    DEFAULT_TOOL_TIMEOUT_MS as DEFAULT_TIMEOUT_MS,
 };
 
 use crate::secrets::SecretSource;
@@ -66,6 +67,12 @@ pub struct ToolPolicy {
     /// when the component loads (a secret that cannot be read makes it unavailable) and
     /// withheld from every observation of its tools ([`crate::secrets`]).
     pub secrets: BTreeMap<String, SecretSource>,
+    /// Files no open of the component reaches: the sources of secrets and keys the whole
+    /// configuration names (every tool's secret files, `model.api_key_file`), whichever
+    /// components are loaded. Refused by name (as key material) and by device and inode
+    /// (a hard link, a symlink); the component's own secret files are refused without
+    /// being listed here (docs/keys.md#secret-files). Default: none.
+    pub refused_files: Vec<PathBuf>,
 }
 
 /// `http_max_response_bytes` when not configured: 10 MiB.
@@ -87,6 +94,14 @@ pub struct HttpGrant {
     /// [`DEFAULT_HTTP_MAX_RESPONSE_BYTES`]); a longer one fails the call with a
     /// `resource-limit` error naming the limit.
     pub max_response_bytes: u64,
+    /// `http_max_connections`: the most requests one call may have open at once (default
+    /// [`DEFAULT_HTTP_MAX_CONNECTIONS`], at most
+    /// [`MAX_OPEN_DESCRIPTORS`](crate::limits::MAX_OPEN_DESCRIPTORS)); a request is open
+    /// from `outgoing-handler.handle` until its connection is closed. One more stops the
+    /// call with a `resource-limit` error naming the key. Open requests also count against
+    /// the call's [`MAX_OPEN_DESCRIPTORS`](crate::limits::MAX_OPEN_DESCRIPTORS), with its
+    /// open files.
+    pub max_connections: usize,
 }
 
 impl Default for HttpGrant {
@@ -96,6 +111,7 @@ impl Default for HttpGrant {
             methods: Vec::new(),
             private: false,
             max_response_bytes: DEFAULT_HTTP_MAX_RESPONSE_BYTES,
+            max_connections: DEFAULT_HTTP_MAX_CONNECTIONS,
         }
     }
 }
@@ -218,6 +234,7 @@ impl Default for ToolPolicy {
             http: HttpGrant::default(),
             config: BTreeMap::new(),
             secrets: BTreeMap::new(),
+            refused_files: Vec::new(),
         }
     }
 }

@@ -13,7 +13,11 @@
 //!   default [`default_max_concurrent_calls`]). A call waits at most `queue_timeout`
 //!   (`runtime.queue_timeout_ms`, default [`DEFAULT_QUEUE_TIMEOUT_MS`]) for a slot, then fails
 //!   with [`PoolError::Busy`].
-//! - **Threads** are started when calls need them, up to one per slot, and then stay.
+//! - **Threads** are started when calls need them, up to one per slot, and then stay. A
+//!   call that leaves tasks on its thread's runtime (its `wasi:http` requests, aborted when
+//!   its store is dropped) has them dropped, and their sockets closed, before its caller
+//!   hears of the result; a task that still lives then is dropped with the runtime, and
+//!   the thread goes on with a new one.
 //! - **Stuck threads.** A call ends at its deadline whatever the guest waits on: the call
 //!   itself stops guest code (the epoch callback) and drops its future when the guest waits
 //!   inside the host (a sleep, a poll). Only a thread blocked in a system call that does not
@@ -276,6 +280,8 @@ impl CallPool {
                 let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     runtime.block_on(call(token))
                 }));
+                // Before the caller hears of it: what the call opened is closed by then.
+                settle(runtime);
                 // The slot is free before the caller hears of it, so a caller that calls
                 // again at once finds it free.
                 let end = finish(&ticket, &shared);
@@ -423,18 +429,45 @@ impl CallPool {
     }
 }
 
+/// The most rounds of its runtime [`settle`] runs after a call; each drops up to 61 of the
+/// tasks the call left (tokio's event interval), so 1,024 rounds drop more than a call's
+/// 10,000 resources could hold.
+const MAX_SETTLE_ROUNDS: usize = 1024;
+
+/// Runs `runtime` until the tasks a call left on it are gone: they were aborted when the
+/// call's store was dropped (each `wasi:http` request and connection is one), and a task is
+/// dropped, with its socket, only when the runtime runs it again. At most
+/// [`MAX_SETTLE_ROUNDS`] rounds; what is still alive then goes with the runtime
+/// ([`serve`]).
+fn settle(runtime: &tokio::runtime::Runtime) {
+    let metrics = runtime.metrics();
+    if metrics.num_alive_tasks() == 0 {
+        return;
+    }
+    runtime.block_on(async {
+        for _ in 0..MAX_SETTLE_ROUNDS {
+            if metrics.num_alive_tasks() == 0 {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+    });
+}
+
 /// A pool thread: takes jobs until the pool is dropped or it is retired.
 fn serve(shared: Arc<Shared>) {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::error!(error = %e, "could not start a tool-call thread's runtime");
-            shared.live.fetch_sub(1, Ordering::AcqRel);
-            return;
-        }
+    let new_runtime = || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .inspect_err(|e| {
+                tracing::error!(error = %e, "could not start a tool-call thread's runtime");
+                shared.live.fetch_sub(1, Ordering::AcqRel);
+            })
+            .ok()
+    };
+    let Some(mut runtime) = new_runtime() else {
+        return;
     };
     loop {
         let job = {
@@ -447,6 +480,13 @@ fn serve(shared: Arc<Shared>) {
         let Ok(job) = job else { return };
         if job(&runtime) == JobEnd::Retire {
             return;
+        }
+        // Tasks a call left that `settle` could not drop go with the runtime, now: no
+        // socket a call opened outlives it.
+        if runtime.metrics().num_alive_tasks() > 0 {
+            runtime.shutdown_background();
+            let Some(fresh) = new_runtime() else { return };
+            runtime = fresh;
         }
     }
 }

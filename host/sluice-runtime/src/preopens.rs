@@ -48,7 +48,8 @@ struct Opened {
     checked: Instant,
 }
 
-type FileId = (u64, u64);
+/// A file's identity: (device, inode).
+pub(crate) type FileId = (u64, u64);
 
 impl Preopens {
     /// Opens `roots` now; a root that cannot be opened is tried again at the next call.
@@ -116,7 +117,7 @@ fn open(roots: &[RootGrant]) -> Opened {
 
 /// The identity of the directory at `path` (symlinks followed), or `None` when it cannot be
 /// read (or, off Unix, ever: such roots are opened again at every check).
-fn file_id(path: &Path) -> Option<FileId> {
+pub(crate) fn file_id(path: &Path) -> Option<FileId> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;

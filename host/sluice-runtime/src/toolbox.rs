@@ -125,6 +125,8 @@ struct Loaded {
     key_names: Arc<sluice_keys::KeyNames>,
     /// Its `wasi:config/store` and the secrets withheld from its observations.
     config: Arc<ComponentConfig>,
+    /// The files none of its opens reaches: the policy's and its own secret files.
+    refused: Arc<crate::refused::RefusedFiles>,
 }
 
 struct Tool {
@@ -328,6 +330,7 @@ impl Toolbox {
             http: tool.loaded.http.clone(),
             key_names: tool.loaded.key_names.clone(),
             config: tool.loaded.config.clone(),
+            refused: tool.loaded.refused.clone(),
             export: tool.export,
             result: tool.result.clone(),
             params,
@@ -424,6 +427,9 @@ fn load_component(
         preopens: Arc::new(crate::preopens::Preopens::new(&spec.policy.roots)),
         http: Arc::new(spec.policy.http.clone()),
         config: Arc::new(config),
+        refused: Arc::new(crate::refused::RefusedFiles::new(refused_files(
+            &spec.policy,
+        ))),
     });
     let defs = crate::component::reflect(engine, &component, &spec.source, &spec.policy)?;
     Ok(defs
@@ -439,4 +445,14 @@ fn load_component(
             naming: def.naming,
         })
         .collect())
+}
+
+/// The files `policy` refuses to every open: [`ToolPolicy::refused_files`] and the
+/// component's own secret files.
+fn refused_files(policy: &ToolPolicy) -> impl Iterator<Item = std::path::PathBuf> + '_ {
+    let own = policy.secrets.values().filter_map(|s| match s {
+        crate::secrets::SecretSource::File(path) => Some(path.clone()),
+        crate::secrets::SecretSource::Env(_) => None,
+    });
+    policy.refused_files.iter().cloned().chain(own)
 }

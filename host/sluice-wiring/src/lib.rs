@@ -245,6 +245,7 @@ fn http_grant(c: &sluice_config::http::HttpConfig) -> HttpGrant {
         methods: c.methods.clone(),
         private: c.private,
         max_response_bytes: c.max_response_bytes,
+        max_connections: c.max_connections,
     }
 }
 

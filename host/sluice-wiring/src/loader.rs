@@ -3,7 +3,7 @@
 //! compiled), through one engine, so live reload can load every replacement the same way.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use sluice_config::{Config, OciSource, ToolConfig, ToolSource};
@@ -21,6 +21,8 @@ use crate::{WiringError, cache_dir, component_spec, engine_for, spec_with};
 pub struct ToolLoader {
     engine: Arc<ToolEngine>,
     fetcher: Fetcher,
+    /// Secret files named outside the configuration (the server's `--token-file`).
+    refused: Vec<PathBuf>,
 }
 
 /// The tools one load produced, and what they were made from.
@@ -57,7 +59,20 @@ impl ToolLoader {
 
     /// A loader over `engine` and `fetcher`.
     pub fn with(engine: Arc<ToolEngine>, fetcher: Fetcher) -> ToolLoader {
-        ToolLoader { engine, fetcher }
+        ToolLoader {
+            engine,
+            fetcher,
+            refused: Vec::new(),
+        }
+    }
+
+    /// This loader, its tools also refusing `file` (a secret named outside the
+    /// configuration, such as the server's `--token-file`) as they refuse the
+    /// configuration's [secret files](sluice_config::Config::secret_files).
+    #[must_use]
+    pub fn refusing(mut self, file: Option<&Path>) -> ToolLoader {
+        self.refused.extend(file.map(Path::to_path_buf));
+        self
     }
 
     /// The engine.
@@ -111,6 +126,8 @@ impl ToolLoader {
             .fetch_each(config, &selected, Resolve::Locked)
             .await?
             .into_iter();
+        let mut secret_files = config.secret_files();
+        secret_files.extend(self.refused.iter().cloned());
         let mut specs = Vec::new();
         let mut fetched = Vec::new();
         let mut failed = Vec::new();
@@ -131,7 +148,10 @@ impl ToolLoader {
                 _ => component_spec(t),
             };
             match spec {
-                Ok(spec) => {
+                Ok(mut spec) => {
+                    // Every tool refuses every secret file of the configuration, the tools
+                    // not loaded now included (docs/keys.md#secret-files).
+                    spec.policy.refused_files.clone_from(&secret_files);
                     configured.insert(spec.source.describe(), source_of(t));
                     specs.push(spec);
                 }

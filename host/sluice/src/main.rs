@@ -12,12 +12,15 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     // Colour codes only for a person at a terminal: not in a file, a pipe or a CI log, and
     // never with NO_COLOR set (https://no-color.org).
     let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    // Whatever SLUICE_LOG asks for, nothing that logs guests' arguments (docs/observations.md#secrets-are-withheld).
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(colour)
@@ -25,6 +28,10 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
                 .unwrap_or_else(|_| "warn".into()),
         )
+        .finish()
+        .with(tracing_subscriber::filter::filter_fn(
+            sluice_runtime::logs::may_log,
+        ))
         .init();
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,

@@ -30,7 +30,9 @@ pub(crate) async fn run(
         }
         None => None,
     };
-    let (toolbox, _reloader) = super::serve::live_tools(config, reload, !args.no_reload).await?;
+    let (toolbox, _reloader) =
+        super::serve::live_tools(config, reload, !args.no_reload, args.token_file.as_deref())
+            .await?;
     let server = sluice_server::mcp::mcp_server(config, toolbox);
     tracing::info!(tools = ?server.tool_names(), "serving MCP");
     match options {

@@ -31,7 +31,8 @@ pub(crate) async fn run(
     };
     // Refuse a bad address/token pairing before loading anything.
     options.check()?;
-    let (tools, _reloader) = live_tools(config, reload, !args.no_reload).await?;
+    let (tools, _reloader) =
+        live_tools(config, reload, !args.no_reload, args.token_file.as_deref()).await?;
     let services = sluice_wiring::services_with_tools(config, tools.clone())
         .await
         .context("failed to set up the agent")?;
@@ -57,13 +58,14 @@ pub(crate) async fn run(
 }
 
 /// Loads the tools and, when `watch`, starts reloading them live (the reloader stops when
-/// dropped).
+/// dropped). No tool reads `token_file` (docs/keys.md#secret-files).
 pub(crate) async fn live_tools(
     config: &Config,
     reload: ReloadOptions,
     watch: bool,
+    token_file: Option<&std::path::Path>,
 ) -> anyhow::Result<(Arc<LiveToolbox>, Option<Reloader>)> {
-    let loader = ToolLoader::new(config)?;
+    let loader = ToolLoader::new(config)?.refusing(token_file);
     let loaded = loader
         .load_checked(config, None)
         .await

@@ -1,5 +1,6 @@
-//! A component that reads values and secrets from `wasi:config/store` and returns them, so
-//! that tests can check that the host withholds the secrets from every observation.
+//! A component that reads values and secrets from `wasi:config/store` and returns them, or
+//! sends them in a request through `wasi:http`, so that tests can check that the host
+//! withholds the secrets from every observation and every log line.
 
 #![allow(unsafe_code)] // The generated import and export glue is unsafe.
 
@@ -48,6 +49,51 @@ impl bindings::Guest for ConfigReader {
         let value = Self::get(key.clone())?;
         Err(format!("cannot use {key}={value}"))
     }
+
+    fn send_with(key: String, url: String, method: String) -> Result<String, String> {
+        let value = Self::get(key)?;
+        send(&url.replace("{}", &value), &method.replace("{}", &value))
+    }
+}
+
+/// Sends `method url` (`http://authority/path`) and returns its status as text.
+#[cfg(target_os = "wasi")]
+fn send(url: &str, method: &str) -> Result<String, String> {
+    use wasip2::http::outgoing_handler;
+    use wasip2::http::types::{Fields, Method, OutgoingRequest, Scheme};
+
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| format!("not an http:// URL: {url}"))?;
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let request = OutgoingRequest::new(Fields::new());
+    request
+        .set_method(&Method::Other(method.to_string()))
+        .map_err(|()| "bad method")?;
+    request
+        .set_scheme(Some(&Scheme::Http))
+        .map_err(|()| "bad scheme")?;
+    request
+        .set_authority(Some(authority))
+        .map_err(|()| "bad authority")?;
+    request
+        .set_path_with_query(Some(if path.is_empty() { "/" } else { path }))
+        .map_err(|()| "bad path")?;
+    let future = outgoing_handler::handle(request, None).map_err(|e| format!("{e:?}"))?;
+    future.subscribe().block();
+    let response = future
+        .get()
+        .ok_or("no response after the pollable was ready")?
+        .map_err(|()| "the response was taken twice")?
+        .map_err(|e| format!("{e:?}"))?;
+    Ok(format!("status {}", response.status()))
+}
+
+#[cfg(not(target_os = "wasi"))]
+fn send(url: &str, _method: &str) -> Result<String, String> {
+    Err(format!(
+        "{url}: wasi:http exists only in the wasm32-wasip2 build"
+    ))
 }
 
 /// Writes `text` to stderr whole.

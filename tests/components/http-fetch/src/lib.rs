@@ -1,5 +1,7 @@
 //! A test component that fetches a URL through `wasi:http` (the `wasip2` crate's bindings)
-//! and returns the status and body; `wasi:http` errors come back as their debug text.
+//! and returns the status and body, or starts many requests and keeps them open (`flood`,
+//! for the host's bound on open requests); `wasi:http` errors come back as their debug
+//! text.
 
 #![allow(unsafe_code)] // The generated export glue is unsafe.
 
@@ -18,6 +20,10 @@ struct HttpFetch;
 impl bindings::Guest for HttpFetch {
     fn fetch(url: String, method: Option<String>) -> Result<Page, String> {
         fetch(&url, method.as_deref().unwrap_or("GET"))
+    }
+
+    fn flood(url: String, count: u32, wait_ms: u32) -> Result<u32, String> {
+        flood(&url, count, wait_ms)
     }
 }
 
@@ -40,11 +46,10 @@ fn split_url(url: &str) -> Result<(bool, &str, &str), String> {
     Ok((tls, authority, path))
 }
 
+/// The request `method url`, ready to send.
 #[cfg(target_os = "wasi")]
-fn fetch(url: &str, method: &str) -> Result<Page, String> {
-    use wasip2::http::outgoing_handler;
-    use wasip2::http::types::{Fields, IncomingBody, Method, OutgoingRequest, Scheme};
-    use wasip2::io::streams::StreamError;
+fn request(url: &str, method: &str) -> Result<wasip2::http::types::OutgoingRequest, String> {
+    use wasip2::http::types::{Fields, Method, OutgoingRequest, Scheme};
 
     let (tls, authority, path) = split_url(url)?;
     let request = OutgoingRequest::new(Fields::new());
@@ -64,7 +69,39 @@ fn fetch(url: &str, method: &str) -> Result<Page, String> {
     request
         .set_path_with_query(Some(path))
         .map_err(|()| "bad path")?;
-    let future = outgoing_handler::handle(request, None).map_err(|e| format!("{e:?}"))?;
+    Ok(request)
+}
+
+#[cfg(target_os = "wasi")]
+fn flood(url: &str, count: u32, wait_ms: u32) -> Result<u32, String> {
+    use wasip2::http::outgoing_handler;
+
+    let mut open = Vec::new();
+    for _ in 0..count {
+        let future =
+            outgoing_handler::handle(request(url, "GET")?, None).map_err(|e| format!("{e:?}"))?;
+        open.push(future);
+    }
+    // The host connects while the guest waits.
+    wasip2::clocks::monotonic_clock::subscribe_duration(u64::from(wait_ms) * 1_000_000).block();
+    Ok(open.len() as u32)
+}
+
+#[cfg(not(target_os = "wasi"))]
+fn flood(url: &str, _count: u32, _wait_ms: u32) -> Result<u32, String> {
+    Err(format!(
+        "{url}: wasi:http exists only in the wasm32-wasip2 build"
+    ))
+}
+
+#[cfg(target_os = "wasi")]
+fn fetch(url: &str, method: &str) -> Result<Page, String> {
+    use wasip2::http::outgoing_handler;
+    use wasip2::http::types::IncomingBody;
+    use wasip2::io::streams::StreamError;
+
+    let future =
+        outgoing_handler::handle(request(url, method)?, None).map_err(|e| format!("{e:?}"))?;
     future.subscribe().block();
     let response = future
         .get()
