@@ -1,4 +1,5 @@
-//! Anthropic Messages (`POST {base}/messages`, base `https://api.anthropic.com/v1`).
+//! Anthropic Messages (`POST {base}/v1/messages`, base `https://api.anthropic.com`; a base
+//! that already ends in `/v1` is taken as well: [`messages_url`]).
 //!
 //! # The request
 //!
@@ -63,8 +64,21 @@ use crate::http::{Decoder, Http, read_answer};
 use crate::ids::{IdMap, mint_id};
 use crate::sse::SseEvent;
 
-/// Anthropic's API base.
-pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com/v1";
+/// Anthropic's API base, as the Anthropic SDKs and Claude Code take it
+/// (`ANTHROPIC_BASE_URL`): the host, without `/v1`.
+pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
+
+/// The Messages endpoint under `base` (`model.base_url`): `{base}/v1/messages`, the SDKs'
+/// convention (`http://HOST` → `http://HOST/v1/messages`), or `{base}/messages` when `base`
+/// already ends in `/v1` (`http://HOST/v1` → the same URL). Trailing slashes are ignored.
+pub fn messages_url(base: &str) -> String {
+    let base = base.trim_end_matches('/');
+    if base.ends_with("/v1") {
+        format!("{base}/messages")
+    } else {
+        format!("{base}/v1/messages")
+    }
+}
 
 /// The `anthropic-version` header sent.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -107,7 +121,7 @@ impl AnthropicBackend {
         let base = config.base_url.as_deref().unwrap_or(ANTHROPIC_BASE_URL);
         Ok(AnthropicBackend {
             http: Http::new(config.timeouts, config.retry)?,
-            url: format!("{}/messages", base.trim_end_matches('/')),
+            url: messages_url(base),
             api_key,
             model: config.model,
             max_tokens: config.max_tokens,

@@ -244,12 +244,35 @@ impl Http {
     }
 }
 
-/// The classified error of a non-2xx response.
+/// The classified error of a non-2xx response. A `404` also names the URL that was tried
+/// ([`shown_url`]: no credentials, no query), since it usually means `model.base_url` points
+/// at the wrong path.
 pub async fn error_of(response: reqwest::Response) -> BackendError {
     let status = response.status().as_u16();
+    let url = shown_url(response.url());
     let headers = header_pairs(response.headers());
     let body = response.text().await.unwrap_or_default();
-    classify(status, &headers, &body)
+    let error = classify(status, &headers, &body);
+    if status == 404 {
+        let message = format!(
+            "{} (HTTP 404 from POST {url}: the server has no such endpoint or model there; check model.base_url and model.name)",
+            error.message
+        );
+        BackendError { message, ..error }
+    } else {
+        error
+    }
+}
+
+/// `url` as an error message shows it: scheme, host, port and path, without a user name, a
+/// password, a query or a fragment (where keys are sometimes put).
+pub fn shown_url(url: &reqwest::Url) -> String {
+    let mut shown = url.clone();
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    shown.set_query(None);
+    shown.set_fragment(None);
+    shown.to_string()
 }
 
 /// The response headers as `(name, value)` pairs (values that are not text are left out), for
@@ -443,6 +466,18 @@ pub(crate) async fn read_answer<D: Decoder>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shown_urls_have_no_credentials_query_or_fragment() {
+        let url = reqwest::Url::parse(
+            "https://user:s3cret@gateway.example:8443/v1/chat/completions?key=s3cret#x",
+        )
+        .unwrap();
+        assert_eq!(
+            shown_url(&url),
+            "https://gateway.example:8443/v1/chat/completions"
+        );
+    }
 
     #[test]
     fn backoff_doubles_with_jitter_and_honours_retry_after_within_the_cap() {

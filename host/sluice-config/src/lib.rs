@@ -26,6 +26,7 @@ mod file;
 pub mod http;
 mod mcp;
 mod model;
+mod registry;
 mod roots;
 mod runtime;
 mod secrets;
@@ -188,6 +189,8 @@ pub struct Config {
     pub server: ServerConfig,
     /// The MCP server (`[mcp]`).
     pub mcp: McpConfig,
+    /// What a fetch reads from a registry, at most (`[registry]`).
+    pub registry: sluice_registry::Limits,
     /// `sluice.lock`, the digests the `oci://` components resolved to: beside the
     /// configuration file, or in the current directory without one.
     pub lock_file: PathBuf,
@@ -236,6 +239,8 @@ struct File {
     server: server::FileServer,
     #[serde(default)]
     mcp: mcp::FileMcp,
+    #[serde(default)]
+    registry: registry::FileRegistry,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -516,6 +521,7 @@ impl Config {
         let mcp = parsed
             .mcp
             .resolve(overrides.allow_destructive, env, &file_label)?;
+        let registry = parsed.registry.resolve(&file_label)?;
         let lock_file = match file.and_then(Path::parent) {
             Some(dir) if !dir.as_os_str().is_empty() => dir.join(sluice_registry::LOCK_FILE_NAME),
             _ => PathBuf::from(sluice_registry::LOCK_FILE_NAME),
@@ -532,6 +538,7 @@ impl Config {
             runtime,
             server,
             mcp,
+            registry,
             agent: AgentConfig {
                 max_tool_result_bytes,
                 max_turns,

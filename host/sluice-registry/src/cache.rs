@@ -70,6 +70,33 @@ impl BlobCache {
         tmp.persist(&path).map_err(|e| e.error)?;
         Ok(digest)
     }
+
+    /// A new temporary file in the cache's blob directory, for a blob being streamed in:
+    /// [`BlobCache::commit`] moves it under its digest; dropped, it is removed.
+    ///
+    /// # Errors
+    /// The I/O error, when the directory or the file cannot be made.
+    pub(crate) fn stage(&self) -> std::io::Result<tempfile::NamedTempFile> {
+        let dir = self.dir.join("blobs").join("sha256");
+        std::fs::create_dir_all(&dir)?;
+        tempfile::NamedTempFile::new_in(dir)
+    }
+
+    /// Moves `staged` (from [`BlobCache::stage`], its bytes checked to have `digest`, a
+    /// valid `sha256:<hex>` the caller computed) under `digest`, and returns its path.
+    ///
+    /// # Errors
+    /// The I/O error, when the file cannot be flushed or moved.
+    pub(crate) fn commit(
+        &self,
+        mut staged: tempfile::NamedTempFile,
+        digest: &str,
+    ) -> std::io::Result<PathBuf> {
+        staged.flush()?;
+        let path = self.path(digest);
+        staged.persist(&path).map_err(|e| e.error)?;
+        Ok(path)
+    }
 }
 
 #[cfg(test)]

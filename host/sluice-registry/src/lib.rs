@@ -8,6 +8,10 @@
 //!   key-pair signature for the manifest digest verified ([`signature`]), all before the
 //!   caller sees a byte. A component that fails any check is a [`RegistryError`] naming the
 //!   reference, the digest and what failed.
+//! - [`Limits`]: every body read from a registry is bounded (a manifest by
+//!   [`Limits::max_manifest_bytes`], a blob by its descriptor's size, streamed to the cache
+//!   with its digest checked on the way) and every request has a deadline
+//!   ([`Limits::timeout`]); what a registry says is [`limits::quoted`] in messages.
 //! - [`auth::Credentials`]: from the environment or the docker config file, never logged.
 //! - [`push_component`] and [`push_signature`]: the layout `wkg oci push` and `cosign sign`
 //!   write (used by the tests, and by tools that publish components).
@@ -33,7 +37,10 @@
 
 pub mod auth;
 pub mod cache;
+mod error;
+pub mod limits;
 pub mod lock;
+mod pull;
 pub mod reference;
 mod remote;
 pub mod signature;
@@ -44,82 +51,14 @@ use std::time::{Duration, Instant};
 
 pub use auth::Credentials;
 pub use cache::BlobCache;
+pub use error::RegistryError;
+pub use limits::Limits;
 pub use lock::{LOCK_FILE_NAME, Lock, LockEntry};
 pub use reference::{OciReference, ReferenceError, sha256_digest};
-pub use remote::{MAX_COMPONENT_BYTES, WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE};
+pub use remote::{WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE};
 pub use signature::{KeyError, PublicKey, SignatureFailure, SignatureLayer};
 
 use crate::remote::{Remote, signature_layers, wasm_layer};
-
-/// Why a component could not be fetched, or was refused.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum RegistryError {
-    /// The reference is not valid.
-    #[error(transparent)]
-    Reference(#[from] ReferenceError),
-    /// A public key cannot be used.
-    #[error(transparent)]
-    Key(#[from] KeyError),
-    /// The registry could not be reached, refused the request, or does not have it.
-    #[error("failed to fetch {reference}: {reason}")]
-    Fetch {
-        /// The reference.
-        reference: String,
-        /// What failed, in the client's words (never with credentials).
-        reason: String,
-    },
-    /// The registry served bytes whose digest is not the one asked for.
-    #[error(
-        "refusing {reference}: the registry served {what} whose digest is {actual}, not {expected}; nothing was loaded"
-    )]
-    Digest {
-        /// The reference.
-        reference: String,
-        /// What was served (`a manifest`, `the component layer`).
-        what: &'static str,
-        /// The digest asked for (the pin, or the manifest's layer digest).
-        expected: String,
-        /// The digest of what was served.
-        actual: String,
-    },
-    /// The artifact is not a component in the WebAssembly layout.
-    #[error("refusing {reference} ({digest}): {reason}")]
-    Layout {
-        /// The reference.
-        reference: String,
-        /// The manifest (or layer) digest.
-        digest: String,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// The signature check failed.
-    #[error("refusing {reference} ({digest}): signature check failed: {failure}")]
-    Signature {
-        /// The reference.
-        reference: String,
-        /// The manifest digest whose signature was checked.
-        digest: String,
-        /// What failed.
-        failure: SignatureFailure,
-    },
-    /// The lock file cannot be read or written.
-    #[error("the lock file {path}: {reason}")]
-    Lock {
-        /// The lock file.
-        path: PathBuf,
-        /// Why.
-        reason: String,
-    },
-    /// The cache cannot be written.
-    #[error("failed to write the component cache {path}: {reason}")]
-    Cache {
-        /// The cache directory.
-        path: PathBuf,
-        /// Why.
-        reason: String,
-    },
-}
 
 /// What to fetch.
 #[derive(Clone, Copy, Debug)]
@@ -185,12 +124,14 @@ type CredentialSource = dyn Fn(&str) -> Credentials + Send + Sync;
 pub struct Fetcher {
     cache: BlobCache,
     credentials: Arc<CredentialSource>,
+    limits: Limits,
 }
 
 impl std::fmt::Debug for Fetcher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Fetcher")
             .field("cache", &self.cache.dir())
+            .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
 }
@@ -202,7 +143,19 @@ impl Fetcher {
         Fetcher {
             cache: BlobCache::new(cache_dir),
             credentials: Arc::new(Credentials::from_process),
+            limits: Limits::default(),
         }
+    }
+
+    /// The same fetcher with `limits` on what it reads from registries (default
+    /// [`Limits::default`]).
+    pub fn with_limits(self, limits: Limits) -> Fetcher {
+        Fetcher { limits, ..self }
+    }
+
+    /// The limits on what this fetcher reads from registries.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
     }
 
     /// The same fetcher with credentials from `credentials` (by registry).
@@ -259,6 +212,7 @@ impl Fetcher {
                     reference,
                     request.insecure,
                     &(self.credentials)(reference.registry()),
+                    self.limits,
                 )
             })
         };
@@ -286,12 +240,20 @@ impl Fetcher {
             None => {
                 from_cache = false;
                 remote()
-                    .blob(&pinned, &layer, "the component layer", MAX_COMPONENT_BYTES)
+                    .blob(
+                        &pinned,
+                        &layer,
+                        "the component layer",
+                        (
+                            self.limits.max_component_bytes,
+                            Some(limits::KEY_MAX_COMPONENT_BYTES),
+                        ),
+                        &self.cache,
+                    )
                     .await?
             }
         };
         self.store(&manifest)?;
-        self.store(&wasm)?;
         let pull_time = started.elapsed();
 
         let started = Instant::now();
@@ -379,6 +341,7 @@ impl Fetcher {
             reference,
             insecure,
             &(self.credentials)(reference.registry()),
+            self.limits,
         );
         self.fetch_signature(&remote, &reference.pinned(digest), digest)
             .await
@@ -409,12 +372,12 @@ impl Fetcher {
                             pinned,
                             &descriptor,
                             "a signature payload",
-                            remote::MAX_PAYLOAD_BYTES,
+                            (limits::MAX_SIGNATURE_PAYLOAD_BYTES, None),
+                            &self.cache,
                         )
                         .await?
                 }
             };
-            self.store(&payload)?;
             layers.push(SignatureLayer { payload, signature });
         }
         self.store(&raw)?;
@@ -459,7 +422,7 @@ pub async fn push_component(
     insecure: bool,
     credentials: &Credentials,
 ) -> Result<String, RegistryError> {
-    Remote::new(reference, insecure, credentials)
+    Remote::new(reference, insecure, credentials, Limits::default())
         .push_component(reference, wasm)
         .await
 }
@@ -477,7 +440,7 @@ pub async fn push_signature(
     insecure: bool,
     credentials: &Credentials,
 ) -> Result<String, RegistryError> {
-    Remote::new(reference, insecure, credentials)
+    Remote::new(reference, insecure, credentials, Limits::default())
         .push_signature(reference, &signature::signature_tag(digest), layers)
         .await
 }

@@ -4,19 +4,25 @@
 //! `wkg oci push` writes them).
 
 use std::collections::BTreeMap;
+use std::io::Write as _;
 use std::time::Duration;
 
 use oci_client::client::{ClientConfig, ClientProtocol, ImageLayer};
-use oci_client::errors::{OciDistributionError, OciErrorCode};
+use oci_client::errors::OciDistributionError;
 use oci_client::manifest::{
     IMAGE_MANIFEST_MEDIA_TYPE, OCI_IMAGE_INDEX_MEDIA_TYPE, OCI_IMAGE_MEDIA_TYPE, OciDescriptor,
     OciImageManifest,
 };
 use oci_client::secrets::RegistryAuth;
 
+use sha2::{Digest as _, Sha256};
+
 use crate::RegistryError;
 use crate::auth::Credentials;
-use crate::reference::{OciReference, sha256_digest};
+use crate::cache::BlobCache;
+use crate::limits::{KEY_MAX_MANIFEST_BYTES, Limits, quoted};
+use crate::pull::{Failure, Http};
+use crate::reference::{OciReference, sha256_digest, valid_digest};
 use crate::signature::{SIGNATURE_ANNOTATION, SIMPLE_SIGNING_MEDIA_TYPE, SignatureLayer};
 
 /// The media type of a component layer.
@@ -25,16 +31,20 @@ pub const WASM_LAYER_MEDIA_TYPE: &str = "application/wasm";
 /// The media type of the config of a WebAssembly artifact.
 pub const WASM_CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
 
-/// The largest component Sluice pulls, in bytes (256 MiB).
-pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
+/// The media types a component manifest is asked for in (an index is refused by name).
+const MANIFEST_TYPES: [&str; 3] = [
+    OCI_IMAGE_MEDIA_TYPE,
+    IMAGE_MANIFEST_MEDIA_TYPE,
+    OCI_IMAGE_INDEX_MEDIA_TYPE,
+];
 
-/// The largest signature payload Sluice pulls, in bytes (64 KiB; cosign's are ~250 bytes).
-pub(crate) const MAX_PAYLOAD_BYTES: u64 = 64 << 10;
+/// The media types a cosign signature manifest is asked for in.
+const SIGNATURE_MANIFEST_TYPES: [&str; 2] = [OCI_IMAGE_MEDIA_TYPE, IMAGE_MANIFEST_MEDIA_TYPE];
 
-/// How long connecting to a registry may take.
+/// How long connecting to a registry may take (pushes).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// How long a read from a registry may stall.
+/// How long a read from a registry may stall (pushes).
 const READ_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Makes `ring` the process's default rustls crypto provider unless one is installed
@@ -59,16 +69,29 @@ fn protocol(reference: &OciReference, insecure: bool) -> ClientProtocol {
     }
 }
 
-/// A registry client for one reference's registry.
+/// A registry client for one reference's repository: pulls through [`Http`] (bounded),
+/// pushes through `oci-client`.
 pub(crate) struct Remote {
     client: oci_client::Client,
     auth: RegistryAuth,
+    http: Http,
 }
 
 impl Remote {
     /// A client for `reference`'s registry: plain HTTP when the registry is loopback or
-    /// `insecure`, HTTPS otherwise.
-    pub(crate) fn new(reference: &OciReference, insecure: bool, credentials: &Credentials) -> Self {
+    /// `insecure`, HTTPS otherwise; pulls bounded by `limits`.
+    pub(crate) fn new(
+        reference: &OciReference,
+        insecure: bool,
+        credentials: &Credentials,
+        limits: Limits,
+    ) -> Self {
+        let scheme = if insecure || reference.is_loopback() {
+            "http"
+        } else {
+            "https"
+        };
+        let base = format!("{scheme}://{}", reference.to_client().resolve_registry());
         let config = ClientConfig {
             protocol: protocol(reference, insecure),
             connect_timeout: Some(CONNECT_TIMEOUT),
@@ -81,28 +104,28 @@ impl Remote {
         Remote {
             client: oci_client::Client::new(config),
             auth: credentials.to_client(),
+            http: Http::new(base, reference.repository(), credentials, limits),
         }
     }
 
-    /// The manifest `reference` names (by digest, or by tag), with its digest computed from
-    /// its bytes. When the reference has a digest, the bytes must have it.
+    /// The manifest `reference` names (by digest, or by tag), at most
+    /// [`Limits::max_manifest_bytes`], with its digest computed from its bytes. When the
+    /// reference has a digest, the bytes must have it.
     pub(crate) async fn manifest(
         &self,
         reference: &OciReference,
     ) -> Result<(Vec<u8>, String), RegistryError> {
-        let (raw, _) = self
-            .client
-            .pull_manifest_raw(
-                &reference.to_client(),
-                &self.auth,
-                &[
-                    OCI_IMAGE_MEDIA_TYPE,
-                    IMAGE_MANIFEST_MEDIA_TYPE,
-                    OCI_IMAGE_INDEX_MEDIA_TYPE,
-                ],
+        let what = "its manifest";
+        let at = reference.digest().or(reference.tag()).unwrap_or("latest");
+        let raw = self
+            .http
+            .get_bytes(
+                &format!("manifests/{at}"),
+                &MANIFEST_TYPES.join(", "),
+                self.http.limits().max_manifest_bytes,
             )
             .await
-            .map_err(|e| fetch_error(reference, "its manifest", e))?;
+            .map_err(|f| self.failure(reference, what, f, Some(KEY_MAX_MANIFEST_BYTES)))?;
         let actual = sha256_digest(&raw);
         if let Some(expected) = reference.digest()
             && actual != expected
@@ -114,33 +137,64 @@ impl Remote {
                 actual,
             });
         }
-        Ok((raw.to_vec(), actual))
+        Ok((raw, actual))
     }
 
-    /// The blob `descriptor` names, at most `limit` bytes, checked against its digest.
+    /// The blob `descriptor` names, when its descriptor gives at most `limit` bytes
+    /// (`limit_key` the key that sets `limit`, if one does): streamed into `cache` (never
+    /// more bytes than the descriptor gives) with its digest checked on the way, stored
+    /// there under its digest when it matches, and returned.
     pub(crate) async fn blob(
         &self,
         reference: &OciReference,
         descriptor: &OciDescriptor,
         what: &'static str,
-        limit: u64,
+        (limit, limit_key): (u64, Option<&'static str>),
+        cache: &BlobCache,
     ) -> Result<Vec<u8>, RegistryError> {
-        if descriptor.size < 0 || descriptor.size as u64 > limit {
-            return Err(RegistryError::Layout {
-                reference: reference.to_string(),
-                digest: descriptor.digest.clone(),
-                reason: format!(
-                    "{what} is {} bytes, over the limit of {limit} bytes",
-                    descriptor.size
-                ),
-            });
+        let layout = |reason: String| RegistryError::Layout {
+            reference: reference.to_string(),
+            digest: descriptor.digest.clone(),
+            reason,
+        };
+        if !valid_digest(&descriptor.digest) {
+            return Err(layout(format!(
+                "{what} has the digest {}, not sha256:<64 lowercase hex>",
+                quoted(descriptor.digest.as_bytes())
+            )));
         }
-        let mut bytes = Vec::with_capacity(descriptor.size as usize);
-        self.client
-            .pull_blob(&reference.to_client(), descriptor, &mut bytes)
+        let Ok(size) = u64::try_from(descriptor.size) else {
+            return Err(layout(format!("{what} has a negative size")));
+        };
+        if size > limit {
+            let raise = limit_key.map_or(String::new(), |k| {
+                format!(" (raise it with {k} in sluice.toml)")
+            });
+            return Err(layout(format!(
+                "{what} is {size} bytes by its descriptor, over the limit of {limit} bytes{raise}"
+            )));
+        }
+        let cache_error = |e: std::io::Error| RegistryError::Cache {
+            path: cache.dir().to_path_buf(),
+            reason: e.to_string(),
+        };
+        let mut staged = cache.stage().map_err(cache_error)?;
+        let mut hasher = Sha256::new();
+        self.http
+            .get(
+                &format!("blobs/{}", descriptor.digest),
+                "*/*",
+                size,
+                &mut |chunk| {
+                    hasher.update(chunk);
+                    staged
+                        .write_all(chunk)
+                        .map_err(|e| format!("writing it to the cache failed: {e}"))
+                },
+            )
             .await
-            .map_err(|e| fetch_error(reference, what, e))?;
-        let actual = sha256_digest(&bytes);
+            .map_err(|f| self.failure(reference, what, f, None))?;
+        let actual = format!("sha256:{:x}", hasher.finalize());
         if actual != descriptor.digest {
             return Err(RegistryError::Digest {
                 reference: reference.to_string(),
@@ -149,11 +203,13 @@ impl Remote {
                 actual,
             });
         }
-        Ok(bytes)
+        let path = cache.commit(staged, &actual).map_err(cache_error)?;
+        std::fs::read(&path).map_err(cache_error)
     }
 
     /// The cosign signature manifest stored for `digest` under `tag` (its raw bytes and
-    /// digest), or `None` when the registry has none.
+    /// digest, at most [`Limits::max_manifest_bytes`]), or `None` when the registry has
+    /// none.
     pub(crate) async fn signature_manifest(
         &self,
         reference: &OciReference,
@@ -161,20 +217,57 @@ impl Remote {
     ) -> Result<Option<(Vec<u8>, String)>, RegistryError> {
         let at = reference.with_tag(tag);
         match self
-            .client
-            .pull_manifest_raw(
-                &at.to_client(),
-                &self.auth,
-                &[OCI_IMAGE_MEDIA_TYPE, IMAGE_MANIFEST_MEDIA_TYPE],
+            .http
+            .get_bytes(
+                &format!("manifests/{tag}"),
+                &SIGNATURE_MANIFEST_TYPES.join(", "),
+                self.http.limits().max_manifest_bytes,
             )
             .await
         {
-            Ok((raw, _)) => {
+            Ok(raw) => {
                 let digest = sha256_digest(&raw);
-                Ok(Some((raw.to_vec(), digest)))
+                Ok(Some((raw, digest)))
             }
-            Err(e) if is_not_found(&e) => Ok(None),
-            Err(e) => Err(fetch_error(&at, "its cosign signature manifest", e)),
+            Err(Failure::NotFound { .. }) => Ok(None),
+            Err(f) => Err(self.failure(
+                &at,
+                "its cosign signature manifest",
+                f,
+                Some(KEY_MAX_MANIFEST_BYTES),
+            )),
+        }
+    }
+
+    /// The error of a failed read of `what` of `reference`.
+    fn failure(
+        &self,
+        reference: &OciReference,
+        what: &'static str,
+        failure: Failure,
+        key: Option<&'static str>,
+    ) -> RegistryError {
+        let reference = reference.to_string();
+        match failure {
+            Failure::TooLarge { limit } => RegistryError::TooLarge {
+                reference,
+                what,
+                limit,
+                key,
+            },
+            Failure::Deadline => RegistryError::Deadline {
+                reference,
+                what,
+                after: self.http.limits().timeout,
+            },
+            Failure::NotFound { body } => RegistryError::Fetch {
+                reference,
+                reason: format!("{what}: the registry does not have it (404 Not Found): {body}"),
+            },
+            Failure::Other(reason) => RegistryError::Fetch {
+                reference,
+                reason: format!("{what}: {reason}"),
+            },
         }
     }
 
@@ -302,20 +395,6 @@ pub(crate) fn signature_layers(raw: &[u8]) -> Result<Vec<(OciDescriptor, Option<
             (l, signature)
         })
         .collect())
-}
-
-fn is_not_found(e: &OciDistributionError) -> bool {
-    match e {
-        OciDistributionError::ImageManifestNotFoundError(_) => true,
-        OciDistributionError::ServerError { code, .. } => *code == 404,
-        OciDistributionError::RegistryError { envelope, .. } => envelope.errors.iter().any(|e| {
-            matches!(
-                e.code,
-                OciErrorCode::ManifestUnknown | OciErrorCode::NameUnknown
-            )
-        }),
-        _ => false,
-    }
 }
 
 /// The error of a failed request. A digest mismatch found by `oci-client` is a refusal;

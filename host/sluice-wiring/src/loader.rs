@@ -46,14 +46,14 @@ pub struct Loaded {
 impl ToolLoader {
     /// A loader with a new engine as `config` sets it up ([`engine_for`]: the call pool of
     /// `[runtime]`, read once: a reload keeps the engine) and a fetcher over
-    /// [`oci_cache_dir`].
+    /// [`oci_cache_dir`] with the limits of `[registry]`.
     ///
     /// # Errors
     /// [`WiringError::Runtime`] when no engine can be built.
     pub fn new(config: &Config) -> Result<ToolLoader, WiringError> {
         Ok(ToolLoader::with(
             Arc::new(engine_for(config)?),
-            Fetcher::new(oci_cache_dir()),
+            Fetcher::new(oci_cache_dir()).with_limits(config.registry),
         ))
     }
 

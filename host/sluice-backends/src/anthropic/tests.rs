@@ -32,6 +32,32 @@ fn config_errors_name_what_is_missing() {
 }
 
 #[test]
+fn the_base_url_is_taken_with_or_without_v1_and_trailing_slashes() {
+    for base in [
+        "http://127.0.0.1:8000",
+        "http://127.0.0.1:8000/",
+        "http://127.0.0.1:8000/v1",
+        "http://127.0.0.1:8000/v1/",
+        "http://127.0.0.1:8000/v1//",
+    ] {
+        assert_eq!(
+            messages_url(base),
+            "http://127.0.0.1:8000/v1/messages",
+            "{base}"
+        );
+    }
+    // A gateway under a path prefix, as ANTHROPIC_BASE_URL names one.
+    assert_eq!(
+        messages_url("https://gateway.example/anthropic"),
+        "https://gateway.example/anthropic/v1/messages"
+    );
+    assert_eq!(
+        messages_url("https://gateway.example/anthropic/v1"),
+        "https://gateway.example/anthropic/v1/messages"
+    );
+}
+
+#[test]
 fn odd_transcripts_still_make_valid_turns() {
     let call = |id: &str, args: &str| ToolCall {
         id: id.into(),

@@ -13,6 +13,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod base_url; // Where requests go: Anthropic bases with or without /v1; a 404 names the URL.
 mod bodies; // Request bodies per provider: snapshots, system slot, pairing, merging, headers.
 mod decode; // Replies: text + 2 tool calls, JSON and streamed, into the exact ModelReply.
 mod llama; // llama-cpp-python's real behaviours (issue 13), faked: "" content, empty 200s, sizes.

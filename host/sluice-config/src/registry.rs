@@ -1,0 +1,115 @@
+//! The `[registry]` table: the bounds on what a fetch of an `oci://` component reads from a
+//! registry ([`sluice_registry::Limits`]; `docs/configuration.md#registry`).
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use sluice_registry::Limits;
+use sluice_registry::limits::{KEY_MAX_COMPONENT_BYTES, KEY_MAX_MANIFEST_BYTES, KEY_TIMEOUT_SECS};
+
+use crate::file::Raw;
+use crate::{ConfigError, integer};
+
+/// The largest `registry.max_manifest_bytes`: 64 MiB.
+pub const MAX_MANIFEST_BYTES: u64 = 64 << 20;
+
+/// The largest `registry.max_component_bytes`: 1 GiB (a component is held in memory to be
+/// compiled).
+pub const MAX_COMPONENT_BYTES: u64 = 1 << 30;
+
+/// The largest `registry.timeout_secs`: one hour.
+pub const MAX_TIMEOUT_SECS: u64 = 3600;
+
+/// `[registry]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileRegistry {
+    max_manifest_bytes: Option<Raw>,
+    max_component_bytes: Option<Raw>,
+    timeout_secs: Option<Raw>,
+}
+
+impl FileRegistry {
+    /// The limits `[registry]` sets, the defaults for the keys it does not.
+    pub(crate) fn resolve(&self, file_label: &str) -> Result<Limits, ConfigError> {
+        let defaults = Limits::default();
+        let read = |key: &str, raw: &Option<Raw>, min: u64, max: u64, unit: &str, default: u64| {
+            raw.as_ref().map_or(Ok(default), |v| {
+                integer(key, &v.shown(), file_label, min, max, unit)
+            })
+        };
+        Ok(Limits {
+            max_manifest_bytes: read(
+                KEY_MAX_MANIFEST_BYTES,
+                &self.max_manifest_bytes,
+                1024,
+                MAX_MANIFEST_BYTES,
+                " (bytes)",
+                defaults.max_manifest_bytes,
+            )?,
+            max_component_bytes: read(
+                KEY_MAX_COMPONENT_BYTES,
+                &self.max_component_bytes,
+                1024,
+                MAX_COMPONENT_BYTES,
+                " (bytes)",
+                defaults.max_component_bytes,
+            )?,
+            timeout: Duration::from_secs(read(
+                KEY_TIMEOUT_SECS,
+                &self.timeout_secs,
+                1,
+                MAX_TIMEOUT_SECS,
+                " (seconds)",
+                defaults.timeout.as_secs(),
+            )?),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Config, Overrides};
+
+    fn resolve(text: &str) -> Result<Limits, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("sluice.toml");
+        std::fs::write(&file, text).unwrap();
+        let overrides = Overrides {
+            roots: vec![dir.path().display().to_string()],
+            ..Overrides::default()
+        };
+        Config::resolve(Some(&file), &|_| None, &overrides)
+            .map(|c| c.registry)
+            .map_err(|e| e.to_string().replace(&file.display().to_string(), "<file>"))
+    }
+
+    #[test]
+    fn defaults_and_values() {
+        assert_eq!(resolve("").unwrap(), Limits::default());
+        assert_eq!(
+            resolve("[registry]\nmax_manifest_bytes = 65536\nmax_component_bytes = 1048576\ntimeout_secs = 5\n")
+                .unwrap(),
+            Limits {
+                max_manifest_bytes: 65536,
+                max_component_bytes: 1 << 20,
+                timeout: Duration::from_secs(5),
+            }
+        );
+    }
+
+    #[test]
+    fn bad_values_name_the_key() {
+        assert_eq!(
+            resolve("[registry]\ntimeout_secs = 0\n").unwrap_err(),
+            "registry.timeout_secs must be an integer from 1 to 3600 (seconds); got 0 (from <file> line 2)"
+        );
+        assert_eq!(
+            resolve("[registry]\nmax_manifest_bytes = \"4MiB\"\n").unwrap_err(),
+            "registry.max_manifest_bytes must be an integer from 1024 to 67108864 (bytes); got \"4MiB\" (from <file> line 2)"
+        );
+        let e = resolve("[registry]\ntimeout = 5\n").unwrap_err();
+        assert!(e.contains("unknown field `timeout`"), "{e}");
+    }
+}
