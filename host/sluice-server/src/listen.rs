@@ -29,7 +29,7 @@ use axum::body::Body;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use sluice_config::ServerLimits;
-use tokio::io::AsyncWriteExt as _;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
@@ -152,9 +152,14 @@ pub(crate) async fn serve(
             let answer = too_many_unauthenticated(limits.max_unauthenticated_connections);
             tracker.spawn(async move {
                 let mut stream = stream;
+                // Answer, end the sending side, then read what the client sent until it
+                // closes (at most 1 s in all): closing with its request unread would reset
+                // the connection, and the client could lose the answer.
                 let _ = tokio::time::timeout(Duration::from_secs(1), async {
                     let _ = stream.write_all(&answer).await;
                     let _ = stream.shutdown().await;
+                    let mut sink = [0u8; 4096];
+                    while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
                 })
                 .await;
                 drop(permit);
