@@ -55,7 +55,11 @@ pub use runtime::{
     runtime_value,
 };
 pub use secrets::{CONFIG_KEY_RULE, SecretRef};
-pub use server::{ALLOWED_HOST_RULE, ENV_ALLOWED_HOSTS, ServerConfig, valid_allowed_host};
+pub use server::{
+    ALLOWED_HOST_RULE, DEFAULT_HEADER_READ_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_EVENT_STREAMS, DEFAULT_MAX_UNAUTHENTICATED_CONNECTIONS, ENV_ALLOWED_HOSTS,
+    ServerConfig, ServerLimits, valid_allowed_host,
+};
 use sluice_pager::budget::{MAX_MAX_RESULT_BYTES, MIN_MAX_RESULT_BYTES};
 use sluice_protocol::limits::DEFAULT_MAX_TOOL_RESULT_BYTES;
 pub use tools::{

@@ -1,10 +1,15 @@
-//! `[server]`: what `sluice serve` answers to. Its listening address, token and body limit
-//! are flags of `serve`; the names it answers to besides its own address are configuration
-//! (`server.allowed_hosts`), because an operator behind a proxy or a DNS name sets them once.
+//! `[server]`: what `sluice serve` (and `sluice mcp --listen`) answers to. Its listening
+//! address, token and body limit are flags of `serve`; the names it answers to besides its
+//! own address are configuration (`server.allowed_hosts`), because an operator behind a
+//! proxy or a DNS name sets them once, and so are the limits on connections and event
+//! streams ([`ServerLimits`]; docs/configuration.md#server).
+
+use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::ConfigError;
+use crate::file::Raw;
+use crate::{ConfigError, integer};
 
 /// The environment variable that sets `server.allowed_hosts` (comma-separated).
 pub const ENV_ALLOWED_HOSTS: &str = "SLUICE_SERVER_ALLOWED_HOSTS";
@@ -20,6 +25,50 @@ pub struct ServerConfig {
     /// given. Default none. From `--allowed-host` (repeatable), else
     /// `SLUICE_SERVER_ALLOWED_HOSTS` (comma-separated), else the file.
     pub allowed_hosts: Vec<String>,
+    /// The limits on connections and event streams.
+    pub limits: ServerLimits,
+}
+
+/// `server.header_read_timeout_ms` when not set: 10 s.
+pub const DEFAULT_HEADER_READ_TIMEOUT_MS: u64 = 10_000;
+/// `server.max_connections` when not set.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// `server.max_unauthenticated_connections` when not set.
+pub const DEFAULT_MAX_UNAUTHENTICATED_CONNECTIONS: usize = 128;
+/// `server.max_event_streams` when not set.
+pub const DEFAULT_MAX_EVENT_STREAMS: usize = 256;
+
+/// How much the HTTP listener takes on at once (docs/configuration.md#server).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// `server.header_read_timeout_ms` (100 to 600,000 ms; default 10,000): a connection
+    /// that has not sent a whole request head this long after it opened, or after its last
+    /// answer, is closed (without an answer). It is also how long an idle keep-alive
+    /// connection stays open.
+    pub header_read_timeout: Duration,
+    /// `server.max_connections` (1 to 1,000,000; default 1,024): connections open at once.
+    /// Further ones wait in the kernel's backlog until one closes. Capped at the process's
+    /// descriptor limit less a reserve, so the listener never runs out of descriptors.
+    pub max_connections: usize,
+    /// `server.max_unauthenticated_connections` (1 to 1,000,000; default 128): connections
+    /// open at once none of whose requests has passed the guard yet (with a token: none has
+    /// carried it). A connection beyond that is answered 503 and closed.
+    pub max_unauthenticated_connections: usize,
+    /// `server.max_event_streams` (1 to 100,000; default 256): `GET /sessions/{id}/events`
+    /// streams open at once, for the one principal there is (the token's holder); one more
+    /// is answered 429.
+    pub max_event_streams: usize,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            header_read_timeout: Duration::from_millis(DEFAULT_HEADER_READ_TIMEOUT_MS),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_unauthenticated_connections: DEFAULT_MAX_UNAUTHENTICATED_CONNECTIONS,
+            max_event_streams: DEFAULT_MAX_EVENT_STREAMS,
+        }
+    }
 }
 
 /// `[server]` as written.
@@ -27,6 +76,10 @@ pub struct ServerConfig {
 #[serde(deny_unknown_fields)]
 pub(crate) struct FileServer {
     allowed_hosts: Option<Vec<String>>,
+    header_read_timeout_ms: Option<Raw>,
+    max_connections: Option<Raw>,
+    max_unauthenticated_connections: Option<Raw>,
+    max_event_streams: Option<Raw>,
 }
 
 impl FileServer {
@@ -67,6 +120,55 @@ impl FileServer {
         }
         Ok(ServerConfig {
             allowed_hosts: hosts.iter().map(|h| h.to_ascii_lowercase()).collect(),
+            limits: self.limits(file_label)?,
+        })
+    }
+
+    fn limits(&self, file_label: &str) -> Result<ServerLimits, ConfigError> {
+        let d = ServerLimits::default();
+        let int = |raw: &Option<Raw>, key: &str, (min, max): (u64, u64), unit: &str| {
+            raw.as_ref()
+                .map(|v| {
+                    integer(
+                        &format!("server.{key}"),
+                        &v.shown(),
+                        file_label,
+                        min,
+                        max,
+                        unit,
+                    )
+                })
+                .transpose()
+        };
+        let count = |raw: &Option<Raw>, key: &str, max: u64, default: usize| {
+            Ok::<usize, ConfigError>(int(raw, key, (1, max), "")?.map_or(default, |n| n as usize))
+        };
+        Ok(ServerLimits {
+            header_read_timeout: int(
+                &self.header_read_timeout_ms,
+                "header_read_timeout_ms",
+                (100, 600_000),
+                " (ms)",
+            )?
+            .map_or(d.header_read_timeout, Duration::from_millis),
+            max_connections: count(
+                &self.max_connections,
+                "max_connections",
+                1_000_000,
+                d.max_connections,
+            )?,
+            max_unauthenticated_connections: count(
+                &self.max_unauthenticated_connections,
+                "max_unauthenticated_connections",
+                1_000_000,
+                d.max_unauthenticated_connections,
+            )?,
+            max_event_streams: count(
+                &self.max_event_streams,
+                "max_event_streams",
+                100_000,
+                d.max_event_streams,
+            )?,
         })
     }
 }
@@ -125,6 +227,7 @@ mod tests {
     fn flags_replace_the_variable_which_replaces_the_file() {
         let file = FileServer {
             allowed_hosts: Some(vec!["file.example".into()]),
+            ..FileServer::default()
         };
         let hosts = |flags: &[String], env: Option<&str>| {
             file.resolve(flags, env.map(str::to_string), "sluice.toml")
@@ -148,6 +251,46 @@ mod tests {
             format!(
                 "server.allowed_hosts must be a list of host names: each {ALLOWED_HOST_RULE}; got \"http://x.example\" (from --allowed-host)"
             )
+        );
+    }
+
+    #[test]
+    fn limits_default_and_are_bounded() {
+        let limits = |text: &str| {
+            let file: FileServer = toml::from_str(text).unwrap();
+            file.resolve(&[], None, "sluice.toml").map(|c| c.limits)
+        };
+        assert_eq!(limits("").unwrap(), ServerLimits::default());
+        assert_eq!(
+            ServerLimits::default().header_read_timeout,
+            Duration::from_secs(10)
+        );
+        let set = limits(
+            "header_read_timeout_ms = 250\nmax_connections = 64\nmax_unauthenticated_connections = 8\nmax_event_streams = 3\n",
+        )
+        .unwrap();
+        assert_eq!(
+            set,
+            ServerLimits {
+                header_read_timeout: Duration::from_millis(250),
+                max_connections: 64,
+                max_unauthenticated_connections: 8,
+                max_event_streams: 3,
+            }
+        );
+        assert_eq!(
+            limits("header_read_timeout_ms = 99")
+                .unwrap_err()
+                .to_string(),
+            "server.header_read_timeout_ms must be an integer from 100 to 600000 (ms); got 99 (from sluice.toml)"
+        );
+        assert_eq!(
+            limits("max_connections = 0").unwrap_err().to_string(),
+            "server.max_connections must be an integer from 1 to 1000000; got 0 (from sluice.toml)"
+        );
+        assert_eq!(
+            limits("max_event_streams = \"5\"").unwrap_err().to_string(),
+            "server.max_event_streams must be an integer from 1 to 100000; got \"5\" (from sluice.toml)"
         );
     }
 }

@@ -63,7 +63,15 @@ async fn wrong_method(method: Method, uri: Uri) -> ApiError {
 }
 
 async fn healthz(State(state): State<AppState>) -> ApiResult {
-    ok(json!({"ok": true, "runsInProgress": state.runs().all().len()}))
+    let store = state.health().store(state.store()).await;
+    let (healthy, body) =
+        crate::health::body(state.store().location(), store, state.runs().all().len());
+    let status = if healthy {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    Ok((status, axum::Json(body)).into_response())
 }
 
 async fn create_session(State(state): State<AppState>) -> ApiResult {
@@ -168,6 +176,7 @@ async fn run_events(
     Path(id): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
+    let permit = state.stream_permit()?;
     state.store().session(&id).await?;
     let follow = match param(query.as_deref(), "runId") {
         Some(run_id) => match state.store().run(&run_id).await {
@@ -186,7 +195,7 @@ async fn run_events(
             latest => Follow::Next(latest.map(|r| r.id)),
         },
     };
-    Ok(events::stream(state, id, follow).into_response())
+    Ok(events::stream(state, id, follow, permit).into_response())
 }
 
 async fn cancel(

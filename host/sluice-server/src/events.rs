@@ -10,6 +10,9 @@
 //! replica; within 100 ms from another process on a SQLite file). A run whose runner died
 //! (its process killed, its connection lost) ends the stream with a `finished` event of
 //! status `error` that is not stored (the session's next run stores one).
+//!
+//! At most `server.max_event_streams` streams are open at once (one principal today: the
+//! token's holder); one more is answered 429 naming the limit and the key.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -19,6 +22,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
 use serde_json::{Value, json};
 use sluice_store::{ORPHANED_RUN, StoredEvent, Subscription, Topic, Woken};
+use tokio::sync::OwnedSemaphorePermit;
 
 use crate::runs::event_json;
 use crate::state::AppState;
@@ -53,6 +57,8 @@ struct Tail {
     session: String,
     phase: Phase,
     buffer: VecDeque<Value>,
+    /// The stream's place among `server.max_event_streams`, given back when it is dropped.
+    _permit: OwnedSemaphorePermit,
 }
 
 /// The SSE response following `follow` for `session`.
@@ -60,6 +66,7 @@ pub(crate) fn stream(
     state: AppState,
     session: String,
     follow: Follow,
+    permit: OwnedSemaphorePermit,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let phase = match follow {
         Follow::Run(run) => streaming(&state, run),
@@ -73,6 +80,7 @@ pub(crate) fn stream(
         session,
         phase,
         buffer: VecDeque::new(),
+        _permit: permit,
     };
     let events = futures_util::stream::unfold(tail, |mut tail| async move {
         let event = tail.next().await?;

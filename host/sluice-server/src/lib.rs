@@ -43,6 +43,8 @@ mod api;
 mod error;
 mod events;
 pub mod guard;
+mod health;
+pub mod listen;
 pub mod mcp;
 mod openapi;
 pub mod reload;
@@ -110,7 +112,12 @@ pub struct ServeOptions {
     /// on loopback, `localhost` (see [`guard`]); `server.allowed_hosts`, `--allowed-host`.
     /// Default none.
     pub allowed_hosts: Vec<String>,
+    /// The limits on connections and event streams (`[server]` of sluice.toml; see
+    /// [`listen`]). Default [`ServerLimits::default`].
+    pub limits: ServerLimits,
 }
+
+pub use sluice_config::ServerLimits;
 
 impl Default for ServeOptions {
     fn default() -> Self {
@@ -119,6 +126,7 @@ impl Default for ServeOptions {
             token: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             allowed_hosts: Vec::new(),
+            limits: ServerLimits::default(),
         }
     }
 }
@@ -241,7 +249,7 @@ impl Server {
     /// allowed host that is not a host name.
     pub fn new(services: Services, options: ServeOptions) -> Result<Server, ServerError> {
         check_options(&options)?;
-        let state = AppState::new(services, options.max_body_bytes);
+        let state = AppState::new(services, options.max_body_bytes, &options.limits);
         let guard = options.guard();
         Ok(Server {
             state,
@@ -358,9 +366,11 @@ impl Bound {
 
     /// Serves until `shutdown` completes; then refuses new runs, cancels the runs in
     /// progress (they end `aborted`), waits for them and for open requests to end.
+    /// Connections are held to `options.limits` ([`listen`]).
     ///
     /// # Errors
-    /// [`ServerError::Serve`] when serving fails.
+    /// None today: accept errors are retried ([`listen`]); the `Result` is kept for
+    /// failures to come.
     pub async fn serve(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
@@ -368,15 +378,19 @@ impl Bound {
         let state = self.server.state.clone();
         let router = self.server.router();
         let stopping = state.clone();
-        let result = axum::serve(self.listener, router)
-            .with_graceful_shutdown(async move {
+        listen::serve(
+            self.listener,
+            router,
+            &self.server.options.limits,
+            async move {
                 shutdown.await;
                 stopping.shut_down().await;
-            })
-            .await;
+            },
+        )
+        .await;
         // Runs started while the last requests drained.
         state.shut_down().await;
-        result.map_err(|e| ServerError::Serve(e.to_string()))
+        Ok(())
     }
 }
 
@@ -390,6 +404,7 @@ mod tests {
             token: token.map(str::to_string),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             allowed_hosts: Vec::new(),
+            limits: ServerLimits::default(),
         }
     }
 

@@ -54,11 +54,11 @@ pub fn guard_mcp(server: McpServer, options: &ServeOptions, shutdown: Cancellati
 }
 
 /// Serves MCP alone at `http://{options.listen}/mcp` until `shutdown` completes; `bound` is
-/// told the address once listening.
+/// told the address once listening. Connections are held to `options.limits`
+/// ([`crate::listen`]), as `sluice serve`'s are.
 ///
 /// # Errors
-/// [`ServerError`] for a bad address/token pairing or allowed host, a bind failure or a
-/// serving failure.
+/// [`ServerError`] for a bad address/token pairing or allowed host, or a bind failure.
 pub async fn serve_mcp(
     server: McpServer,
     options: ServeOptions,
@@ -79,11 +79,10 @@ pub async fn serve_mcp(
     let stop = CancellationToken::new();
     let router = guard_mcp(server, &options, stop.clone());
     bound(local);
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            stop.cancel();
-        })
-        .await
-        .map_err(|e| ServerError::Serve(e.to_string()))
+    crate::listen::serve(listener, router, &options.limits, async move {
+        shutdown.await;
+        stop.cancel();
+    })
+    .await;
+    Ok(())
 }

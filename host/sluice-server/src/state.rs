@@ -36,6 +36,12 @@ struct Inner {
     tasks: TaskTracker,
     /// Fires when the server shuts down.
     shutdown: CancellationToken,
+    /// One permit per event stream that may be open (`server.max_event_streams`).
+    streams: Arc<tokio::sync::Semaphore>,
+    /// `server.max_event_streams`, for messages.
+    max_streams: usize,
+    /// The store's last health check (`GET /healthz`).
+    health: crate::health::Health,
 }
 
 /// A call that waits for (or has) the operator's decision.
@@ -54,7 +60,11 @@ pub(crate) fn setting_pair(setting: &RuntimeSetting) -> (String, Value) {
 }
 
 impl AppState {
-    pub(crate) fn new(services: Services, max_body_bytes: usize) -> Self {
+    pub(crate) fn new(
+        services: Services,
+        max_body_bytes: usize,
+        limits: &sluice_config::ServerLimits,
+    ) -> Self {
         AppState(Arc::new(Inner {
             store: services.store,
             backend: services.backend,
@@ -64,11 +74,36 @@ impl AppState {
             max_body_bytes,
             tasks: TaskTracker::new(),
             shutdown: CancellationToken::new(),
+            streams: Arc::new(tokio::sync::Semaphore::new(limits.max_event_streams)),
+            max_streams: limits.max_event_streams,
+            health: crate::health::Health::default(),
         }))
+    }
+
+    /// A place for one more event stream, held until the stream is dropped.
+    ///
+    /// # Errors
+    /// 429 when `server.max_event_streams` streams are open, naming the limit and the key.
+    pub(crate) fn stream_permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, ApiError> {
+        self.0.streams.clone().try_acquire_owned().map_err(|_| {
+            let limit = self.0.max_streams;
+            ApiError::new(
+                axum::http::StatusCode::TOO_MANY_REQUESTS,
+                format!(
+                    "too many event streams open: at most {limit} at once (server.max_event_streams in sluice.toml); close one, or raise the limit"
+                ),
+            )
+            .with("limit", limit)
+            .with("key", "server.max_event_streams")
+        })
     }
 
     pub(crate) fn store(&self) -> &dyn Store {
         self.0.store.as_ref()
+    }
+
+    pub(crate) fn health(&self) -> &crate::health::Health {
+        &self.0.health
     }
 
     pub(crate) fn runs(&self) -> &Runs {

@@ -180,6 +180,18 @@ pub enum StoreError {
         /// What it is instead (`a file of 6 bytes that is not a SQLite database`).
         what: String,
     },
+    /// The store cannot be written (a read-only mount, no write permission, an immutable
+    /// file): a command that writes cannot use it. Commands that only read open it for
+    /// reading ([`SqliteStore::open_for_reading`]).
+    #[error(
+        "session store {path} is read-only ({reason}); this needs to write to it. `sluice session list`, `show` and `audit` can read it as it is; to write, give --store (SLUICE_STORE, store.path) a file on a writable file system"
+    )]
+    ReadOnly {
+        /// The database file.
+        path: String,
+        /// What cannot be written and why, in the operating system's words.
+        reason: String,
+    },
     /// The database was written by a newer Sluice.
     #[error(
         "session store {path} has schema version {found}; this Sluice knows up to {known}: upgrade Sluice"
@@ -304,6 +316,14 @@ pub trait Store: Send + Sync {
     /// Where the store is, for messages: the SQLite file, or the PostgreSQL URL without
     /// its password.
     fn location(&self) -> String;
+
+    /// Whether the store answers now: one cheap read (SQLite: `PRAGMA user_version`, from
+    /// the file; PostgreSQL: `SELECT 1` on a pooled connection). `GET /healthz` reports it.
+    ///
+    /// Errors: [`StoreError::Database`] when the database cannot be read (a file that is
+    /// gone or unreadable, a database that is down or refuses connections). Bound the wait
+    /// yourself: PostgreSQL waits up to 10 s for a connection.
+    async fn ping(&self) -> Result<(), StoreError>;
 
     /// Creates a session (status `idle`, no messages) with a fresh id.
     async fn create_session(&self) -> Result<SessionRecord, StoreError>;

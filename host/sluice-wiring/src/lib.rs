@@ -106,6 +106,24 @@ pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, WiringError> 
     Ok(Arc::new(SqliteStore::open(&path)?))
 }
 
+/// The session store as [`open_store`] finds it, for a command that only reads it: a SQLite
+/// store that cannot be written (a read-only mount, no permission) is opened for reading
+/// only ([`SqliteStore::open_for_reading`]) instead of refused. PostgreSQL is connected to
+/// as [`open_store`] does.
+///
+/// # Errors
+/// As [`open_store`].
+pub async fn open_store_for_reading(config: &Config) -> Result<Arc<dyn Store>, WiringError> {
+    if config.store_url.is_some() {
+        return open_store(config).await;
+    }
+    let path = match &config.store {
+        Some(p) => p.clone(),
+        None => SqliteStore::default_path().ok_or(WiringError::NoStorePath)?,
+    };
+    Ok(Arc::new(SqliteStore::open_for_reading(&path)?))
+}
+
 /// Loads the configured tools with a new engine (see [`ToolLoader::load`]). With `only`
 /// naming a built-in tool, only that one is loaded, so one call compiles one component.
 ///

@@ -210,3 +210,65 @@ async fn allowed_names_and_tokens_open_what_they_should() {
     assert_eq!(anonymous.status().as_u16(), 401);
     server.stop().await;
 }
+
+/// Header games a browser cannot play but a proxy in front might pass on, over raw TCP
+/// (reqwest would not send them): two `Host` headers with the good one first, an
+/// absolute-form request line naming `attacker.example` with `Host: 127.0.0.1`, and two
+/// `Origin` headers (the server's own, then another). Each was served before (201).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn header_games_are_refused() {
+    let server = TestServer::scripted().await;
+    let addr = server.base.trim_start_matches("http://").to_string();
+    let post = |line: &str, headers: &str| {
+        format!("{line}\r\n{headers}Content-Length: 0\r\nConnection: close\r\n\r\n")
+    };
+    let two_hosts = post(
+        "POST /sessions HTTP/1.1",
+        &format!("Host: {addr}\r\nHost: attacker.example\r\n"),
+    );
+    let (status, body) = crate::listen::raw(&addr, &two_hosts).await;
+    assert_eq!(status, 400, "{body}");
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        body,
+        json!({
+            "error": "refusing a request with 2 Host headers: a request may carry at most one Host header (the guard will not choose between them; fix the client or the proxy in front)",
+            "header": "Host",
+            "count": 2,
+        })
+    );
+    let absolute = post(
+        "POST http://attacker.example/sessions HTTP/1.1",
+        "Host: 127.0.0.1\r\n",
+    );
+    let (status, body) = crate::listen::raw(&addr, &absolute).await;
+    assert_eq!(status, 403, "{body}");
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["host"], "attacker.example");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("refusing Host \"attacker.example\": this server answers only to"),
+        "{body}"
+    );
+    let two_origins = post(
+        "POST /sessions HTTP/1.1",
+        &format!("Host: {addr}\r\nOrigin: http://{addr}\r\nOrigin: http://evil.example\r\n"),
+    );
+    let (status, body) = crate::listen::raw(&addr, &two_origins).await;
+    assert_eq!(status, 400, "{body}");
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["header"], "Origin");
+    assert_eq!(body["count"], 2);
+    // An absolute-form target naming the server itself is served.
+    let own = post(
+        &format!("POST http://{addr}/sessions HTTP/1.1"),
+        &format!("Host: {addr}\r\n"),
+    );
+    let (status, body) = crate::listen::raw(&addr, &own).await;
+    assert_eq!(status, 201, "{body}");
+    // Only that one was stored.
+    assert_eq!(session_count(&server).await, 1);
+    server.stop().await;
+}

@@ -10,7 +10,9 @@ mod approvals; // Destructive calls: awaiting_approval, approve/deny, one observ
 mod auth; // Bearer tokens: 401s on every route, and no start beyond loopback without one.
 mod config; // GET/PUT /agent/config: row P13 (docs/regressions.md#p13), unknown and boot-only keys.
 mod guard; // Host, Origin and Content-Type: 403 and 415 before any route runs (issue 12 item 5).
-mod runs; // Runs: a full run, events, cancellation, 409, 413, 50 concurrent sessions.
+mod listen; // The listener's limits over raw TCP: stalled heads, connection bounds.
+mod runs;
+mod streams; // Event streams: at most server.max_event_streams open, 429 beyond. // Runs: a full run, events, cancellation, 409, 413, 50 concurrent sessions.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -70,6 +72,7 @@ struct Setup {
     token: Option<String>,
     max_body_bytes: usize,
     allowed_hosts: Vec<String>,
+    limits: sluice_server::ServerLimits,
 }
 
 impl Default for Setup {
@@ -80,6 +83,7 @@ impl Default for Setup {
             token: None,
             max_body_bytes: sluice_server::DEFAULT_MAX_BODY_BYTES,
             allowed_hosts: Vec::new(),
+            limits: sluice_server::ServerLimits::default(),
         }
     }
 }
@@ -126,6 +130,7 @@ impl TestServer {
             token: setup.token.clone(),
             max_body_bytes: setup.max_body_bytes,
             allowed_hosts: setup.allowed_hosts.clone(),
+            limits: setup.limits.clone(),
         };
         let root = make_root(dir.path());
         let server = Server::new(services(dir.path(), &root, &setup), options).unwrap();

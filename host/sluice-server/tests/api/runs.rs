@@ -472,7 +472,8 @@ async fn fifty_sessions_run_at_once_with_intact_transcripts() {
             .all(|s| s["status"] == "completed")
     );
     let (_, health) = server.get("/healthz").await;
-    assert_eq!(health, json!({"ok": true, "runsInProgress": 0}));
+    assert_eq!(health["ok"], true, "{health}");
+    assert_eq!(health["runsInProgress"], 0, "{health}");
     #[allow(clippy::print_stderr)]
     {
         eprintln!("50 concurrent sessions in {:?}", t0.elapsed());

@@ -474,6 +474,19 @@ impl Store for PgStore {
         self.inner.shown.clone()
     }
 
+    async fn ping(&self) -> Result<(), StoreError> {
+        let what = "check the database";
+        let conn = self
+            .inner
+            .conn()
+            .await
+            .map_err(|e| self.inner.error(what, "", e))?;
+        conn.simple_query("SELECT 1")
+            .await
+            .map_err(|e| self.inner.error(what, "", e.into()))?;
+        Ok(())
+    }
+
     async fn create_session(&self) -> Result<SessionRecord, StoreError> {
         self.inner.create_session(None).await
     }

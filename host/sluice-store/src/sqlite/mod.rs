@@ -4,6 +4,7 @@
 //! decisions; `runs.rs`: runs, events, cancellation, configuration); the [`Store`] impl runs
 //! each on tokio's blocking pool.
 
+mod open;
 mod runs;
 mod sessions;
 
@@ -83,6 +84,10 @@ pub(crate) struct Inner {
     path: String,
     conn: Mutex<Connection>,
     signals: Signals,
+    /// Opened for reading only ([`SqliteStore::open_for_reading`] of a store that cannot
+    /// be written): why it cannot be written. Every write fails with
+    /// [`StoreError::ReadOnly`].
+    read_only: Option<String>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -96,89 +101,6 @@ impl std::fmt::Debug for SqliteStore {
 impl SqliteStore {
     /// The newest schema version this build knows (`PRAGMA user_version`).
     pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
-
-    /// Opens the store at `path`, creating the file and its parent directories if missing
-    /// (directories this creates are private to the user on Unix: mode 0700), and brings
-    /// its schema up to [`SqliteStore::SCHEMA_VERSION`].
-    ///
-    /// A missing file is created whole: the database is made under a temporary name
-    /// beside it and linked into place, so a file at `path` is always either a complete
-    /// store or not one of Sluice's, even when several processes create it at once. An
-    /// existing file that is not a SQLite database, or a SQLite database that Sluice did
-    /// not make, is refused before anything is written to it.
-    ///
-    /// Errors: [`StoreError::NotAStore`] for a directory, an empty file, a file that is not
-    /// a SQLite database, or another program's database; [`StoreError::TooNew`] when a
-    /// newer Sluice wrote the schema; [`StoreError::Database`] when the directory cannot be
-    /// created, or WAL mode is not available (for example on a file system without shared
-    /// memory support).
-    pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
-        let shown = path.display().to_string();
-        let fail = |what: &str, e: &dyn std::fmt::Display| StoreError::Database {
-            path: shown.clone(),
-            message: format!("{what}: {e}"),
-        };
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            create_private_dir_all(parent)
-                .map_err(|e| fail(&format!("cannot create directory {}", parent.display()), &e))?;
-        }
-        check_file(path, &shown)?;
-        if !path.exists() {
-            create_whole(path, &shown)?;
-        }
-        check_file(path, &shown)?;
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let mut conn =
-            Connection::open_with_flags(path, flags).map_err(|e| fail("cannot open", &e))?;
-        conn.busy_timeout(BUSY_TIMEOUT)
-            .map_err(|e| fail("cannot set the busy timeout", &e))?;
-        check_not_foreign(&conn, &shown)?;
-        let mode: String = conn
-            .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
-            .map_err(|e| fail("cannot use WAL journal mode", &e))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(fail(
-                "cannot use WAL journal mode",
-                &format!("SQLite kept journal mode {mode:?}"),
-            ));
-        }
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(|e| fail("cannot set synchronous = NORMAL", &e))?;
-        conn.pragma_update(None, "foreign_keys", true)
-            .map_err(|e| fail("cannot enable foreign keys", &e))?;
-        migrate(&mut conn, &shown)?;
-        let inner = Arc::new(Inner {
-            path: shown,
-            conn: Mutex::new(conn),
-            signals: Signals::default(),
-        });
-        Ok(SqliteStore {
-            queue: EventQueue::new(inner.clone()),
-            inner,
-        })
-    }
-
-    /// Opens (creating or migrating) the store at `path` as [`SqliteStore::open`] does, for
-    /// `sluice store migrate`, and returns the schema version before and after.
-    ///
-    /// # Errors
-    /// As [`SqliteStore::open`].
-    pub fn migrate(path: &Path) -> Result<(i64, i64), StoreError> {
-        let shown = path.display().to_string();
-        check_file(path, &shown)?;
-        let before = if path.exists() {
-            Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
-                .and_then(|c| c.pragma_query_value(None, "user_version", |row| row.get(0)))
-                .map_err(|e| StoreError::Database {
-                    path: shown.clone(),
-                    message: format!("cannot read the schema version: {e}"),
-                })?
-        } else {
-            0
-        };
-        Self::open(path)?;
-        Ok((before, Self::SCHEMA_VERSION))
-    }
 
     /// Where the store lives by default: `$SLUICE_DATA_DIR/sessions.db`, else
     /// `$XDG_DATA_HOME/sluice/sessions.db`, else `$HOME/.local/share/sluice/sessions.db`.
@@ -237,6 +159,12 @@ impl Inner {
         id: &str,
         f: impl FnOnce(&Transaction<'_>) -> Result<T, Fail>,
     ) -> Result<T, StoreError> {
+        if let Some(reason) = &self.read_only {
+            return Err(StoreError::ReadOnly {
+                path: self.path.clone(),
+                reason: reason.clone(),
+            });
+        }
         self.transaction(TransactionBehavior::Immediate, what, id, f)
     }
 
@@ -371,6 +299,16 @@ fn own(s: &str) -> String {
 impl Store for SqliteStore {
     fn location(&self) -> String {
         self.inner.path.clone()
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        self.blocking(|s| {
+            s.read("read the schema version", "", |tx| {
+                Ok(tx.query_row("PRAGMA user_version", [], |row| row.get::<_, i64>(0))?)
+            })
+            .map(drop)
+        })
+        .await
     }
 
     async fn create_session(&self) -> Result<SessionRecord, StoreError> {

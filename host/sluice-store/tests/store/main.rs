@@ -40,6 +40,9 @@ mod events;
 /// The SQLite file: creation, migrations on reopen, a schema from a newer Sluice, bad files.
 mod schema;
 
+/// A store on a read-only mount: read as it is, every write refused by name.
+mod read_only;
+
 /// PostgreSQL: the URL, an unreachable server, migrations, a schema from a newer Sluice.
 mod postgres;
 

@@ -1,7 +1,7 @@
 //! PostgreSQL's own mechanics: the URL in errors (never its password), an unreachable
 //! server, migrations recorded in `sluice_schema`, a schema from a newer Sluice refused.
 
-use sluice_store::{PgStore, StoreError};
+use sluice_store::{PgStore, Store, StoreError};
 
 use crate::util::postgres_url;
 
@@ -114,4 +114,28 @@ async fn migrations_are_recorded_and_a_newer_schema_is_refused() {
     }
     drop(client);
     PgStore::drop_scratch_database(&url).await.unwrap();
+}
+
+/// `/healthz` reports the store's state through `Store::ping`: it answers while the
+/// database is there and fails, naming the URL without its password, once it is gone (the
+/// database dropped under a running store, as a database that is down).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ping_reports_a_database_that_is_gone() {
+    let Some(server) = postgres_url("ping_reports_a_database_that_is_gone") else {
+        return;
+    };
+    let url = PgStore::create_scratch_database(&server).await.unwrap();
+    let store = PgStore::connect(&url).await.unwrap();
+    store.ping().await.unwrap();
+    PgStore::drop_scratch_database(&url).await.unwrap();
+    let e = store.ping().await.unwrap_err();
+    let StoreError::Database { path, message } = &e else {
+        panic!("not Database: {e:?}");
+    };
+    assert_eq!(path, &sluice_store::redact_url(&url));
+    assert!(message.starts_with("check the database: "), "{message}");
+    let password = ::url::Url::parse(&url).unwrap().password().map(str::to_owned);
+    if let Some(p) = password.filter(|p| !p.is_empty()) {
+        assert!(!e.to_string().contains(&p), "{e}");
+    }
 }

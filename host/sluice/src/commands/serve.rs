@@ -28,6 +28,7 @@ pub(crate) async fn run(
         token,
         max_body_bytes: args.max_body_bytes,
         allowed_hosts: config.server.allowed_hosts.clone(),
+        limits: config.server.limits.clone(),
     };
     // Refuse a bad address/token pairing before loading anything.
     options.check()?;

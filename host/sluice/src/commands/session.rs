@@ -9,7 +9,15 @@ use crate::cli::SessionCommand;
 
 /// Runs a session command; output is JSON on stdout.
 pub(crate) async fn run(config: &Config, command: SessionCommand) -> anyhow::Result<()> {
-    let store = sluice_wiring::open_store(config).await?;
+    let reads_only = matches!(
+        command,
+        SessionCommand::List | SessionCommand::Show { .. } | SessionCommand::Audit { .. }
+    );
+    let store = if reads_only {
+        sluice_wiring::open_store_for_reading(config).await?
+    } else {
+        sluice_wiring::open_store(config).await?
+    };
     let mut out = std::io::stdout();
     match command {
         SessionCommand::List => {

@@ -6,8 +6,14 @@
 //! A [`Guard`] checks, in this order, and answers with the API's JSON errors
 //! (`{"error": "<what was wrong and what is allowed>", …}`):
 //!
-//! 1. **Host** (403): the `Host` header (or the request URI's authority) must name the
-//!    listening address or an allowed name. Always allowed: the listening IP itself; on a
+//! 0. **One `Host`, one `Origin`** (400, with `header` and `count`): a request with two
+//!    `Host` or two `Origin` headers is refused before anything else. A browser never sends
+//!    them; a proxy in front might pass them on, and then it and the guard could judge
+//!    different ones.
+//! 1. **Host** (403): the `Host` header and, for an absolute-form request line
+//!    (`GET http://name/path HTTP/1.1`), the target's authority must each name the
+//!    listening address or an allowed name (the target's authority is the request's own,
+//!    RFC 9112 section 3.2.2, and is what step 3 compares `Origin` with). Always allowed: the listening IP itself; on a
 //!    loopback listener also every loopback IP, `localhost` and names under `.localhost`
 //!    (RFC 6761 keeps them on the machine); on an unspecified listener (`0.0.0.0`, `::`)
 //!    every IP literal. Any other name must be in [`GuardOptions::allowed_hosts`]
@@ -118,8 +124,8 @@ impl Guard {
     /// send instead of serving it. [`Guard::wrap`] calls this.
     ///
     /// # Errors
-    /// 403 for a `Host` the server does not answer to or a cross-origin request without a
-    /// token; 401 without the right token; 413 for a `Content-Length` over the limit; 415
+    /// 400 for two `Host` or two `Origin` headers; 403 for a `Host` (or an absolute-form
+    /// target) the server does not answer to or a cross-origin request without a token; 401 without the right token; 413 for a `Content-Length` over the limit; 415
     /// for a body that is not declared `application/json`. Each is a JSON error naming what
     /// was wrong and what is allowed.
     pub fn check(&self, request: &Request) -> Result<(), Refusal> {
@@ -135,22 +141,31 @@ impl Guard {
         headers: &HeaderMap,
         uri_authority: Option<&str>,
     ) -> Result<(), ApiError> {
+        for name in [header::HOST, header::ORIGIN] {
+            let count = headers.get_all(&name).iter().count();
+            if count > 1 {
+                return Err(duplicate(&name, count));
+            }
+        }
         let host_header = match headers.get(header::HOST) {
             Some(v) => Some(
                 v.to_str()
                     .map_err(|_| bad_host("(not visible ASCII)", self))?,
             ),
-            None => uri_authority,
-        };
-        let host = match host_header {
-            Some(text) => Some(split_authority(text).ok_or_else(|| bad_host(text, self))?),
             None => None,
         };
-        if let Some((name, _)) = &host
-            && !self.allows_host(name)
-        {
-            return Err(bad_host(host_header.unwrap_or_default(), self));
+        // An absolute-form target (`GET http://name/path HTTP/1.1`) names the authority the
+        // request is for, and HTTP/1.1 tells a server to use it over `Host` (RFC 9112
+        // section 3.2.2): both are judged, and the target's is the request's own.
+        let mut host = None;
+        for text in [host_header, uri_authority].into_iter().flatten() {
+            let (name, port) = split_authority(text).ok_or_else(|| bad_host(text, self))?;
+            if !self.allows_host(&name) {
+                return Err(bad_host(text, self));
+            }
+            host = Some((name, port));
         }
+        let host_shown = uri_authority.or(host_header);
         self.check_token(headers)?;
         if let Some(origin) = headers.get(header::ORIGIN) {
             let same = origin
@@ -161,7 +176,7 @@ impl Guard {
                 .is_some_and(|((oh, op), (hh, hp))| oh == *hh && op == *hp);
             if !same && self.0.options.token.is_none() {
                 let shown = origin.to_str().unwrap_or("(not visible ASCII)");
-                return Err(cross_origin(shown, host_header));
+                return Err(cross_origin(shown, host_shown));
             }
         }
         let length = headers
@@ -256,12 +271,12 @@ impl Guard {
 pub struct Refusal(Box<ApiError>);
 
 impl Refusal {
-    /// The status: 401, 403, 413 or 415.
+    /// The status: 400, 401, 403, 413 or 415.
     pub fn status(&self) -> StatusCode {
         self.0.status
     }
 
-    /// The JSON body's fields: `error`, and `host`/`allowedHosts`, `origin`,
+    /// The JSON body's fields: `error`, and `header`/`count`, `host`/`allowedHosts`, `origin`,
     /// `contentType`/`allowed` or `limitBytes` as they apply.
     pub fn body(&self) -> &serde_json::Map<String, Value> {
         &self.0.body
@@ -275,12 +290,18 @@ impl IntoResponse for Refusal {
 }
 
 /// The guard as axum middleware: `axum::middleware::from_fn_with_state(guard,
-/// sluice_server::guard::middleware)` is what [`Guard::wrap`] adds. A refused request with a
-/// body of up to 16 MiB is read to its end first, so the client sees the answer rather than
-/// a reset connection.
+/// sluice_server::guard::middleware)` is what [`Guard::wrap`] adds. A request that passes
+/// takes its connection off the unauthenticated ones ([`crate::listen`]). A refused request
+/// with a body of up to 16 MiB is read to its end first, so the client sees the answer
+/// rather than a reset connection.
 pub async fn middleware(State(guard): State<Guard>, request: Request, next: Next) -> Response {
     match guard.check(&request) {
-        Ok(()) => next.run(request).await,
+        Ok(()) => {
+            if let Some(ticket) = request.extensions().get::<Arc<crate::listen::Ticket>>() {
+                ticket.passed();
+            }
+            next.run(request).await
+        }
         Err(refusal) => {
             drain(request.into_body().into_data_stream(), DRAIN_MAX_BYTES).await;
             refusal.into_response()
@@ -328,6 +349,24 @@ fn bad_host(given: &str, guard: &Guard) -> ApiError {
         "allowedHosts",
         Value::Array(allowed.into_iter().map(Value::String).collect()),
     )
+}
+
+/// 400: a header that a request may carry once came `count` times. A browser never sends
+/// that; a proxy in front might pass it, and then the guard and the proxy could each judge a
+/// different one.
+fn duplicate(name: &header::HeaderName, count: usize) -> ApiError {
+    let shown = match *name {
+        header::HOST => "Host",
+        _ => "Origin",
+    };
+    ApiError::new(
+        StatusCode::BAD_REQUEST,
+        format!(
+            "refusing a request with {count} {shown} headers: a request may carry at most one {shown} header (the guard will not choose between them; fix the client or the proxy in front)"
+        ),
+    )
+    .with("header", shown)
+    .with("count", count)
 }
 
 fn cross_origin(origin: &str, host: Option<&str>) -> ApiError {
@@ -427,209 +466,4 @@ fn origin_authority(origin: &str) -> Option<(String, Option<u16>)> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn guard(listen: &str, allowed: &[&str], token: Option<&str>) -> Guard {
-        Guard::new(GuardOptions {
-            listen: listen.parse().unwrap(),
-            allowed_hosts: allowed.iter().map(|s| s.to_string()).collect(),
-            token: token.map(str::to_string),
-            max_body_bytes: 100,
-        })
-    }
-
-    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.insert(
-                axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
-                v.parse().unwrap(),
-            );
-        }
-        h
-    }
-
-    fn status(g: &Guard, pairs: &[(&str, &str)]) -> u16 {
-        match g.check_parts(&headers(pairs), None) {
-            Ok(()) => 200,
-            Err(e) => e.status.as_u16(),
-        }
-    }
-
-    #[test]
-    fn hosts_a_loopback_listener_answers_to() {
-        let g = guard("127.0.0.1:8080", &["Sluice.Example"], None);
-        for ok in [
-            "127.0.0.1:8080",
-            "127.0.0.1",
-            "127.9.9.9:1",
-            "[::1]:8080",
-            "localhost:8080",
-            "LOCALHOST",
-            "localhost.",
-            "app.localhost:8080",
-            "sluice.example",
-            "sluice.example.:443",
-        ] {
-            assert_eq!(status(&g, &[("host", ok)]), 200, "{ok}");
-        }
-        for refused in [
-            "attacker.example",
-            "attacker.example:8080",
-            "localhost.attacker.example",
-            "10.0.0.1:8080",
-            "0.0.0.0:8080",
-            "user@127.0.0.1",
-            "127.0.0.1:port",
-            "::1",
-            "",
-        ] {
-            assert_eq!(status(&g, &[("host", refused)]), 403, "{refused:?}");
-        }
-        // No Host at all (HTTP/1.0): not a browser, nothing to check.
-        assert_eq!(status(&g, &[]), 200);
-    }
-
-    #[test]
-    fn hosts_of_other_listeners() {
-        let any = guard("0.0.0.0:8080", &[], Some("t"));
-        let auth = ("authorization", "Bearer t");
-        assert_eq!(status(&any, &[("host", "192.168.1.20:8080"), auth]), 200);
-        assert_eq!(status(&any, &[("host", "[fe80::1]:8080"), auth]), 200);
-        assert_eq!(status(&any, &[("host", "localhost:8080"), auth]), 403);
-        assert_eq!(status(&any, &[("host", "box.lan:8080"), auth]), 403);
-        let one = guard("10.1.2.3:80", &["box.lan"], Some("t"));
-        assert_eq!(status(&one, &[("host", "10.1.2.3"), auth]), 200);
-        assert_eq!(status(&one, &[("host", "box.lan"), auth]), 200);
-        assert_eq!(status(&one, &[("host", "10.1.2.4"), auth]), 403);
-        // The Host check comes before the token: a rebinding page learns nothing more.
-        assert_eq!(status(&one, &[("host", "evil.example")]), 403);
-        assert_eq!(status(&one, &[("host", "box.lan")]), 401);
-    }
-
-    #[test]
-    fn cross_origin_needs_the_token() {
-        let open = guard("127.0.0.1:8080", &[], None);
-        let host = ("host", "127.0.0.1:8080");
-        assert_eq!(
-            status(&open, &[host, ("origin", "http://127.0.0.1:8080")]),
-            200
-        );
-        for other in [
-            "http://evil.example",
-            "http://127.0.0.1:9999",
-            "http://localhost:8080",
-            "null",
-            "file://",
-        ] {
-            assert_eq!(status(&open, &[host, ("origin", other)]), 403, "{other}");
-        }
-        let with_token = guard("127.0.0.1:8080", &[], Some("t"));
-        let origin = ("origin", "http://evil.example");
-        assert_eq!(status(&with_token, &[host, origin]), 401);
-        assert_eq!(
-            status(&with_token, &[host, origin, ("authorization", "Bearer t")]),
-            200
-        );
-        // Default ports are the same origin with or without the port written.
-        let proxied = guard("127.0.0.1:8080", &["sluice.example"], None);
-        assert_eq!(
-            status(
-                &proxied,
-                &[
-                    ("host", "sluice.example"),
-                    ("origin", "https://sluice.example:443")
-                ]
-            ),
-            200
-        );
-    }
-
-    #[test]
-    fn bodies_must_be_json_within_the_limit() {
-        let g = guard("127.0.0.1:8080", &[], None);
-        let host = ("host", "127.0.0.1:8080");
-        let len = ("content-length", "2");
-        assert_eq!(
-            status(&g, &[host, len, ("content-type", "application/json")]),
-            200
-        );
-        assert_eq!(
-            status(
-                &g,
-                &[
-                    host,
-                    len,
-                    ("content-type", "Application/JSON; charset=utf-8")
-                ]
-            ),
-            200
-        );
-        assert_eq!(
-            status(&g, &[host, len, ("content-type", "text/plain")]),
-            415
-        );
-        assert_eq!(status(&g, &[host, len]), 415);
-        assert_eq!(
-            status(
-                &g,
-                &[
-                    host,
-                    ("transfer-encoding", "chunked"),
-                    ("content-type", "text/json")
-                ]
-            ),
-            415
-        );
-        // No body: no type needed.
-        assert_eq!(status(&g, &[host, ("content-length", "0")]), 200);
-        assert_eq!(status(&g, &[host]), 200);
-        assert_eq!(
-            status(
-                &g,
-                &[
-                    host,
-                    ("content-length", "101"),
-                    ("content-type", "application/json")
-                ]
-            ),
-            413
-        );
-    }
-
-    #[test]
-    fn the_refusals_say_what_is_allowed() {
-        let g = guard("127.0.0.1:8080", &["sluice.example"], None);
-        let e = g
-            .check_parts(&headers(&[("host", "attacker.example")]), None)
-            .unwrap_err();
-        assert_eq!(
-            e.body["error"],
-            "refusing Host \"attacker.example\": this server answers only to 127.0.0.1, [::1], localhost, *.localhost, sluice.example (a guard against DNS rebinding); to serve another name, add it with `sluice serve --allowed-host NAME` or server.allowed_hosts in sluice.toml"
-        );
-        assert_eq!(e.body["host"], "attacker.example");
-        let e = g
-            .check_parts(
-                &headers(&[
-                    ("host", "127.0.0.1:8080"),
-                    ("content-length", "3"),
-                    ("content-type", "text/plain"),
-                ]),
-                None,
-            )
-            .unwrap_err();
-        assert_eq!(
-            e.body["error"],
-            "a request body must be JSON sent with `Content-Type: application/json`; got Content-Type \"text/plain\""
-        );
-        assert_eq!(e.body["allowed"], "application/json");
-    }
-
-    #[test]
-    fn secrets_compare_whole() {
-        assert!(same_secret(b"abc", b"abc"));
-        assert!(!same_secret(b"abc", b"abd"));
-        assert!(!same_secret(b"abc", b"abcd"));
-    }
-}
+mod tests;
