@@ -334,6 +334,12 @@ mod tests {
             ("-----BEGIN RSA PRIV\nATE KEY-----", 0, 32),
             ("-----BEGIN RSA PRIVATE KEY\n-----", 0, 32),
             ("-----BEGIN\nPRIVATE KEY-----", 0, 27),
+            // A lone `\r`, escaped breaks, a `\` before a break, escaped indentation.
+            ("-----BEGIN RSA PRIVATE\rKEY-----", 0, 31),
+            ("-----BEGIN RSA PRIVATE\\nKEY-----", 0, 32),
+            ("-----BEGIN RSA PRIVATE\\\\r\\nKEY-----", 0, 35),
+            ("-----BEGIN RSA PRIVATE\\\nKEY-----", 0, 32),
+            ("-----BEGIN RSA PRIVATE\\n\\tKEY-----", 0, 34),
         ] {
             assert_eq!(found(text.as_bytes()), [(start, end, true)], "{text:?}");
         }
@@ -345,6 +351,8 @@ mod tests {
             "-----BEGIN RSA PRIVATE.\nKEY-----",
             "-----BEGIN RSA PRIVATE\nKEY",
             "-----BEGIN CERTIFICATE\n-----",
+            "-----BEGIN RSA PRIVATE\\xKEY-----",
+            "-----BEGIN RSA PRIVATE\\n\\nKEY-----",
         ] {
             assert_eq!(found(text.as_bytes()), [], "{text:?}");
         }
@@ -381,7 +389,7 @@ mod tests {
         use proptest::prelude::*;
         let junk = proptest::collection::vec(
             proptest::sample::select(vec![
-                "-", "-----", "BEGIN", "END", " ", "PRIVATE", " KEY", "\n", "\r\n", "x",
+                "-", "-----", "BEGIN", "END", " ", "PRIVATE", " KEY", "\n", "\r\n", "x", "\\", "\r",
             ]),
             0..6,
         )
@@ -390,7 +398,7 @@ mod tests {
             junk.clone(),
             5..8usize,
             proptest::sample::select(vec!["BEGIN", "END", "BEGI", "ENDX"]),
-            proptest::sample::select(vec![" ", "", "\n", "\r\n", "  "]),
+            proptest::sample::select(vec![" ", "", "\n", "\r\n", "  ", "\\\n", "\\n", "\n\t"]),
             proptest::sample::select(vec!["RSA ", "EC ", "", "OPENSSH ", "A-B_C "]),
             proptest::sample::select(vec!["PRIVATE", "PRIV\nATE", "PRIVATE\n"]),
             proptest::sample::select(vec![" KEY", "\nKEY", " \nKEY", "KEY", " KEY\n"]),
@@ -415,6 +423,44 @@ mod tests {
             let text = parts.concat();
             let found = scan(text.as_bytes());
             proptest::prop_assert!(found.is_empty() || has_marker(text.as_bytes()), "{text:?}: {found:?}");
+        }
+    }
+
+    /// `text` as JSON writes it in a string, without the quotes (serde_json's escapes).
+    fn json_escaped(text: &str) -> String {
+        let mut out = String::new();
+        for c in text.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+        /// JSON-escaping a text adds no armor: the host scans an observation's JSON text,
+        /// and redacts what it repeats before escaping it, so armor must not appear in the
+        /// escaped form of a text that holds none (docs/keys.md#line-breaks).
+        #[test]
+        fn json_escaping_adds_no_armor(
+            parts in proptest::collection::vec(
+                (armor_like(), proptest::sample::select(vec!["", "\\", "\\\\", "\t", "\"", "\0", "\\n", "\\r", "\r", "\\t"])),
+                1..4,
+            ),
+        ) {
+            let text: String = parts.iter().flat_map(|(a, b)| [a.as_str(), b]).collect();
+            let escaped = json_escaped(&text);
+            proptest::prop_assert!(!any(escaped.as_bytes()) || any(text.as_bytes()), "{text:?} -> {escaped:?}");
+            let redacted = crate::redact_armor(&text);
+            proptest::prop_assert!(!any(json_escaped(&redacted).as_bytes()), "{redacted:?}");
         }
     }
 
