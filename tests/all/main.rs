@@ -28,6 +28,7 @@ mod http; // Issue 16 item 1: wasi:http by allowlist: listed, unlisted, private,
 mod http_open; // Open wasi:http requests: bounded per call, closed when the call ends (descriptors).
 mod issue12_keys; // Issue 12 items 7–11: keys in UTF-16, encrypted, split; paging edges; deep trees.
 mod keys; // Rows K1–K3 and the key-material look-back rules.
+mod keys_deep; // Keys the look-back does not see whole: long labels, lone `\r`, PGP headers, escaped lines.
 mod list_dir; // Row L1, entry kinds, list paging and name cutting.
 mod live; // Issue 18: a call on a replaced LiveToolbox keeps it, and cancellation reaches it.
 mod read_file; // Rows R1–R9: read_file pages, cursors and the page budget.

@@ -7,8 +7,10 @@
 //! key written in them is just as readable:
 //! - **split across one line break**: a line that ends in `-----BEGIN ` or `-----END ` and
 //!   label characters (`-----BEGIN RSA PRIVATE`), completed by the start of the next line
-//!   (`KEY-----`, optionally indented, after `\n` or `\r\n`), joined either directly or
-//!   with one space. Two breaks or more are not followed;
+//!   (`KEY-----`, optionally indented, after one line break of the key rules: `\n`,
+//!   `\r\n`, a lone `\r`, or an escaped one such as the two characters `\n`; see
+//!   [`crate::breaks`]), joined either directly or with one space. Two breaks or more are
+//!   not followed;
 //! - **with NUL bytes interleaved**, as UTF-16 and UTF-32 write ASCII text: NUL bytes are
 //!   ignored, so `-\0-\0-\0-\0-\0B\0E\0G\0I\0N\0 \0…` is armor too. The tools transcode
 //!   nothing (docs/paging.md#text-and-bytes), so the page of a UTF-16 file shows those bytes
@@ -20,12 +22,14 @@ use std::sync::LazyLock;
 
 use memchr::memmem;
 
+use crate::breaks;
+
 /// The text every armor line holds before its tail.
-const KEY: &[u8] = b"PRIVATE KEY";
+pub(crate) const KEY: &[u8] = b"PRIVATE KEY";
 /// The marker of a BEGIN line.
-const BEGIN: &[u8] = b"-----BEGIN ";
+pub(crate) const BEGIN: &[u8] = b"-----BEGIN ";
 /// The marker of an END line.
-const END: &[u8] = b"-----END ";
+pub(crate) const END: &[u8] = b"-----END ";
 /// What the first part of a split BEGIN line starts with: the space after the keyword may
 /// be the line break itself.
 const SPLIT_BEGIN: &[u8] = b"-----BEGIN";
@@ -43,12 +47,12 @@ pub(crate) struct Span {
 }
 
 /// A label character: what may stand between the marker and `PRIVATE KEY`.
-fn is_label(b: u8) -> bool {
+pub(crate) fn is_label(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b' ' | b'_' | b'-')
 }
 
 /// `bytes` without its NUL bytes (borrowed when it has none).
-fn visible(bytes: &[u8]) -> Cow<'_, [u8]> {
+pub(crate) fn visible(bytes: &[u8]) -> Cow<'_, [u8]> {
     if memchr::memchr(0, bytes).is_none() {
         Cow::Borrowed(bytes)
     } else {
@@ -130,7 +134,7 @@ fn scan(v: &[u8]) -> Vec<Span> {
 }
 
 /// Moves `spans`, found in `bytes` with its NUL bytes left out, to positions in `bytes`.
-fn to_original(bytes: &[u8], spans: &mut [Span]) {
+pub(crate) fn to_original(bytes: &[u8], spans: &mut [Span]) {
     // Every span start and every span end − 1 is the index of a visible byte, and over
     // ordered spans without overlaps those indices never decrease: one pass finds them all.
     let mut positions = bytes
@@ -251,15 +255,10 @@ fn split<'a>(bytes: &'a [u8], marker: &'static [u8]) -> impl Iterator<Item = Spa
             .position(|&b| !is_label(b))
             .map_or(bytes.len(), |i| p + i);
         run_end = q;
-        let newline = match bytes.get(q) {
-            Some(b'\n') => q,
-            Some(b'\r') if bytes.get(q + 1) == Some(&b'\n') => q + 1,
-            _ => return None,
+        let head = match breaks::break_len_at(bytes, q) {
+            0 => return None,
+            n => breaks::indent_end(bytes, q + n),
         };
-        let mut head = newline + 1;
-        while matches!(bytes.get(head), Some(b' ' | b'\t')) {
-            head += 1;
-        }
         let head_end = bytes[head..]
             .iter()
             .position(|&b| !is_label(b))
@@ -335,6 +334,12 @@ mod tests {
             ("-----BEGIN RSA PRIV\nATE KEY-----", 0, 32),
             ("-----BEGIN RSA PRIVATE KEY\n-----", 0, 32),
             ("-----BEGIN\nPRIVATE KEY-----", 0, 27),
+            // A lone `\r`, escaped breaks, a `\` before a break, escaped indentation.
+            ("-----BEGIN RSA PRIVATE\rKEY-----", 0, 31),
+            ("-----BEGIN RSA PRIVATE\\nKEY-----", 0, 32),
+            ("-----BEGIN RSA PRIVATE\\\\r\\nKEY-----", 0, 35),
+            ("-----BEGIN RSA PRIVATE\\\nKEY-----", 0, 32),
+            ("-----BEGIN RSA PRIVATE\\n\\tKEY-----", 0, 34),
         ] {
             assert_eq!(found(text.as_bytes()), [(start, end, true)], "{text:?}");
         }
@@ -346,6 +351,8 @@ mod tests {
             "-----BEGIN RSA PRIVATE.\nKEY-----",
             "-----BEGIN RSA PRIVATE\nKEY",
             "-----BEGIN CERTIFICATE\n-----",
+            "-----BEGIN RSA PRIVATE\\xKEY-----",
+            "-----BEGIN RSA PRIVATE\\n\\nKEY-----",
         ] {
             assert_eq!(found(text.as_bytes()), [], "{text:?}");
         }
@@ -382,7 +389,7 @@ mod tests {
         use proptest::prelude::*;
         let junk = proptest::collection::vec(
             proptest::sample::select(vec![
-                "-", "-----", "BEGIN", "END", " ", "PRIVATE", " KEY", "\n", "\r\n", "x",
+                "-", "-----", "BEGIN", "END", " ", "PRIVATE", " KEY", "\n", "\r\n", "x", "\\", "\r",
             ]),
             0..6,
         )
@@ -391,7 +398,7 @@ mod tests {
             junk.clone(),
             5..8usize,
             proptest::sample::select(vec!["BEGIN", "END", "BEGI", "ENDX"]),
-            proptest::sample::select(vec![" ", "", "\n", "\r\n", "  "]),
+            proptest::sample::select(vec![" ", "", "\n", "\r\n", "  ", "\\\n", "\\n", "\n\t"]),
             proptest::sample::select(vec!["RSA ", "EC ", "", "OPENSSH ", "A-B_C "]),
             proptest::sample::select(vec!["PRIVATE", "PRIV\nATE", "PRIVATE\n"]),
             proptest::sample::select(vec![" KEY", "\nKEY", " \nKEY", "KEY", " KEY\n"]),
@@ -416,6 +423,44 @@ mod tests {
             let text = parts.concat();
             let found = scan(text.as_bytes());
             proptest::prop_assert!(found.is_empty() || has_marker(text.as_bytes()), "{text:?}: {found:?}");
+        }
+    }
+
+    /// `text` as JSON writes it in a string, without the quotes (serde_json's escapes).
+    fn json_escaped(text: &str) -> String {
+        let mut out = String::new();
+        for c in text.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+        /// JSON-escaping a text adds no armor: the host scans an observation's JSON text,
+        /// and redacts what it repeats before escaping it, so armor must not appear in the
+        /// escaped form of a text that holds none (docs/keys.md#line-breaks).
+        #[test]
+        fn json_escaping_adds_no_armor(
+            parts in proptest::collection::vec(
+                (armor_like(), proptest::sample::select(vec!["", "\\", "\\\\", "\t", "\"", "\0", "\\n", "\\r", "\r", "\\t"])),
+                1..4,
+            ),
+        ) {
+            let text: String = parts.iter().flat_map(|(a, b)| [a.as_str(), b]).collect();
+            let escaped = json_escaped(&text);
+            proptest::prop_assert!(!any(escaped.as_bytes()) || any(text.as_bytes()), "{text:?} -> {escaped:?}");
+            let redacted = crate::redact_armor(&text);
+            proptest::prop_assert!(!any(json_escaped(&redacted).as_bytes()), "{redacted:?}");
         }
     }
 

@@ -24,6 +24,11 @@
 //! ```
 
 mod armor;
+mod breaks;
+mod cut;
+mod lines;
+
+pub use lines::{LineClass, classify_line, is_key_body_line, look_back_fails_closed};
 
 use std::ops::Range;
 
@@ -187,7 +192,8 @@ fn redact_once(text: &str) -> String {
 /// (letters, digits, spaces, `_`, `-`; any number of them), then `PRIVATE KEY`, optionally
 /// ` BLOCK`, then `-----`, anywhere in a line, case-sensitive. Also armor: one split
 /// across one line break (`-----BEGIN RSA PRIVATE` then `KEY-----` on the next line,
-/// optionally indented, after `\n` or `\r\n`), and one with NUL bytes interleaved, as a
+/// optionally indented, after `\n`, `\r\n`, a lone `\r` or an escaped break such as the
+/// two characters `\n`: docs/keys.md#line-breaks), and one with NUL bytes interleaved, as a
 /// UTF-16 file holds it (NUL bytes are ignored throughout the key rules). The work is
 /// linear in the window's length.
 pub fn find_armor(window: &[u8], window_start: u64) -> Vec<Armor> {
@@ -200,105 +206,6 @@ pub fn find_armor(window: &[u8], window_start: u64) -> Vec<Armor> {
         .collect()
 }
 
-/// What one whole line is to the fail-closed rule (docs/keys.md#key-body-and-neutral-lines;
-/// see [`classify_line`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LineClass {
-    /// 16–100 characters of `A–Z a–z 0–9 + / =`, optionally indented.
-    KeyBody,
-    /// An empty (or blank) line, an RFC 1421 header line of a traditionally encrypted key
-    /// (`Proc-Type: …`, `DEK-Info: …`), or the second part of an armor line split across
-    /// lines (`KEY-----`, `  RSA PRIVATE KEY-----`): it neither clears a refusal nor counts
-    /// as text.
-    Neutral,
-    /// Anything else: ordinary text, which clears the fail-closed refusal.
-    Ordinary,
-}
-
-/// Classifies `line`, a whole line without its `\n` (a trailing `\r` is ignored, as are NUL
-/// bytes, so the lines of a UTF-16 file are judged by their text). Blank means only spaces
-/// and tabs; the header names are case-sensitive, as PEM readers match them, and may be
-/// indented like body lines.
-pub fn classify_line(line: &[u8]) -> LineClass {
-    let visible: std::borrow::Cow<'_, [u8]> = if memchr::memchr(0, line).is_some() {
-        line.iter().copied().filter(|&b| b != 0).collect()
-    } else {
-        line.into()
-    };
-    let line = visible.strip_suffix(b"\r").unwrap_or(&visible);
-    let start = line
-        .iter()
-        .position(|&b| b != b' ' && b != b'\t')
-        .unwrap_or(line.len());
-    let text = &line[start..];
-    if text.is_empty()
-        || text.starts_with(b"Proc-Type:")
-        || text.starts_with(b"DEK-Info:")
-        || is_armor_rest(text)
-    {
-        return LineClass::Neutral;
-    }
-    let base64 = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=');
-    if (16..=100).contains(&text.len()) && text.iter().all(base64) {
-        LineClass::KeyBody
-    } else {
-        LineClass::Ordinary
-    }
-}
-
-/// True when `text` can be the second part of an armor line split across two lines, the
-/// part a look-back window that starts just after the break sees alone: the end of
-/// `PRIVATE KEY-----` (or `PRIVATE KEY BLOCK-----`) from its dashes on, or label
-/// characters followed by all of it. Without this, such a line would read as ordinary
-/// text and clear the fail-closed rule inside a long key whose header is split.
-fn is_armor_rest(text: &[u8]) -> bool {
-    [&b"PRIVATE KEY-----"[..], b"PRIVATE KEY BLOCK-----"]
-        .iter()
-        .any(|full| {
-            (text.len() >= 5 && full.ends_with(text))
-                || text.strip_suffix(*full).is_some_and(|label| {
-                    label
-                        .iter()
-                        .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b' ' | b'_' | b'-'))
-                })
-        })
-}
-
-/// True for a key-body line (docs/keys.md#key-body-and-neutral-lines): see
-/// [`classify_line`].
-pub fn is_key_body_line(line: &[u8]) -> bool {
-    classify_line(line) == LineClass::KeyBody
-}
-
-/// The fail-closed rule (docs/keys.md#fail-closed): `look_back` is the bytes just before a
-/// page (or window) start, it holds no armor line, and it does not reach the start of the
-/// file. True when it holds at least one whole key-body line and every whole line in it is
-/// a key-body or a neutral line ([`classify_line`]).
-///
-/// Whole lines are those that end with `\n` inside `look_back`. The line the page starts in
-/// (after the last `\n`) is not whole, and neither is the first line when `look_back` starts
-/// inside it: `at_line_start` says whether the byte before `look_back` is a `\n`, in which
-/// case its first line is whole and judged like the others.
-pub fn look_back_fails_closed(look_back: &[u8], at_line_start: bool) -> bool {
-    let Some(last_newline) = memchr::memrchr(b'\n', look_back) else {
-        return false;
-    };
-    let mut lines = look_back[..last_newline].split(|&b| b == b'\n');
-    if !at_line_start {
-        lines.next();
-    }
-    let mut body = false;
-    // Most text fails on its first line, so stop at the first ordinary one.
-    for line in lines {
-        match classify_line(line) {
-            LineClass::KeyBody => body = true,
-            LineClass::Neutral => {}
-            LineClass::Ordinary => return false,
-        }
-    }
-    body
-}
-
 /// The bytes the key rules judge around a range: from `start` (a file offset) on.
 #[derive(Clone, Copy, Debug)]
 pub struct Window<'a> {
@@ -307,8 +214,22 @@ pub struct Window<'a> {
     /// The file offset of `bytes[0]`.
     pub start: u64,
     /// True when `start` is the start of a line: the start of the file, or just after a
-    /// `\n`. Then the window's first line is whole (the fail-closed rule judges it).
+    /// `\n` or `\r` (docs/keys.md#line-breaks). Then the window's first line is whole (the
+    /// fail-closed rule judges it, and an armor line cut by the window's start is looked
+    /// for in it only as the second part of a split one).
     pub at_line_start: bool,
+}
+
+impl<'a> Window<'a> {
+    /// The window of `bytes` from file offset `start`, where `before` is the byte just
+    /// before it (`None` at the start of the file): that byte tells [`Window::at_line_start`].
+    pub fn new(bytes: &'a [u8], start: u64, before: Option<u8>) -> Self {
+        Window {
+            bytes,
+            start,
+            at_line_start: start == 0 || matches!(before, Some(b'\n' | b'\r')),
+        }
+    }
 }
 
 /// What the armor around a range says.
@@ -329,8 +250,24 @@ pub struct KeyScan {
 
 impl KeyScan {
     /// Scans `window` around `range` (file offsets), which lies inside it.
+    ///
+    /// The armor lines are those [`find_armor`] finds and, when the window does not start
+    /// at the start of the file, an armor line its start cuts (docs/keys.md#cut-armor): the
+    /// window starts inside its label or its `PRIVATE KEY-----`, so its marker is out of
+    /// sight. Such a line counts as a BEGIN, since its kind cannot be seen.
     pub fn scan(window: Window<'_>, range: Range<u64>) -> KeyScan {
-        let armor = find_armor(window.bytes, window.start);
+        let mut armor = find_armor(window.bytes, window.start);
+        if window.start > 0
+            && let Some(cut) = cut::cut_at_start(window.bytes, window.at_line_start)
+        {
+            armor.insert(
+                0,
+                Armor {
+                    span: window.start + cut.start as u64..window.start + cut.end as u64,
+                    begin: true,
+                },
+            );
+        }
         let overlaps = armor
             .iter()
             .any(|a| a.span.start < range.end && a.span.end > range.start);
@@ -418,78 +355,5 @@ mod tests {
             assert!(!denied(no), "{no}");
         }
         assert!(is_key_path(&k, &["a", "keys"], true));
-    }
-
-    #[test]
-    fn key_body_lines() {
-        assert!(is_key_body_line(b"MIIEvQIBADANBgkqhkiG9w0BAQEFAASC"));
-        assert!(is_key_body_line(b"  MIIEvQIBADANBgkqhkiG9w0BAQEFAASC\r"));
-        assert!(!is_key_body_line(b"short"));
-        assert!(!is_key_body_line(b"this is ordinary text, not base64"));
-        assert!(!is_key_body_line(&[b'A'; 101]));
-    }
-
-    #[test]
-    fn line_classes() {
-        use LineClass::*;
-        for (line, class) in [
-            (&b""[..], Neutral),
-            (b"\r", Neutral),
-            (b"  \t ", Neutral),
-            (b"Proc-Type: 4,ENCRYPTED", Neutral),
-            (
-                b"DEK-Info: AES-128-CBC,0123456789ABCDEF0123456789ABCDEF\r",
-                Neutral,
-            ),
-            (b"  DEK-Info: DES-EDE3-CBC,01234567", Neutral),
-            (b"KEY-----", Neutral),
-            (b"  RSA PRIVATE KEY-----\r", Neutral),
-            (b"-----", Neutral),
-            (b"ATE KEY BLOCK-----", Neutral),
-            (b"---", Ordinary),
-            (b"-----END CERTIFICATE-----", Ordinary),
-            (b"KEY-----\"", Ordinary),
-            (b"proc-type: 4,ENCRYPTED", Ordinary),
-            (b"Proc-Type 4,ENCRYPTED", Ordinary),
-            (b"MIIEvQIBADANBgkqhkiG9w0BAQEFAASC", KeyBody),
-            (
-                b"M\0I\0I\0E\0v\0Q\0I\0B\0A\0D\0A\0N\0B\0g\0k\0q\0\r\0",
-                KeyBody,
-            ),
-            (b"hello world", Ordinary),
-        ] {
-            assert_eq!(
-                classify_line(line),
-                class,
-                "{:?}",
-                String::from_utf8_lossy(line)
-            );
-        }
-    }
-
-    #[test]
-    fn look_back_rule() {
-        let body = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldY\n";
-        let fails =
-            |text: &str, at_line_start| look_back_fails_closed(text.as_bytes(), at_line_start);
-        assert!(fails(&format!("partial{body}{body}par"), false));
-        assert!(!fails(&format!("partial{body}hello world\n{body}"), false));
-        // Only partial lines: nothing to judge.
-        assert!(!fails("QUJDREVGR0hJSktMTU5PUFFSU1RVVldY", false));
-        assert!(!fails("QUJDREVG\nR0hJSktMTU5PUFFSU1RVVldY", false));
-        // Neutral lines neither clear it nor count as body.
-        let headers = "Proc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,00FF\n\n";
-        assert!(fails(
-            &format!("-----BEGIN RSA P{headers}{body}{body}"),
-            false
-        ));
-        assert!(fails(&format!("x\n{headers}{body}"), false));
-        assert!(!fails(&format!("x\n{headers}"), false));
-        assert!(!fails("x\n\n\n\n", false));
-        // The first line is whole when the look-back starts at a line start.
-        let ordinary_first = format!("an ordinary line\n{body}{body}");
-        assert!(fails(&ordinary_first, false));
-        assert!(!fails(&ordinary_first, true));
-        assert!(fails(&format!("{body}{body}"), true));
     }
 }

@@ -135,11 +135,9 @@ pub fn read_file(ctx: &Context, args: &ReadFileArgs) -> Result<ReadFilePage> {
     let window = read
         .get((window_start - read_start) as usize..)
         .unwrap_or_default();
-    let window_at_line_start = window_start == 0
-        || ((window_start - read_start) as usize)
-            .checked_sub(1)
-            .and_then(|i| read.get(i))
-            == Some(&b'\n');
+    let byte_before_window = ((window_start - read_start) as usize)
+        .checked_sub(1)
+        .and_then(|i| read.get(i).copied());
     let before = window
         .get(..(start - window_start) as usize)
         .unwrap_or(window);
@@ -174,11 +172,7 @@ pub fn read_file(ctx: &Context, args: &ReadFileArgs) -> Result<ReadFilePage> {
         // An empty page (at the end of the file) shows nothing, wherever it is.
         KeyScan::default()
     } else {
-        let window = Window {
-            bytes: window,
-            start: window_start,
-            at_line_start: window_at_line_start,
-        };
+        let window = Window::new(window, window_start, byte_before_window);
         KeyScan::scan(window, start..start + pos as u64)
     };
     if scan.overlaps || scan.starts_inside || scan.fail_closed {

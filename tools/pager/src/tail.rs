@@ -63,12 +63,9 @@ pub fn tail_file(ctx: &Context, args: &TailFileArgs) -> Result<TailFilePage> {
     // One byte more in front tells whether the window starts at a line start.
     let read_start = window_start.saturating_sub(1);
     let read = file.read_at(read_start, (size - read_start) as usize)?;
-    let (window, window_at_line_start) = match (window_start - read_start) as usize {
-        0 => (&read[..], true),
-        _ => (
-            read.get(1..).unwrap_or_default(),
-            read.first() == Some(&b'\n'),
-        ),
+    let (window, byte_before_window) = match (window_start - read_start) as usize {
+        0 => (&read[..], None),
+        _ => (read.get(1..).unwrap_or_default(), read.first().copied()),
     };
     // A file cut short since it was opened (a log truncated by rotation) reads as empty.
     let tail = window
@@ -121,11 +118,7 @@ pub fn tail_file(ctx: &Context, args: &TailFileArgs) -> Result<TailFilePage> {
     }
     lines.reverse();
 
-    let window = Window {
-        bytes: window,
-        start: window_start,
-        at_line_start: window_at_line_start,
-    };
+    let window = Window::new(window, window_start, byte_before_window);
     let scan = KeyScan::scan(window, returned_from..size);
     let refusal = if scan.ends_inside {
         Some("ends inside a PEM private key")

@@ -185,11 +185,13 @@ fn i8_encrypted_key_longer_than_the_look_back() {
         .filter(|s| (1..=body_at).contains(&s.saturating_sub(LOOK_BACK_BYTES)))
         .collect();
     assert_eq!(starts.len(), 2);
-    for s in starts {
-        assert_refused(
-            read_at(&ctx, "enc.txt", Some(s), Some(1)),
-            "only key-body lines",
-        );
+    // The first look-back starts 14 bytes into the BEGIN line, which it cuts
+    // (docs/keys.md#cut-armor); the second in the DEK-Info line, a neutral one.
+    for (s, why) in starts
+        .into_iter()
+        .zip(["at that position", "only key-body lines"])
+    {
+        assert_refused(read_at(&ctx, "enc.txt", Some(s), Some(1)), why);
     }
 
     // tail_file: a key with no END (2,079 body lines) whose window starts inside the
@@ -260,12 +262,17 @@ fn i9_long_labels_and_split_headers() {
 
 /// Item 9, at the look-back's edge: a long key whose BEGIN line is split, read where the
 /// 128 KiB window starts exactly on the header's second part (`KEY-----`), which alone is
-/// no armor. That part is a neutral line, so the page is refused like any page deep in a
-/// key.
+/// no armor. That part counts as an armor line the window cuts (docs/keys.md#cut-armor),
+/// so the page starts inside a key; five dashes alone are only a neutral line, and the page
+/// fails closed like any page deep in a key.
 #[test]
 fn i9_split_header_at_the_window_edge() {
     let fx = Fixture::new();
-    for second in ["KEY-----", "  RSA PRIVATE KEY-----", "-----"] {
+    for (second, why) in [
+        ("KEY-----", "at that position"),
+        ("  RSA PRIVATE KEY-----", "at that position"),
+        ("-----", "only key-body lines"),
+    ] {
         let first = match second {
             "KEY-----" => "-----BEGIN RSA PRIVATE",
             "-----" => "-----BEGIN RSA PRIVATE KEY",
@@ -279,10 +286,7 @@ fn i9_split_header_at_the_window_edge() {
         let ctx = fx.ctx(CAP);
         // Mid-way through a body line, so the page's own line is partial too.
         let start = (first.len() + 1) as u64 + LOOK_BACK_BYTES;
-        assert_refused(
-            read_at(&ctx, "k.txt", Some(start), Some(1)),
-            "only key-body lines",
-        );
+        assert_refused(read_at(&ctx, "k.txt", Some(start), Some(1)), why);
     }
 }
 

@@ -1,5 +1,8 @@
 //! Property tests of the key rules and the line rules: no served page of read_file,
-//! tail_file or grep_files ever holds a byte of a PEM key, whatever shape the key has (d);
+//! tail_file or grep_files ever holds a byte of a PEM key, whatever shape the key has
+//! (lines ended by `\n`, `\r\n`, a lone `\r` or escaped `\n` on one line; indented or
+//! not; trailing blanks; PGP armor headers; labels up to 200,000 characters; bodies deeper
+//! than the look-back, read at any depth) (d);
 //! a `startLine` past the last line is always the empty page (e); grep matches and returns
 //! each line without its terminator (f); armor on one line is found exactly when the
 //! pattern of docs/keys.md#armor is there, whatever the label's length and with NULs
@@ -34,47 +37,80 @@ fn body_line(key: usize, line: usize) -> String {
         .collect()
 }
 
+/// What ends the lines of a key (docs/keys.md#line-breaks).
+#[derive(Clone, Copy, Debug)]
+enum Ending {
+    Lf,
+    CrLf,
+    /// A lone `\r`: the whole key is one line to paging.
+    Cr,
+    /// The two characters `\n`: the key is one quoted value on one line (`KEY="…"`).
+    Escaped,
+}
+
+impl Ending {
+    fn text(self) -> &'static str {
+        match self {
+            Ending::Lf => "\n",
+            Ending::CrLf => "\r\n",
+            Ending::Cr => "\r",
+            Ending::Escaped => "\\n",
+        }
+    }
+}
+
 /// How one key is written.
 #[derive(Clone, Debug)]
 struct KeyShape {
-    /// The words before `PRIVATE KEY` (`RSA `, ``, a label of 1,500 characters, …).
+    /// The words before `PRIVATE KEY` (`RSA `, ``, a label of 1,500 or 150,000 characters,
+    /// …).
     label: String,
     /// Body lines: a few, or more than the 128 KiB look-back holds.
     lines: usize,
     /// `Proc-Type:`/`DEK-Info:` headers and an empty line after BEGIN.
     encrypted: bool,
+    /// A PGP block: ` BLOCK` after `PRIVATE KEY`, and the armor headers `Version:`,
+    /// `Comment:`, `Hash:` and an empty line after BEGIN.
+    pgp: bool,
     /// The BEGIN and END lines split this many bytes after their `-----BEGIN` or
     /// `-----END`, when given (and the line is longer).
     split_at: Option<usize>,
-    /// Lines end `\r\n`.
-    crlf: bool,
-    /// Every line indented by two spaces.
-    indented: bool,
+    /// What ends every line of the key.
+    ending: Ending,
+    /// Every line indented by this (none, two spaces, a tab).
+    indent: &'static str,
+    /// Every body line followed by this (none, a space, spaces and a tab).
+    trailing: &'static str,
 }
 
 fn key_shape() -> impl Strategy<Value = KeyShape> {
     (
         prop_oneof![
-            Just(String::new()),
-            Just("RSA ".to_string()),
-            Just("OPENSSH ".to_string()),
-            Just("ML-DSA-65 ".to_string()),
-            (1000usize..1600).prop_map(|n| format!("{} ", "B".repeat(n))),
+            4 => Just(String::new()),
+            4 => Just("RSA ".to_string()),
+            2 => Just("OPENSSH ".to_string()),
+            2 => Just("ML_KEM_768 ".to_string()),
+            2 => (1000usize..1600).prop_map(|n| format!("{} ", "B".repeat(n))),
+            1 => (131_000usize..200_000).prop_map(|n| format!("{} ", "C".repeat(n))),
         ],
         prop_oneof![4 => 1usize..6, 1 => 2030usize..2100],
         any::<bool>(),
+        any::<bool>(),
         prop::option::of(0usize..40),
-        any::<bool>(),
-        any::<bool>(),
+        prop::sample::select(vec![Ending::Lf, Ending::CrLf, Ending::Cr, Ending::Escaped]),
+        prop::sample::select(vec!["", "  ", "\t"]),
+        prop::sample::select(vec!["", " ", "  \t"]),
     )
         .prop_map(
-            |(label, lines, encrypted, split_at, crlf, indented)| KeyShape {
+            |(label, lines, encrypted, pgp, split_at, ending, indent, trailing)| KeyShape {
                 label,
                 lines,
                 encrypted,
+                pgp,
                 split_at,
-                crlf,
-                indented,
+                ending,
+                indent,
+                trailing,
             },
         )
 }
@@ -120,10 +156,11 @@ fn build(blocks: &[Block]) -> KeyFile {
                 out.push('\n');
             }
             Block::Key(s) => {
-                let nl = if s.crlf { "\r\n" } else { "\n" };
-                let indent = if s.indented { "  " } else { "" };
+                let nl = s.ending.text();
+                let indent = s.indent;
+                let block = if s.pgp { " BLOCK" } else { "" };
                 let armor = |kind: &str| {
-                    let line = format!("-----{kind} {}PRIVATE KEY-----", s.label);
+                    let line = format!("-----{kind} {}PRIVATE KEY{block}-----", s.label);
                     match s.split_at.map(|k| 5 + kind.len() + k) {
                         Some(at) if at < line.len() => {
                             format!("{indent}{}{nl}{indent}{}{nl}", &line[..at], &line[at..])
@@ -131,24 +168,38 @@ fn build(blocks: &[Block]) -> KeyFile {
                         _ => format!("{indent}{line}{nl}"),
                     }
                 };
+                // An escaped key is a quoted value on one line of its own.
+                let quoted = matches!(s.ending, Ending::Escaped);
+                if quoted {
+                    out.push_str("KEY=\"");
+                }
                 let start = out.len() + indent.len();
                 out.push_str(&armor("BEGIN"));
                 // A split lands inside a label this long, so `PRIVATE KEY-----` ends the line.
                 let label_end = (s.label.len() >= 1000)
-                    .then(|| out.len() - nl.len() - "PRIVATE KEY-----".len());
+                    .then(|| out.len() - nl.len() - "PRIVATE KEY-----".len() - block.len());
                 if s.encrypted {
                     out.push_str(&format!(
                         "{indent}Proc-Type: 4,ENCRYPTED{nl}{indent}DEK-Info: AES-128-CBC,00112233445566778899AABBCCDDEEFF{nl}{nl}"
+                    ));
+                }
+                if s.pgp {
+                    out.push_str(&format!(
+                        "{indent}Version: GnuPG v2{nl}{indent}Comment: a key made for a test{nl}{indent}Hash: SHA256{nl}{nl}"
                     ));
                 }
                 let body: Vec<String> = (0..s.lines).map(|i| body_line(k, i)).collect();
                 for l in &body {
                     out.push_str(indent);
                     out.push_str(l);
+                    out.push_str(s.trailing);
                     out.push_str(nl);
                 }
                 out.push_str(&armor("END"));
                 let end = out.len() - nl.len();
+                if quoted {
+                    out.push_str("\"\n");
+                }
                 keys.push((start..end, body, label_end));
             }
         }
@@ -157,6 +208,14 @@ fn build(blocks: &[Block]) -> KeyFile {
         bytes: out.into_bytes(),
         keys,
     }
+}
+
+/// True when `text` holds a body line of a key of `file` (whatever ends the lines: a line
+/// of paging may hold many lines of a key written with `\r` or `\n` escapes).
+fn serves_body(file: &KeyFile, text: &str) -> bool {
+    file.keys
+        .iter()
+        .any(|(_, body, _)| body.iter().any(|b| text.contains(b.as_str())))
 }
 
 fn key_file() -> impl Strategy<Value = Vec<Block>> {
@@ -175,6 +234,7 @@ proptest! {
         offsets in prop::collection::vec(any::<prop::sample::Index>(), 1..8),
         line_count in prop::option::of(1u64..5),
         tails in prop::collection::vec(1u64..60, 1..4),
+        depths in prop::collection::vec((any::<prop::sample::Index>(), 0u64..120), 1..4),
     ) {
         let file = build(&blocks);
         let fx = Fixture::new();
@@ -195,6 +255,17 @@ proptest! {
                 asks.push(ReadFileArgs { path: "f.txt".into(), start_line: Some(l), line_count: Some(1), ..Default::default() });
             }
             asks.push(ReadFileArgs { path: "f.txt".into(), offset: Some(range.end as u64), ..Default::default() });
+            // Inside the key at any depth, and where the look-back starts in its first lines
+            // (the BEGIN line, the headers).
+            for (at, near) in &depths {
+                let deep = range.start + at.index(range.len());
+                let look_back_in_head = range.start as u64 + sluice_pager::keys::LOOK_BACK_BYTES + near;
+                for offset in [deep as u64, look_back_in_head] {
+                    if offset <= size as u64 {
+                        asks.push(ReadFileArgs { path: "f.txt".into(), offset: Some(offset), ..Default::default() });
+                    }
+                }
+            }
         }
         for args in &asks {
             let result = read_file(&ctx, args);
@@ -217,15 +288,13 @@ proptest! {
             assert_fits(&result, cap);
             let Ok(page) = result else { continue };
             for line in &page.lines {
-                let text = line.trim_start();
-                prop_assert!(!file.keys.iter().any(|(_, body, _)| body.iter().any(|b| b == text)), "tail served {line:?}");
+                prop_assert!(!serves_body(&file, line), "tail served {line:?}");
             }
             prop_assert!(!has_armor(page.lines.join("\n").as_bytes()));
         }
         let pages = follow_grep(&ctx, &GrepFilesArgs { pattern: "[A-Za-z0-9+/]{16,}".into(), max_results: Some(500), ..Default::default() });
         for m in pages.iter().flat_map(|p| &p.results) {
-            let text = m.text.trim_start().trim_end_matches('\r');
-            prop_assert!(!file.keys.iter().any(|(_, body, _)| body.iter().any(|b| b == text)), "grep served {:?}", m.text);
+            prop_assert!(!serves_body(&file, &m.text), "grep served {:?}", m.text);
         }
     }
 

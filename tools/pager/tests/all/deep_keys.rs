@@ -1,0 +1,115 @@
+//! A sweep over the shapes of key that escaped the deep-key rules (docs/keys.md#fail-closed):
+//! every combination of line ending (`\n`, `\r\n`, lone `\r`, escaped `\n` on one line),
+//! indentation, trailing blanks, OpenPGP armor headers and label length (short, 150,000
+//! characters), with a body deeper than the 128 KiB look-back. read_file is called where
+//! the look-back starts in the key's first lines and at depths through the key, at two caps;
+//! tail_file on the key with its END line cut off. No observation may hold a body line.
+//! Before the rules for line breaks, cut armor lines and neutral armor headers, 3,302 of
+//! these 7,296 calls served body.
+
+use sluice_pager::keys::LOOK_BACK_BYTES;
+use sluice_pager::{ReadFileArgs, TailFileArgs, read_file, tail_file};
+
+use crate::support::{Fixture, obs};
+
+/// Body line `i` of a fake key: 64 characters of base64, all starting with [`MARK`].
+fn body_line(i: usize) -> String {
+    format!("{MARK}{i:028}")
+}
+
+/// What every body line starts with: an observation holding it serves key body.
+const MARK: &str = "RkFLRS1LRVktTk9ULUEtUkVBTC1LRVkt90AB";
+
+/// One key: `(text of the file, offset of its BEGIN line)`.
+fn key_file(nl: &str, indent: &str, trailing: &str, pgp: bool, label: &str) -> (String, usize) {
+    let block = if pgp { " BLOCK" } else { "" };
+    let mut out = String::from("some ordinary text before the key\n");
+    if nl == r"\n" {
+        out.push_str("KEY=\"");
+    }
+    let start = out.len();
+    out.push_str(&format!(
+        "{indent}-----BEGIN {label}PRIVATE KEY{block}-----{nl}"
+    ));
+    if pgp {
+        out.push_str(&format!(
+            "{indent}Version: GnuPG v2{nl}{indent}Comment: made for a test{nl}{indent}Hash: SHA256{nl}{nl}"
+        ));
+    }
+    for i in 0..2200 {
+        out.push_str(&format!("{indent}{}{trailing}{nl}", body_line(i)));
+    }
+    out.push_str(&format!(
+        "{indent}-----END {label}PRIVATE KEY{block}-----{nl}"
+    ));
+    if nl == r"\n" {
+        out.push_str("\"\n");
+    }
+    out.push_str("after the key\n");
+    (out, start)
+}
+
+#[test]
+fn deep_keys_of_every_shape_serve_no_body() {
+    let fx = Fixture::new();
+    let long_label = format!("{} ", "L".repeat(150_000));
+    let mut calls = 0;
+    let mut served: Vec<String> = Vec::new();
+    for nl in ["\n", "\r\n", "\r", r"\n"] {
+        for indent in ["", "  "] {
+            for trailing in ["", " "] {
+                for pgp in [false, true] {
+                    for label in ["RSA ", long_label.as_str()] {
+                        let (text, begin) = key_file(nl, indent, trailing, pgp, label);
+                        fx.write("k.txt", &text);
+                        let end = text.rfind("-----END").unwrap();
+                        fx.write("open.txt", &text[..end]);
+                        let shape = format!(
+                            "nl {nl:?} indent {indent:?} trailing {trailing:?} pgp {pgp} label {}",
+                            label.len()
+                        );
+                        let look_back = begin + LOOK_BACK_BYTES as usize;
+                        let near = (0..100).step_by(4).map(|d| look_back + d);
+                        let label_end = begin + indent.len() + 11 + label.len();
+                        let depths = (1..=30).map(|k| label_end + (end - label_end) * k / 31);
+                        for cap in [4096, 6866] {
+                            let ctx = fx.ctx(cap);
+                            for offset in near.clone().chain(depths.clone()) {
+                                let args = ReadFileArgs {
+                                    path: "k.txt".into(),
+                                    offset: Some(offset as u64),
+                                    ..Default::default()
+                                };
+                                let o = obs(&read_file(&ctx, &args));
+                                calls += 1;
+                                if o.contains(MARK) {
+                                    served
+                                        .push(format!("{shape} cap {cap}: read_file at {offset}"));
+                                }
+                            }
+                            for lines in [1, 200] {
+                                let args = TailFileArgs {
+                                    path: "open.txt".into(),
+                                    lines: Some(lines),
+                                    ..Default::default()
+                                };
+                                let o = obs(&tail_file(&ctx, &args));
+                                calls += 1;
+                                if o.contains(MARK) {
+                                    served.push(format!("{shape} cap {cap}: tail_file {lines}"));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(calls, 7296);
+    assert!(
+        served.is_empty(),
+        "{} of {calls} calls served key body, among them {:?}",
+        served.len(),
+        &served[..served.len().min(8)]
+    );
+}
