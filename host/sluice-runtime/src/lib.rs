@@ -41,6 +41,7 @@ mod failure;
 pub mod hint;
 pub mod host;
 pub mod http;
+pub mod integers;
 mod invoke;
 pub mod limits;
 pub mod listing;
