@@ -30,6 +30,7 @@ mod list_dir; // Row L1, entry kinds, list paging and name cutting.
 mod live; // Issue 18: a call on a replaced LiveToolbox keeps it, and cancellation reaches it.
 mod read_file; // Rows R1–R9: read_file pages, cursors and the page budget.
 mod sandbox; // Escapes from the root (`..`, absolute, symlinks) and named roots.
+mod shapes; // Key order, integers as strings and beyond 64 bits, the root as a file, unknown tools.
 mod tail_file; // Rows T1–T5: tail_file windows.
 mod third_party; // A third-party component (own WIT, no Sluice import): schema, results, bad args.
 
@@ -53,6 +54,6 @@ fn smoke_read_file_through_the_component() {
     let r = sb.ok("read_file", &json!({"path": "f.txt"}));
     assert_eq!(
         r,
-        json!({"path":"f.txt","size":14,"offset":0,"content":"one\r\ntwo\nthree","startLine":1,"endLine":3,"totalLines":3})
+        json!({"path":"f.txt","size":14,"offset":0,"contentBytes":14,"content":"one\r\ntwo\nthree","startLine":1,"endLine":3,"totalLines":3})
     );
 }
