@@ -17,7 +17,12 @@ use serde_json::Value;
 /// Integer literals of an argument text that do not fit in 64 bits, keyed by the argument
 /// path the lowering names them by (`lines`, `items[2].n`, `by.val`), as written.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Literals(HashMap<String, String>);
+pub struct Literals {
+    by_path: HashMap<String, String>,
+    /// The argument text was scanned: a float found at a path without a literal was
+    /// written as a float.
+    scanned: bool,
+}
 
 impl Literals {
     /// No literals: for arguments that were never text (the lowering then judges a float
@@ -31,7 +36,11 @@ impl Literals {
     /// of `parsed` gives no literals.
     pub fn of(text: &str, parsed: &Value) -> Self {
         if !has_float(parsed) {
-            return Literals::none();
+            // No float anywhere: nothing to look up, and nothing to judge.
+            return Literals {
+                by_path: HashMap::new(),
+                scanned: true,
+            };
         }
         let mut scan = Scan {
             s: text.as_bytes(),
@@ -39,15 +48,34 @@ impl Literals {
             out: HashMap::new(),
         };
         match scan.value(String::new()) {
-            Some(()) => Literals(scan.out),
+            Some(()) => Literals {
+                by_path: scan.out,
+                scanned: true,
+            },
             None => Literals::none(),
         }
     }
 
-    /// The literal at argument path `path`, as written.
-    pub(crate) fn get(&self, path: &str) -> Option<&str> {
-        self.0.get(path).map(String::as_str)
+    /// What the text says of the number at argument path `path`.
+    pub(crate) fn get(&self, path: &str) -> Written<'_> {
+        match self.by_path.get(path) {
+            Some(lit) => Written::Literal(lit),
+            None if self.scanned => Written::AsParsed,
+            None => Written::Unknown,
+        }
     }
+}
+
+/// What the argument text says of one number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Written<'a> {
+    /// An integer literal beyond 64 bits, as written.
+    Literal(&'a str),
+    /// What serde_json read is what was written (an integer within 64 bits, or a float).
+    AsParsed,
+    /// The text is not known: a float with no fraction at or above 2^64 may have been an
+    /// integer literal.
+    Unknown,
 }
 
 fn has_float(v: &Value) -> bool {
@@ -200,8 +228,8 @@ fn given_text(s: &str) -> Given {
         .map_or(Given::Huge(s.starts_with('-')), Given::Int)
 }
 
-/// The integer `json` holds (the argument `name`, with the literal `literal` when it was
-/// written beyond 64 bits) within `b`.
+/// The integer `json` holds (the argument `name`, as the text `written` says it was
+/// written) within `b`.
 ///
 /// # Errors
 /// `<name> must be an integer of at least <min>; got <value>` below the minimum or for
@@ -209,21 +237,21 @@ fn given_text(s: &str) -> Given {
 /// given (a literal exactly as written), cut to 100 bytes.
 pub(crate) fn integer(
     json: &Value,
-    literal: Option<&str>,
+    written: Written<'_>,
     name: &str,
     b: Bounds,
 ) -> Result<i128, String> {
-    let (given, shown) = match (json, literal) {
-        (Value::Number(_), Some(lit)) => (given_text(lit), lit.to_string()),
-        (Value::Number(n), None) => {
+    let (given, shown) = match (json, written) {
+        (Value::Number(_), Written::Literal(lit)) => (given_text(lit), lit.to_string()),
+        (Value::Number(n), _) => {
             let int = n.as_i64().map(i128::from).or(n.as_u64().map(i128::from));
             let given = match int {
                 Some(n) => Given::Int(n),
                 // An integer too large for 64 bits read as a float with no fraction, where
                 // its text is not known: too large, not a fraction.
-                None if n
-                    .as_f64()
-                    .is_some_and(|f| f.fract() == 0.0 && f >= 18_446_744_073_709_551_616.0) =>
+                None if written == Written::Unknown
+                    && n.as_f64()
+                        .is_some_and(|f| f.fract() == 0.0 && f >= 18_446_744_073_709_551_616.0) =>
                 {
                     Given::Huge(false)
                 }
@@ -331,7 +359,7 @@ mod tests {
         // A float stays a float, whatever its value.
         assert_eq!(
             lower(r#"{"n":1.5e30}"#, U64),
-            Err("n must be an integer of at least 0; got 1.5e30".into())
+            Err("n must be an integer of at least 0; got 1.5e+30".into())
         );
     }
 
@@ -366,9 +394,18 @@ mod tests {
         let text = r#" { "a" : [ 1, {"b\u0022": 18446744073709551616 } ], "c": {"val": -9223372036854775809},"d":"18446744073709551616" } "#;
         let v: Value = serde_json::from_str(text).unwrap();
         let lits = Literals::of(text, &v);
-        assert_eq!(lits.get("a[1].b\""), Some("18446744073709551616"));
-        assert_eq!(lits.get("c.val"), Some("-9223372036854775809"));
-        assert_eq!(lits.get("d"), None);
-        assert_eq!(lits.0.len(), 2);
+        assert_eq!(
+            lits.get("a[1].b\""),
+            Written::Literal("18446744073709551616")
+        );
+        assert_eq!(lits.get("c.val"), Written::Literal("-9223372036854775809"));
+        assert_eq!(lits.get("d"), Written::AsParsed);
+        assert_eq!(lits.by_path.len(), 2);
+        // Without the text, a float past 2^64 with no fraction is taken as too large.
+        let v = serde_json::json!(1e20);
+        assert_eq!(
+            integer(&v, Literals::none().get("n"), "n", U64),
+            Err("n must be an integer of at most 18446744073709551615; got 1e+20".into())
+        );
     }
 }
