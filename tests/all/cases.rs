@@ -126,7 +126,7 @@ fn c7_invalid_utf8_and_binary() {
     assert_eq!(text.matches('\u{FFFD}').count(), 2);
     assert_eq!(
         sb.ok("read_file", &json!({"path": "hist.txt"})),
-        json!({"path":"hist.txt","size":bytes.len(),"offset":0,"content":text,"startLine":1,"endLine":50,"totalLines":50,"invalidUtf8":true})
+        json!({"path":"hist.txt","size":bytes.len(),"offset":0,"contentBytes":text.len(),"content":text,"startLine":1,"endLine":50,"totalLines":50,"invalidUtf8":true})
     );
     // Pages of 10 lines: the byte cursors are the raw line starts.
     let starts: Vec<usize> = lines

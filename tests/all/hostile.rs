@@ -55,7 +55,12 @@ fn growing_memory_towards_4_gib_hits_the_memory_limit() {
         message.starts_with("the tool hit its memory limit of 64 MiB (it asked for 65 MiB)"),
         "{message}"
     );
-    assert!(message.ends_with("and was stopped"), "{message}");
+    assert!(
+        message.ends_with(
+            "and was stopped; raise memory_mib in its policy (1 to 4096 MiB) if it needs more"
+        ),
+        "{message}"
+    );
     assert_still_serving(&sb);
 }
 

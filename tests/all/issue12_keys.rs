@@ -155,7 +155,7 @@ fn i10_paging_edges_and_line_terminators() {
                 "read_file",
                 &json!({"path": "inside.txt", "startLine": start_line})
             ),
-            json!({"path":"inside.txt","size":inside.len(),"offset":inside.len(),"content":"","totalLines":4})
+            json!({"path":"inside.txt","size":inside.len(),"offset":inside.len(),"contentBytes":0,"content":"","totalLines":4})
         );
     }
 
@@ -173,7 +173,7 @@ fn i10_paging_edges_and_line_terminators() {
     sb.write("crlf.txt", "foo\r\nbar\r\n");
     assert_eq!(
         sb.ok("tail_file", &json!({"path": "lone.txt"})),
-        json!({"path":"lone.txt","lines":["a","b\r"],"truncated":false})
+        json!({"path":"lone.txt","truncated":false,"count":2,"lines":["a","b\r"]})
     );
     assert_eq!(
         sb.ok("grep_files", &json!({"pattern": "b", "path": "lone.txt"}))["results"],

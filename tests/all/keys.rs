@@ -181,7 +181,7 @@ fn k3_tail_around_a_key() {
     assert!(msg.contains("holds a PEM private key"), "{msg}");
     assert_eq!(
         sb.ok("tail_file", &json!({"path": "f.txt", "lines": 2})),
-        json!({"path":"f.txt","lines":["line a","line b"],"truncated":false})
+        json!({"path":"f.txt","truncated":false,"count":2,"lines":["line a","line b"]})
     );
 
     // A file ending two body lines after BEGIN.
@@ -241,7 +241,7 @@ fn read_file_look_back_rules() {
     assert_eq!(kind, "key-material", "{msg}");
     assert_eq!(
         sb.ok("read_file", &json!({"path": "k.txt", "startLine": 9})),
-        json!({"path":"k.txt","size":"intro\n".len() + fake_pem("EC ", 5).len() + 6,"offset":"intro\n".len() + fake_pem("EC ", 5).len(),"content":"outro\n","startLine":9,"endLine":9,"totalLines":9})
+        json!({"path":"k.txt","size":"intro\n".len() + fake_pem("EC ", 5).len() + 6,"offset":"intro\n".len() + fake_pem("EC ", 5).len(),"contentBytes":6,"content":"outro\n","startLine":9,"endLine":9,"totalLines":9})
     );
 
     // 200 KiB of body lines, no armor at all: reading from deep inside fails closed…

@@ -51,7 +51,7 @@ fn kinds_sizes_and_offsets() {
     let r = sb.ok("list_dir", &json!({}));
     assert_eq!(
         r,
-        json!({"path":".","total":4,"offset":0,"entries":[
+        json!({"path":".","total":4,"offset":0,"count":4,"entries":[
             {"name":"B_upper","kind":"file","size":0},
             {"name":"a_dir","kind":"directory"},
             {"name":"b.txt","kind":"file","size":5},
@@ -60,11 +60,11 @@ fn kinds_sizes_and_offsets() {
     );
     assert_eq!(
         sb.ok("list_dir", &json!({"path": "a_dir"})),
-        json!({"path":"a_dir","total":0,"offset":0,"entries":[]})
+        json!({"path":"a_dir","total":0,"offset":0,"count":0,"entries":[]})
     );
     assert_eq!(
         sb.ok("list_dir", &json!({"offset": 4})),
-        json!({"path":".","total":4,"offset":4,"entries":[]})
+        json!({"path":".","total":4,"offset":4,"count":0,"entries":[]})
     );
     let r = sb.ok("list_dir", &json!({"offset": 3}));
     assert_eq!(r["entries"], json!([{"name":"c_link","kind":"symlink"}]));
@@ -88,7 +88,7 @@ fn name_too_long_for_a_page_is_cut() {
     let first = sb.ok("list_dir", &json!({}));
     assert_eq!(
         first,
-        json!({"path":".","total":2,"offset":0,"entries":[
+        json!({"path":".","total":2,"offset":0,"count":1,"entries":[
             {"name": "\u{1}".repeat(75), "kind":"file","size":0,"nameTruncated":true}
         ],"nextOffset":1})
     );

@@ -34,6 +34,7 @@ mod live; // Issue 18: a call on a replaced LiveToolbox keeps it, and cancellati
 mod read_file; // Rows R1–R9: read_file pages, cursors and the page budget.
 mod sandbox; // Escapes from the root (`..`, absolute, symlinks) and named roots.
 mod secret_files; // The configuration's secret files: refused by name and by identity in every tool.
+mod shapes; // Key order, integers as strings and beyond 64 bits, the root as a file, unknown tools.
 mod tail_file; // Rows T1–T5: tail_file windows.
 mod third_party; // A third-party component (own WIT, no Sluice import): schema, results, bad args.
 
@@ -57,6 +58,6 @@ fn smoke_read_file_through_the_component() {
     let r = sb.ok("read_file", &json!({"path": "f.txt"}));
     assert_eq!(
         r,
-        json!({"path":"f.txt","size":14,"offset":0,"content":"one\r\ntwo\nthree","startLine":1,"endLine":3,"totalLines":3})
+        json!({"path":"f.txt","size":14,"offset":0,"contentBytes":14,"content":"one\r\ntwo\nthree","startLine":1,"endLine":3,"totalLines":3})
     );
 }

@@ -14,7 +14,7 @@ fn r1_crlf_and_last_line_without_newline() {
     let obs = sb.checked("read_file", &json!({"path": "f.txt"}));
     assert_eq!(
         obs.text(),
-        r#"{"ok":true,"result":{"path":"f.txt","size":14,"offset":0,"content":"one\r\ntwo\nthree","startLine":1,"endLine":3,"totalLines":3}}"#
+        r#"{"ok":true,"result":{"path":"f.txt","size":14,"offset":0,"startLine":1,"endLine":3,"totalLines":3,"contentBytes":14,"content":"one\r\ntwo\nthree"}}"#
     );
     assert_eq!(obs.status(), CallStatus::Ok);
     assert!(!obs.truncated());
@@ -85,11 +85,11 @@ fn r3_offset_without_line_numbers_and_past_the_end() {
     let obs = sb.checked("read_file", &json!({"path": "f.txt", "offset": 4}));
     assert_eq!(
         obs.text(),
-        r#"{"ok":true,"result":{"path":"f.txt","size":14,"offset":4,"content":"two\nthree\n"}}"#
+        r#"{"ok":true,"result":{"path":"f.txt","size":14,"offset":4,"contentBytes":10,"content":"two\nthree\n"}}"#
     );
     assert_eq!(
         sb.ok("read_file", &json!({"path": "f.txt", "offset": 14})),
-        json!({"path":"f.txt","size":14,"offset":14,"content":""})
+        json!({"path":"f.txt","size":14,"offset":14,"contentBytes":0,"content":""})
     );
     let (msg, kind) = sb.err("read_file", &json!({"path": "f.txt", "offset": 15}));
     assert_eq!(msg, "offset 15 is past the end of the file (14 bytes)");
@@ -105,7 +105,7 @@ fn offset_inside_a_character_moves_forward() {
     let r = sb.ok("read_file", &json!({"path": "f.txt", "offset": 2}));
     assert_eq!(
         r,
-        json!({"path":"f.txt","size":9,"offset":3,"content":"漢\nz\n"})
+        json!({"path":"f.txt","size":9,"offset":3,"contentBytes":6,"content":"漢\nz\n"})
     );
     let r = sb.ok(
         "read_file",
@@ -113,7 +113,7 @@ fn offset_inside_a_character_moves_forward() {
     );
     assert_eq!(
         r,
-        json!({"path":"f.txt","size":9,"offset":6,"content":"\nz\n","startLine":1,"endLine":2,"totalLines":2})
+        json!({"path":"f.txt","size":9,"offset":6,"contentBytes":3,"content":"\nz\n","startLine":1,"endLine":2,"totalLines":2})
     );
 }
 
@@ -124,7 +124,7 @@ fn r4_lines_near_the_end_of_a_large_file() {
     sb.write("f.txt", num(300_000));
     let expected = json!({
         "path": "f.txt", "size": 6_000_000, "offset": 5_999_940,
-        "content": "line 00000000299998\nline 00000000299999\n",
+        "contentBytes":40,"content":"line 00000000299998\nline 00000000299999\n",
         "startLine": 299_998, "endLine": 299_999, "nextOffset": 5_999_980, "nextLine": 300_000
     });
     let r = sb.ok(
@@ -144,7 +144,7 @@ fn r4_lines_near_the_end_of_a_large_file() {
     );
     assert_eq!(
         r,
-        json!({"path":"f.txt","size":6_000_000,"offset":5_999_980,"content":"line 00000000300000\n","startLine":300_000,"endLine":300_000,"totalLines":300_000})
+        json!({"path":"f.txt","size":6_000_000,"offset":5_999_980,"contentBytes":20,"content":"line 00000000300000\n","startLine":300_000,"endLine":300_000,"totalLines":300_000})
     );
 }
 
@@ -157,13 +157,13 @@ fn r5_start_line_past_the_end_and_empty_file() {
     for start in [3, 50] {
         assert_eq!(
             sb.ok("read_file", &json!({"path": "f.txt", "startLine": start})),
-            json!({"path":"f.txt","size":4,"offset":4,"content":"","totalLines":2}),
+            json!({"path":"f.txt","size":4,"offset":4,"contentBytes":0,"content":"","totalLines":2}),
             "startLine {start}"
         );
     }
     assert_eq!(
         sb.ok("read_file", &json!({"path": "empty.txt"})),
-        json!({"path":"empty.txt","size":0,"offset":0,"content":"","totalLines":0})
+        json!({"path":"empty.txt","size":0,"offset":0,"contentBytes":0,"content":"","totalLines":0})
     );
 }
 
@@ -232,8 +232,8 @@ fn r7_integer_arguments_below_minimum_or_not_integers() {
             "startLine must be an integer of at least 1; got 1.5",
         ),
         (
-            json!({"path": "f.txt", "startLine": "2"}),
-            r#"startLine must be an integer of at least 1; got "2""#,
+            json!({"path": "f.txt", "startLine": "2.0"}),
+            r#"startLine must be an integer of at least 1; got "2.0""#,
         ),
         (
             json!({"path": "f.txt", "lineCount": -1}),
@@ -315,7 +315,7 @@ fn line_count_and_long_line_parts() {
     let r = sb.ok("read_file", &json!({"path": "f.txt", "lineCount": 1}));
     assert_eq!(
         r,
-        json!({"path":"f.txt","size":1207,"offset":0,"content":"a\n","startLine":1,"endLine":1,"nextOffset":2,"nextLine":2})
+        json!({"path":"f.txt","size":1207,"offset":0,"contentBytes":2,"content":"a\n","startLine":1,"endLine":1,"nextOffset":2,"nextLine":2})
     );
     // From line 3: the 1200-byte line is longer than the 512-byte page.
     let r = sb.ok("read_file", &json!({"path": "f.txt", "startLine": 3}));

@@ -107,7 +107,7 @@ fn symlinks_out_of_the_root_are_outside() {
     // A symlink inside the root is followed by read_file; the result shows the path asked.
     assert_eq!(
         sb.ok("read_file", &json!({"path": "ok_link"})),
-        json!({"path":"ok_link","size":5,"offset":0,"content":"fine\n","startLine":1,"endLine":1,"totalLines":1})
+        json!({"path":"ok_link","size":5,"offset":0,"contentBytes":5,"content":"fine\n","startLine":1,"endLine":1,"totalLines":1})
     );
     // grep over the whole root passes over every symlink (counted), never following one.
     let r = sb.ok("grep_files", &json!({"pattern": "TOPSECRET|fine"}));
@@ -165,7 +165,7 @@ fn second_root_by_name_and_unknown_root() {
     );
     assert_eq!(
         sb.ok("read_file", &json!({"path": "o.txt", "root": "other"})),
-        json!({"path":"o.txt","size":11,"offset":0,"content":"other root\n","startLine":1,"endLine":1,"totalLines":1})
+        json!({"path":"o.txt","size":11,"offset":0,"contentBytes":11,"content":"other root\n","startLine":1,"endLine":1,"totalLines":1})
     );
     assert_eq!(
         sb.ok("tail_file", &json!({"path": "o.txt", "root": "other"}))["lines"],
@@ -227,7 +227,7 @@ fn names_that_are_not_utf8_are_counted_not_fatal() {
     let r = sb.ok("list_dir", &json!({}));
     assert_eq!(
         r,
-        json!({"path": ".", "total": 2, "offset": 0, "entries": [
+        json!({"path": ".", "total": 2, "offset": 0, "count": 2, "entries": [
             {"name": "a", "kind": "directory"},
             {"name": "z", "kind": "directory"}
         ], "withheld": 1})
@@ -244,7 +244,7 @@ fn a_name_spelling_armor_does_not_block_the_directory() {
     let r = sb.ok("list_dir", &json!({}));
     assert_eq!(
         r,
-        json!({"path": ".", "total": 1, "offset": 0, "entries": [
+        json!({"path": ".", "total": 1, "offset": 0, "count": 1, "entries": [
             {"name": "a.txt", "kind": "file", "size": 2}
         ], "withheld": 1})
     );

@@ -17,7 +17,7 @@ fn t1_many_lines_asked_small_cap() {
     let r = sb.ok("tail_file", &json!({"path": "f.txt", "lines": 5000}));
     assert_eq!(
         r,
-        json!({"path": "f.txt", "lines": num_lines(955..=1000), "truncated": true})
+        json!({"path": "f.txt", "truncated": true, "count": 46, "lines": num_lines(955..=1000)})
     );
     assert!(json_len(&r["lines"]) <= 1024);
 }
@@ -31,7 +31,7 @@ fn t2_last_three_and_short_file() {
     sb.write("ab.txt", "a\nb\n");
     assert_eq!(
         sb.ok("tail_file", &json!({"path": "f.txt", "lines": 3})),
-        json!({"path": "f.txt", "lines": num_lines(998..=1000), "truncated": false})
+        json!({"path": "f.txt", "truncated": false, "count": 3, "lines": num_lines(998..=1000)})
     );
     assert_eq!(
         sb.ok("tail_file", &json!({"path": "ab.txt", "lines": 10})),
@@ -50,11 +50,11 @@ fn tail_terminators_and_no_final_newline() {
     sb.write("f.txt", "x\r\ny\nz");
     assert_eq!(
         sb.ok("tail_file", &json!({"path": "f.txt", "lines": 5})),
-        json!({"path": "f.txt", "lines": ["x", "y", "z"], "truncated": false})
+        json!({"path": "f.txt", "truncated": false, "count": 3, "lines": ["x", "y", "z"]})
     );
     assert_eq!(
         sb.ok("tail_file", &json!({"path": "f.txt", "lines": 1})),
-        json!({"path": "f.txt", "lines": ["z"], "truncated": false})
+        json!({"path": "f.txt", "truncated": false, "count": 1, "lines": ["z"]})
     );
 }
 
@@ -94,13 +94,13 @@ fn t5_control_characters_are_measured_escaped() {
     let r = sb.ok("tail_file", &json!({"path": "f.txt", "lines": 5000}));
     assert_eq!(
         r,
-        json!({"path": "f.txt", "lines": vec![line.clone(); 4], "truncated": true})
+        json!({"path": "f.txt", "truncated": true, "count": 4, "lines": vec![line.clone(); 4]})
     );
     assert!(json_len(&r["lines"]) <= 1024);
     let r = sb.ok("tail_file", &json!({"path": "f.txt", "lines": 1}));
     assert_eq!(
         r,
-        json!({"path": "f.txt", "lines": [line], "truncated": false})
+        json!({"path": "f.txt", "truncated": false, "count": 1, "lines": [line]})
     );
 }
 

@@ -11,14 +11,14 @@ use crate::file::Raw;
 use crate::{ConfigError, integer};
 
 /// The largest `registry.max_manifest_bytes`: 64 MiB.
-pub const MAX_MANIFEST_BYTES: u64 = 64 << 20;
+pub(crate) const MAX_MANIFEST_BYTES: u64 = 64 << 20;
 
 /// The largest `registry.max_component_bytes`: 1 GiB (a component is held in memory to be
 /// compiled).
-pub const MAX_COMPONENT_BYTES: u64 = 1 << 30;
+pub(crate) const MAX_COMPONENT_BYTES: u64 = 1 << 30;
 
 /// The largest `registry.timeout_secs`: one hour.
-pub const MAX_TIMEOUT_SECS: u64 = 3600;
+pub(crate) const MAX_TIMEOUT_SECS: u64 = 3600;
 
 /// `[registry]` as written.
 #[derive(Debug, Default, Deserialize)]

@@ -21,10 +21,8 @@ pub const BUILTIN_TOOLS: [&str; 4] = ["read_file", "tail_file", "grep_files", "l
 
 pub use sluice_protocol::limits::{
     DEFAULT_TOOL_MEMORY_MIB as DEFAULT_MEMORY_MIB, DEFAULT_TOOL_TIMEOUT_MS as DEFAULT_TIMEOUT_MS,
+    MAX_TOOL_MEMORY_MIB as MAX_MEMORY_MIB,
 };
-
-/// The largest memory limit a tool may be granted, in MiB (4 GiB, the wasm32 limit).
-pub const MAX_MEMORY_MIB: u64 = 4096;
 
 /// The longest timeout a tool may be granted, in ms (one hour).
 pub const MAX_TIMEOUT_MS: u64 = 3_600_000;

@@ -162,7 +162,9 @@ impl McpServer {
                     "an MCP client called a destructive tool that is not served; set [mcp] allow_destructive = true to serve it"
                 );
             }
-            return Some(Observation::unknown_tool(name).finish(name, cap as usize, DEFAULT_HINT));
+            let served = catalog.all().iter().map(|t| t.name.as_ref());
+            let unknown = Observation::unknown_tool_among(name, served);
+            return Some(unknown.finish(name, cap as usize, DEFAULT_HINT));
         }
         crate::call::call(toolbox, name, args, cap, cancel).await
     }

@@ -16,6 +16,9 @@ pub const DEFAULT_TOOL_TIMEOUT_MS: u64 = 10_000;
 /// A tool's linear-memory limit when its policy sets no `memory_mib`, in MiB.
 pub const DEFAULT_TOOL_MEMORY_MIB: u64 = 256;
 
+/// The largest `memory_mib` a tool policy may set, in MiB (4 GiB, the wasm32 limit).
+pub const MAX_TOOL_MEMORY_MIB: u64 = 4096;
+
 /// `runtime.queue_timeout_ms` when not set: how long a call waits for a free slot of the call
 /// pool before it is refused as `busy`, in ms.
 pub const DEFAULT_QUEUE_TIMEOUT_MS: u64 = 10_000;

@@ -108,7 +108,7 @@ impl Http {
         path: &str,
         accept: &str,
         limit: u64,
-        sink: &mut dyn FnMut(&[u8]) -> Result<(), String>,
+        sink: &mut (dyn FnMut(&[u8]) -> Result<(), String> + Send),
     ) -> Result<(), Failure> {
         let url = format!("{}/v2/{}/{path}", self.base, self.repository);
         let work = async {
@@ -281,7 +281,7 @@ impl Http {
 async fn read_bounded(
     mut response: reqwest::Response,
     limit: u64,
-    sink: &mut dyn FnMut(&[u8]) -> Result<(), String>,
+    sink: &mut (dyn FnMut(&[u8]) -> Result<(), String> + Send),
 ) -> Result<(), Failure> {
     if response.content_length().is_some_and(|n| n > limit) {
         return Err(Failure::TooLarge { limit });

@@ -1,5 +1,6 @@
 //! WIT documentation of a component's exports: the descriptions the model reads, and the
-//! `@minimum N` / `@maximum N` annotations that refine an argument's JSON schema.
+//! `@minimum N` / `@maximum N` annotations that refine an argument's JSON schema, and
+//! `@saturate`, which lets an integer above the maximum count as the maximum.
 //!
 //! Documentation comes from the component's own embedded WIT (`wit_parser::decoding`) when
 //! it carries doc comments, or from a WIT source (the built-in tools' `wit/` package).
@@ -38,6 +39,9 @@ pub struct ArgDocs {
     pub minimum: Option<i128>,
     /// From a `@maximum N` line.
     pub maximum: Option<i128>,
+    /// From a `@saturate` line: an integer above the maximum (the type's, or `@maximum`'s)
+    /// counts as the maximum instead of being refused (docs/observations.md#arguments).
+    pub saturate: bool,
 }
 
 impl ComponentDocs {
@@ -142,6 +146,8 @@ fn arg_docs(docs: &Docs) -> ArgDocs {
             .and_then(|n| n.trim().parse().ok())
         {
             out.maximum = Some(n);
+        } else if trimmed == "@saturate" {
+            out.saturate = true;
         } else {
             lines.push(trimmed);
         }

@@ -13,6 +13,7 @@ use crate::limits::{
 };
 use crate::policy::ToolPolicy;
 use crate::secrets::Cut;
+use sluice_protocol::limits::MAX_TOOL_MEMORY_MIB;
 
 /// Why the host stopped a call that was still running (raised by the epoch callback while
 /// guest code runs; the same reasons end a call that waits inside the host).
@@ -52,6 +53,23 @@ impl Failure {
         )
     }
 
+    /// The guest asked for `asked` bytes of linear memory past its limit of `limit` bytes:
+    /// names both in MiB and the policy key that raises the limit, with its range.
+    pub(crate) fn memory(limit: usize, asked: usize, policy: &ToolPolicy) -> Self {
+        let key = policy.origin.as_ref().map_or_else(
+            || "memory_mib in its policy".to_string(),
+            |o| o.key_at("memory_mib"),
+        );
+        Failure::new(
+            format!(
+                "the tool hit its memory limit of {} MiB (it asked for {} MiB) and was stopped; raise {key} (1 to {MAX_TOOL_MEMORY_MIB} MiB) if it needs more",
+                limit >> 20,
+                asked.div_ceil(1 << 20)
+            ),
+            "memory-limit",
+        )
+    }
+
     /// The call was cancelled while it ran.
     pub(crate) fn cancelled() -> Self {
         Failure::new(
@@ -64,14 +82,7 @@ impl Failure {
 /// Names what stopped a call that failed with `e`.
 pub(crate) fn explain(e: &wasmtime::Error, state: &mut CallState, policy: &ToolPolicy) -> Failure {
     if let Some(asked) = state.limiter.refused {
-        return Failure::new(
-            format!(
-                "the tool hit its memory limit of {} MiB (it asked for {} MiB) and was stopped",
-                state.limiter.limit_bytes >> 20,
-                asked.div_ceil(1 << 20)
-            ),
-            "memory-limit",
-        );
+        return Failure::memory(state.limiter.limit_bytes, asked, policy);
     }
     match e.downcast_ref::<Interrupt>() {
         Some(Interrupt::Timeout) => return Failure::timeout(policy),

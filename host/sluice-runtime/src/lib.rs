@@ -42,6 +42,7 @@ pub mod hint;
 pub mod host;
 pub mod http;
 mod http_open;
+pub mod integers;
 mod invoke;
 pub mod limits;
 pub mod listing;

@@ -80,6 +80,53 @@ impl Export<'_> {
     }
 }
 
+/// The tool names an unknown-tool observation lists (docs/observations.md#shapes): the
+/// closest to the name asked for first, and the one to suggest, if any is close.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Nearest<'a> {
+    /// The name the model most likely meant: the closest whose edit distance (case and
+    /// `-`/`_` aside) is at most 1 + a quarter of the asked name's length, or one that
+    /// holds the asked name (of 3 characters or more). `None` when no name is that close.
+    pub(crate) suggestion: Option<&'a str>,
+    /// Every known name, closest first (ties by name).
+    pub(crate) ranked: Vec<&'a str>,
+}
+
+/// Ranks `known` by how close each is to `asked` ([`Nearest`]). A name asked for that is
+/// longer than twice the longest valid tool name is compared with none (nothing is close to
+/// it, and the comparison would cost its length times every name's).
+pub(crate) fn nearest<'a>(asked: &str, known: impl IntoIterator<Item = &'a str>) -> Nearest<'a> {
+    let mut ranked: Vec<&'a str> = known.into_iter().collect();
+    if asked.len() > 2 * MAX_TOOL_NAME_BYTES {
+        ranked.sort_unstable();
+        return Nearest {
+            suggestion: None,
+            ranked,
+        };
+    }
+    let fold = |s: &str| s.to_ascii_lowercase().replace('-', "_");
+    let want = fold(asked);
+    let mut scored: Vec<(usize, bool, &'a str)> = ranked
+        .drain(..)
+        .map(|name| {
+            let have = fold(name);
+            let holds = want.chars().count() >= 3 && have.contains(&want);
+            (strsim::osa_distance(&want, &have), holds, name)
+        })
+        .collect();
+    scored.sort_unstable_by(|a, b| (a.0, a.2).cmp(&(b.0, b.2)));
+    let close = 1 + asked.chars().count() / 4;
+    let suggestion = scored
+        .iter()
+        .find(|(d, _, _)| *d <= close)
+        .or_else(|| scored.iter().find(|(_, holds, _)| *holds))
+        .map(|(_, _, name)| *name);
+    Nearest {
+        suggestion,
+        ranked: scored.into_iter().map(|(_, _, name)| name).collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,6 +176,38 @@ mod tests {
             },
         );
         assert_eq!(export.named(&by_derived).0, "fs.read");
+    }
+
+    #[test]
+    fn the_nearest_name_is_suggested() {
+        let known = [
+            "read_file",
+            "tail_file",
+            "grep_files",
+            "list_dir",
+            "json_query",
+        ];
+        let n = nearest("json_qeury", known);
+        assert_eq!(n.suggestion, Some("json_query"));
+        assert_eq!(n.ranked[0], "json_query");
+        assert_eq!(nearest("Read-File", known).suggestion, Some("read_file"));
+        assert_eq!(nearest("grep", known).suggestion, Some("grep_files"));
+        let n = nearest("cat", known);
+        assert_eq!(n.suggestion, None);
+        assert_eq!(n.ranked.len(), 5);
+        let long = "n".repeat(1000);
+        let n = nearest(&long, known);
+        assert_eq!(n.suggestion, None);
+        assert_eq!(
+            n.ranked,
+            [
+                "grep_files",
+                "json_query",
+                "list_dir",
+                "read_file",
+                "tail_file"
+            ]
+        );
     }
 
     #[test]

@@ -28,6 +28,13 @@ use crate::secrets::Secrets;
 /// The start of the marker that ends a capped observation.
 pub const TRUNCATION_MARKER_START: &str = "…[truncated; full result is ";
 
+/// The most tool names an unknown-tool observation lists.
+pub const UNKNOWN_TOOL_LISTED: usize = 20;
+
+/// The most bytes the list of tool names of an unknown-tool observation takes, brackets
+/// included (half the smallest cap).
+pub const UNKNOWN_TOOL_LIST_BYTES: usize = 512;
+
 /// The hint of tools that have no paging arguments.
 pub const DEFAULT_HINT: &str = "a narrower query";
 
@@ -160,17 +167,61 @@ impl Observation {
         Observation::error(message, Some("cancelled")).with_status(CallStatus::Cancelled)
     }
 
-    /// `{"ok":false,"error":"unknown_tool","name":<name as asked>}`.
+    /// `{"ok":false,"error":"unknown_tool","name":<name as asked>}`, for a tool source that
+    /// knows no tools; [`Observation::unknown_tool_among`] lists the ones it knows.
     pub fn unknown_tool(name: &str) -> Draft {
-        Draft {
-            text: format!(
-                "{{\"ok\":false,\"error\":\"unknown_tool\",\"name\":{}}}",
-                Value::from(name)
-            ),
-            status: CallStatus::UnknownTool,
-            paged: false,
-            secrets: None,
+        unknown(name, None)
+    }
+
+    /// `{"ok":false,"error":"unknown_tool","name":<name>,"didYouMean":<closest>,
+    /// "tools":[<names>],"moreTools":<n>}`: the name as asked (cut to 200 characters and
+    /// `…`, as in both shapes); the closest of `known` when one is close (by edit
+    /// distance, docs/observations.md#shapes); at most [`UNKNOWN_TOOL_LISTED`] of `known`, closest
+    /// first, within [`UNKNOWN_TOOL_LIST_BYTES`] bytes of JSON, so that with a name of up to
+    /// 200 characters the observation fits the smallest cap; and how many were left out
+    /// (`moreTools` only when some were).
+    pub fn unknown_tool_among<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> Draft {
+        unknown(name, Some(crate::names::nearest(name, known)))
+    }
+}
+
+fn unknown(name: &str, near: Option<crate::names::Nearest<'_>>) -> Draft {
+    let mut text = format!(
+        "{{\"ok\":false,\"error\":\"unknown_tool\",\"name\":{}",
+        Value::from(sluice_pager::error::quote(name))
+    );
+    if let Some(near) = near {
+        if let Some(s) = near.suggestion {
+            text.push_str(&format!(",\"didYouMean\":{}", Value::from(s)));
         }
+        let mut list = String::from("[");
+        let mut listed = 0;
+        for t in &near.ranked {
+            let item = Value::from(*t).to_string();
+            if listed == UNKNOWN_TOOL_LISTED
+                || list.len() + item.len() + 2 > UNKNOWN_TOOL_LIST_BYTES
+            {
+                break;
+            }
+            if listed > 0 {
+                list.push(',');
+            }
+            list.push_str(&item);
+            listed += 1;
+        }
+        list.push(']');
+        text.push_str(&format!(",\"tools\":{list}"));
+        let more = near.ranked.len() - listed;
+        if more > 0 {
+            text.push_str(&format!(",\"moreTools\":{more}"));
+        }
+    }
+    text.push('}');
+    Draft {
+        text,
+        status: CallStatus::UnknownTool,
+        paged: false,
+        secrets: None,
     }
 }
 

@@ -201,6 +201,19 @@ impl PolicyOrigin {
     }
 }
 
+impl PolicyOrigin {
+    /// Where policy key `key` (`memory_mib`) of this policy is set, in words:
+    /// `tools.stats.memory_mib in the configuration file`, `memory_mib in tools/stats.toml`.
+    pub fn key_at(&self, key: &str) -> String {
+        match self {
+            PolicyOrigin::Table(name) | PolicyOrigin::Builtins(name) => {
+                format!("tools.{}.{key} in the configuration file", toml_key(name))
+            }
+            PolicyOrigin::Sibling(file) => format!("{key} in {}", file.display()),
+        }
+    }
+}
+
 /// `key` as a TOML key: bare when it can be, quoted otherwise (`"iface/read-file"`).
 fn toml_key(key: &str) -> String {
     if !key.is_empty()

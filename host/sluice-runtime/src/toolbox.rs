@@ -20,12 +20,13 @@ use crate::docs::FuncDocs;
 use crate::engine::ToolEngine;
 use crate::error::RuntimeError;
 use crate::host::CallState;
+use crate::integers::Literals;
 use crate::invoke::Call;
 use crate::observation::{DEFAULT_HINT, Draft, Observation};
 use crate::policy::ToolPolicy;
 use crate::pool::PoolError;
 use crate::secrets::ComponentConfig;
-use crate::value::object_to_fields;
+use crate::value::object_to_fields_with;
 
 /// How one call runs: the cap and, optionally, a cancellation token.
 ///
@@ -283,7 +284,8 @@ impl Toolbox {
     /// `runtime.queue_timeout_ms` is a `busy` tool error.
     pub async fn call_with(&self, name: &str, args: &str, options: &CallOptions) -> Observation {
         let Some(&i) = self.by_name.get(name) else {
-            return Observation::unknown_tool(name).finish(
+            let known = self.tools.iter().map(|t| t.info.name.as_str());
+            return Observation::unknown_tool_among(name, known).finish(
                 name,
                 options.cap as usize,
                 DEFAULT_HINT,
@@ -308,17 +310,17 @@ impl Toolbox {
     }
 
     async fn invoke(&self, tool: &Tool, args: &str, options: &CallOptions) -> Draft {
-        let args: Value =
-            match serde_json::from_str(if args.trim().is_empty() { "{}" } else { args }) {
-                Ok(v) => v,
-                Err(e) => {
-                    return Observation::error(
-                        &format!("arguments are not valid JSON: {e}"),
-                        Some("invalid-argument"),
-                    );
-                }
-            };
-        let params = match lower_args(tool, &args) {
+        let text = if args.trim().is_empty() { "{}" } else { args };
+        let args: Value = match serde_json::from_str(text) {
+            Ok(v) => v,
+            Err(e) => {
+                return Observation::error(
+                    &format!("arguments are not valid JSON: {e}"),
+                    Some("invalid-argument"),
+                );
+            }
+        };
+        let params = match lower_args(tool, &args, &Literals::of(text, &args)) {
             Ok(p) => p,
             Err(message) => return Observation::error(&message, Some("invalid-argument")),
         };
@@ -359,14 +361,14 @@ impl Toolbox {
     }
 }
 
-fn lower_args(tool: &Tool, args: &Value) -> Result<Vec<Val>, String> {
+fn lower_args(tool: &Tool, args: &Value, lits: &Literals) -> Result<Vec<Val>, String> {
     let obj = args.as_object().ok_or_else(|| {
         format!(
             "arguments must be a JSON object; got {}",
             crate::value::short_json(args)
         )
     })?;
-    let fields = object_to_fields(tool.shape.fields(), obj, "", Some(&tool.docs.args))?;
+    let fields = object_to_fields_with(tool.shape.fields(), obj, Some(&tool.docs.args), lits)?;
     Ok(match tool.shape {
         Shape::Record(_) => vec![Val::Record(fields)],
         Shape::Params(_) => fields.into_iter().map(|(_, v)| v).collect(),

@@ -9,14 +9,26 @@ use wasmtime::component::Val;
 use wasmtime::component::types::Type;
 
 use crate::docs::ArgDocs;
+use crate::integers::{Bounds, Literals, integer};
 use crate::schema::{integer_bounds, json_name};
 
 /// Lowers `json` into a value of type `ty`. `name` is the argument's path for messages
-/// (`startLine`, `items[2].name`); `docs` may narrow an integer's bounds.
+/// (`startLine`, `items[2].name`); `docs` may narrow an integer's bounds. Integers are
+/// JSON integers or decimal strings ([`crate::integers`]).
 ///
 /// # Errors
 /// A message naming the argument, what was expected and what was given.
 pub fn to_val(ty: &Type, json: &Value, name: &str, docs: Option<&ArgDocs>) -> Result<Val, String> {
+    lower(ty, json, name, docs, &Literals::none())
+}
+
+fn lower(
+    ty: &Type,
+    json: &Value,
+    name: &str,
+    docs: Option<&ArgDocs>,
+    lits: &Literals,
+) -> Result<Val, String> {
     let got = || short_json(json);
     Ok(match ty {
         Type::Bool => Val::Bool(
@@ -47,7 +59,7 @@ pub fn to_val(ty: &Type, json: &Value, name: &str, docs: Option<&ArgDocs>) -> Re
                 items
                     .iter()
                     .enumerate()
-                    .map(|(i, v)| to_val(&item_ty, v, &format!("{name}[{i}]"), None))
+                    .map(|(i, v)| lower(&item_ty, v, &format!("{name}[{i}]"), None, lits))
                     .collect::<Result<_, _>>()?,
             )
         }
@@ -57,7 +69,7 @@ pub fn to_val(ty: &Type, json: &Value, name: &str, docs: Option<&ArgDocs>) -> Re
             let obj = json
                 .as_object()
                 .ok_or_else(|| format!("{name} must be an object; got {}", got()))?;
-            Val::Record(object_to_fields(&fields, obj, &format!("{name}."), None)?)
+            Val::Record(lower_fields(&fields, obj, &format!("{name}."), None, lits)?)
         }
         Type::Tuple(t) => {
             let types: Vec<Type> = t.types().collect();
@@ -76,7 +88,7 @@ pub fn to_val(ty: &Type, json: &Value, name: &str, docs: Option<&ArgDocs>) -> Re
                     .iter()
                     .zip(items)
                     .enumerate()
-                    .map(|(i, (t, v))| to_val(t, v, &format!("{name}[{i}]"), None))
+                    .map(|(i, (t, v))| lower(t, v, &format!("{name}[{i}]"), None, lits))
                     .collect::<Result<_, _>>()?,
             )
         }
@@ -102,7 +114,9 @@ pub fn to_val(ty: &Type, json: &Value, name: &str, docs: Option<&ArgDocs>) -> Re
                 .ok_or_else(expected)?;
             let case = cases.iter().find(|c| c.name == tag).ok_or_else(expected)?;
             let payload = match (&case.ty, obj.get("val")) {
-                (Some(t), Some(v)) => Some(Box::new(to_val(t, v, &format!("{name}.val"), None)?)),
+                (Some(t), Some(v)) => {
+                    Some(Box::new(lower(t, v, &format!("{name}.val"), None, lits)?))
+                }
                 (Some(_), None) => return Err(format!("{name}.val is required for tag {tag:?}")),
                 (None, None | Some(Value::Null)) => None,
                 (None, Some(_)) => {
@@ -126,7 +140,7 @@ pub fn to_val(ty: &Type, json: &Value, name: &str, docs: Option<&ArgDocs>) -> Re
         }
         Type::Option(o) => match json {
             Value::Null => Val::Option(None),
-            v => Val::Option(Some(Box::new(to_val(&o.ty(), v, name, docs)?))),
+            v => Val::Option(Some(Box::new(lower(&o.ty(), v, name, docs, lits)?))),
         },
         Type::Result(r) => {
             let obj = json.as_object().filter(|o| o.len() == 1).ok_or_else(|| {
@@ -137,7 +151,7 @@ pub fn to_val(ty: &Type, json: &Value, name: &str, docs: Option<&ArgDocs>) -> Re
             })?;
             let side = |t: Option<Type>, v: &Value, n: &str| -> Result<Option<Box<Val>>, String> {
                 match (t, v) {
-                    (Some(t), v) => Ok(Some(Box::new(to_val(&t, v, n, None)?))),
+                    (Some(t), v) => Ok(Some(Box::new(lower(&t, v, n, None, lits)?))),
                     (None, Value::Null) => Ok(None),
                     (None, v) => Err(format!("{n} must be null; got {}", short_json(v))),
                 }
@@ -193,30 +207,12 @@ pub fn to_val(ty: &Type, json: &Value, name: &str, docs: Option<&ArgDocs>) -> Re
             let max = docs
                 .and_then(|d| d.maximum)
                 .map_or(type_max, |m| m.min(type_max));
-            // An integer too large for 64 bits arrives as a float with no fraction.
-            if json.is_f64()
-                && json
-                    .as_f64()
-                    .is_some_and(|f| f.fract() == 0.0 && f >= 18_446_744_073_709_551_616.0)
-            {
-                return Err(format!(
-                    "{name} must be an integer of at most {max}; got {}",
-                    got()
-                ));
-            }
-            let n = json
-                .as_i64()
-                .map(i128::from)
-                .or_else(|| json.as_u64().map(i128::from))
-                .filter(|n| *n >= min)
-                .ok_or_else(|| {
-                    format!("{name} must be an integer of at least {min}; got {}", got())
-                })?;
-            if n > max {
-                return Err(format!(
-                    "{name} must be an integer of at most {max}; got {n}"
-                ));
-            }
+            let bounds = Bounds {
+                min,
+                max,
+                saturate: docs.is_some_and(|d| d.saturate),
+            };
+            let n = integer(json, lits.get(name), name, bounds)?;
             integer_val(other, n)
         }
     })
@@ -232,6 +228,30 @@ pub fn object_to_fields(
     obj: &Map<String, Value>,
     prefix: &str,
     docs: Option<&HashMap<String, ArgDocs>>,
+) -> Result<Vec<(String, Val)>, String> {
+    lower_fields(fields, obj, prefix, docs, &Literals::none())
+}
+
+/// [`object_to_fields`] of arguments parsed from text, with the text's integer literals
+/// beyond 64 bits ([`Literals::of`]), so that messages show them exactly as written.
+///
+/// # Errors
+/// As [`object_to_fields`].
+pub fn object_to_fields_with(
+    fields: &[(String, Type)],
+    obj: &Map<String, Value>,
+    docs: Option<&HashMap<String, ArgDocs>>,
+    lits: &Literals,
+) -> Result<Vec<(String, Val)>, String> {
+    lower_fields(fields, obj, "", docs, lits)
+}
+
+fn lower_fields(
+    fields: &[(String, Type)],
+    obj: &Map<String, Value>,
+    prefix: &str,
+    docs: Option<&HashMap<String, ArgDocs>>,
+    lits: &Literals,
 ) -> Result<Vec<(String, Val)>, String> {
     let names: Vec<String> = fields.iter().map(|(n, _)| json_name(n)).collect();
     let unknown: Vec<&str> = obj
@@ -262,7 +282,7 @@ pub fn object_to_fields(
         let val = match (ty, value) {
             (Type::Option(_), Value::Null) => Val::Option(None),
             (_, Value::Null) => return Err(format!("missing required argument: {full}")),
-            (ty, v) => to_val(ty, v, &full, docs.and_then(|d| d.get(wit)))?,
+            (ty, v) => lower(ty, v, &full, docs.and_then(|d| d.get(wit)), lits)?,
         };
         out.push((wit.clone(), val));
     }

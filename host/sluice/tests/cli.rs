@@ -51,7 +51,7 @@ fn call_prints_the_exact_observation() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        "{\"ok\":true,\"result\":{\"path\":\"f.txt\",\"size\":14,\"offset\":0,\"content\":\"one\\r\\ntwo\\nthree\",\"startLine\":1,\"endLine\":3,\"totalLines\":3}}\n"
+        "{\"ok\":true,\"result\":{\"path\":\"f.txt\",\"size\":14,\"offset\":0,\"startLine\":1,\"endLine\":3,\"totalLines\":3,\"contentBytes\":14,\"content\":\"one\\r\\ntwo\\nthree\"}}\n"
     );
 }
 
@@ -82,7 +82,7 @@ fn a_tool_error_still_exits_zero() {
     assert_eq!(o.status.code(), Some(0));
     assert_eq!(
         stdout(&o),
-        "{\"ok\":false,\"error\":\"unknown_tool\",\"name\":\"no_such_tool\"}\n"
+        "{\"ok\":false,\"error\":\"unknown_tool\",\"name\":\"no_such_tool\",\"tools\":[\"list_dir\",\"read_file\",\"tail_file\",\"grep_files\"]}\n"
     );
 }
 
@@ -263,7 +263,7 @@ fn a_tools_directory_component_runs_under_its_policy() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        "{\"ok\":true,\"result\":{\"path\":\"f.txt\",\"size\":6,\"offset\":0,\"content\":\"hello\\n\",\"startLine\":1,\"endLine\":1,\"totalLines\":1}}\n"
+        "{\"ok\":true,\"result\":{\"path\":\"f.txt\",\"size\":6,\"offset\":0,\"startLine\":1,\"endLine\":1,\"totalLines\":1,\"contentBytes\":6,\"content\":\"hello\\n\"}}\n"
     );
     let o = sluice(&["--config", &config, "tools"]);
     let tools: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();

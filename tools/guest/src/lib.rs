@@ -116,14 +116,15 @@ pub fn read_page(p: sluice_pager::ReadFilePage) -> files::ReadFilePage {
         path: p.path,
         size: p.size,
         offset: p.offset,
-        content: p.content,
-        start_line: p.start_line,
-        end_line: p.end_line,
         next_offset: p.next_offset,
         next_line: p.next_line,
-        total_lines: p.total_lines,
         line_truncated: p.line_truncated,
+        start_line: p.start_line,
+        end_line: p.end_line,
+        total_lines: p.total_lines,
         invalid_utf8: p.invalid_utf8,
+        content_bytes: p.content_bytes,
+        content: p.content,
     }
 }
 
@@ -140,8 +141,9 @@ pub fn tail_args(a: files::TailFileArgs) -> sluice_pager::TailFileArgs {
 pub fn tail_page(p: sluice_pager::TailFilePage) -> files::TailFilePage {
     files::TailFilePage {
         path: p.path,
-        lines: p.lines,
         truncated: p.truncated,
+        count: p.count,
+        lines: p.lines,
     }
 }
 
@@ -163,6 +165,10 @@ pub fn grep_page(p: sluice_pager::GrepFilesPage) -> files::GrepFilesPage {
     files::GrepFilesPage {
         path: p.path,
         count: p.count,
+        truncated: p.truncated,
+        next_cursor: p.next_cursor,
+        stopped_by: p.stopped_by,
+        skipped_files: p.skipped_files,
         results: p
             .results
             .into_iter()
@@ -172,10 +178,6 @@ pub fn grep_page(p: sluice_pager::GrepFilesPage) -> files::GrepFilesPage {
                 text: m.text,
             })
             .collect(),
-        truncated: p.truncated,
-        skipped_files: p.skipped_files,
-        next_cursor: p.next_cursor,
-        stopped_by: p.stopped_by,
     }
 }
 
@@ -195,6 +197,9 @@ pub fn list_page(p: sluice_pager::ListDirPage) -> files::ListDirPage {
         path: p.path,
         total: p.total,
         offset: p.offset,
+        next_offset: p.next_offset,
+        withheld: p.withheld,
+        count: p.count,
         entries: p
             .entries
             .into_iter()
@@ -210,7 +215,5 @@ pub fn list_page(p: sluice_pager::ListDirPage) -> files::ListDirPage {
                 name_truncated: e.name_truncated,
             })
             .collect(),
-        next_offset: p.next_offset,
-        withheld: p.withheld,
     }
 }

@@ -96,7 +96,8 @@ pub struct GrepMatch {
     pub text: String,
 }
 
-/// A page of matches (the WIT record `grep-files-page`).
+/// A page of matches (the WIT record `grep-files-page`): the counts and the cursor before
+/// `results` (docs/paging.md#grep_files-the-result).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GrepFilesPage {
@@ -104,18 +105,18 @@ pub struct GrepFilesPage {
     pub path: String,
     /// Matches in `results`.
     pub count: u64,
-    /// The matches, in walk order.
-    pub results: Vec<GrepMatch>,
     /// More matches may follow `nextCursor`.
     pub truncated: bool,
-    /// Files passed over (binary, over 5 MiB, key material, symlinks).
-    pub skipped_files: u64,
     /// Where the next page starts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
     /// `time` when the search stopped at its time budget.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped_by: Option<String>,
+    /// Files passed over (binary, over 5 MiB, key material, symlinks).
+    pub skipped_files: u64,
+    /// The matches, in walk order.
+    pub results: Vec<GrepMatch>,
 }
 
 /// Searches for `args.pattern`; see the module docs for the walk and the cursor.

@@ -84,8 +84,6 @@ pub struct ListDirPage {
     pub total: u64,
     /// Index of this page's first entry.
     pub offset: u64,
-    /// Entries sorted by name (byte order).
-    pub entries: Vec<DirEntry>,
     /// Index of the next page's first entry; `None` on the last page.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_offset: Option<u64>,
@@ -93,6 +91,10 @@ pub struct ListDirPage {
     /// UTF-8, inside a component) or that spell a PEM private-key armor line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub withheld: Option<u64>,
+    /// `entries.len()`.
+    pub count: u64,
+    /// Entries sorted by name (byte order).
+    pub entries: Vec<DirEntry>,
 }
 
 /// Directory listings read by someone else: inside a component, the host's
@@ -271,9 +273,10 @@ pub fn list_dir_from(
         path: target.shown,
         total,
         offset,
-        entries: fill.entries,
         next_offset: (next < total).then_some(next),
         withheld: (withheld > 0).then_some(withheld),
+        count: fill.entries.len() as u64,
+        entries: fill.entries,
     })
 }
 

@@ -29,7 +29,9 @@ pub struct ReadFileArgs {
 }
 
 /// One page of a text file. Serialises (camelCase, `None` omitted) exactly as the host
-/// shows the WIT record `read-file-page`.
+/// shows the WIT record `read-file-page`: the cursor, the line numbers and `contentBytes`
+/// before `content`, so a client that keeps only the head of a result, or cuts its middle,
+/// still shows them (docs/paging.md#read_file-the-result).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReadFilePage {
@@ -39,29 +41,31 @@ pub struct ReadFilePage {
     pub size: u64,
     /// Byte offset where the page starts.
     pub offset: u64,
-    /// The page's text.
-    pub content: String,
-    /// First line number of the page, when line numbers are known and the page is not empty.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub start_line: Option<u64>,
-    /// Last line number of the page, likewise.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub end_line: Option<u64>,
     /// Byte offset of the next page; `None` at the end of the file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_offset: Option<u64>,
     /// Line number of the next page, with line numbers, before the end of the file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_line: Option<u64>,
-    /// Lines in the file, with line numbers, at the end of the file.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub total_lines: Option<u64>,
     /// `Some(true)` when the page ends inside a line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line_truncated: Option<bool>,
+    /// First line number of the page, when line numbers are known and the page is not empty.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_line: Option<u64>,
+    /// Last line number of the page, likewise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_line: Option<u64>,
+    /// Lines in the file, with line numbers, at the end of the file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_lines: Option<u64>,
     /// `Some(true)` when the page holds bytes that are not UTF-8.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub invalid_utf8: Option<bool>,
+    /// `content.len()`: the page's text in bytes (UTF-8, not escaped).
+    pub content_bytes: u64,
+    /// The page's text.
+    pub content: String,
 }
 
 /// Where a page stopped, relative to the page start (raw bytes).
@@ -193,6 +197,7 @@ pub fn read_file(ctx: &Context, args: &ReadFileArgs) -> Result<ReadFilePage> {
         path: target.shown,
         size,
         offset: start,
+        content_bytes: content.len() as u64,
         content,
         invalid_utf8: invalid.then_some(true),
         ..ReadFilePage::default()

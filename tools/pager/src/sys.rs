@@ -318,6 +318,8 @@ mod platform {
 
     pub(super) fn open(path: &Path) -> io::Result<File> {
         resolve(path, |preopen, rel| {
+            // The root itself is `.` of its preopen: an empty path names nothing.
+            let rel = if rel.is_empty() { "." } else { rel };
             preopen
                 .open_at(
                     PathFlags::SYMLINK_FOLLOW,

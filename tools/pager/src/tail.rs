@@ -27,16 +27,19 @@ pub struct TailFileArgs {
     pub lines: Option<u64>,
 }
 
-/// The end of a text file, as the host shows the WIT record `tail-file-page`.
+/// The end of a text file, as the host shows the WIT record `tail-file-page`: `truncated`
+/// and `count` before `lines` (docs/paging.md#tail_file-the-result).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TailFilePage {
     /// The file, relative to the root.
     pub path: String,
-    /// The last lines that fit, oldest first, without terminators.
-    pub lines: Vec<String>,
     /// Fewer lines than asked (and than the file has), or the last line was cut.
     pub truncated: bool,
+    /// `lines.len()`.
+    pub count: u64,
+    /// The last lines that fit, oldest first, without terminators.
+    pub lines: Vec<String>,
 }
 
 /// Returns the last lines of `args.path` that fit the page, reading only the end of the
@@ -139,8 +142,9 @@ pub fn tail_file(ctx: &Context, args: &TailFileArgs) -> Result<TailFilePage> {
     }
     Ok(TailFilePage {
         path: target.shown,
-        lines,
         truncated,
+        count: lines.len() as u64,
+        lines,
     })
 }
 

@@ -9,19 +9,15 @@ mod runs;
 mod sessions;
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use rusqlite::{
-    Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params,
-};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use sluice_protocol::{Message, SessionStatus};
 
 use crate::queue::{EventQueue, PendingEvent};
-use crate::schema::{
-    MIGRATIONS, check_file, check_not_foreign, create_private_dir_all, create_whole, migrate,
-};
+use crate::schema::MIGRATIONS;
 use crate::signals::Signals;
 use crate::{
     AuditEntry, Decision, RunEnd, RunRecord, SessionRecord, Store, StoreError, StoredEvent,

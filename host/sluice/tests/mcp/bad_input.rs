@@ -113,7 +113,7 @@ async fn malformed_lines_unknown_methods_and_bad_shapes_get_json_rpc_errors() {
     assert_eq!(a["id"], 7);
     assert_eq!(
         a["result"]["content"][0]["text"],
-        "{\"ok\":true,\"result\":{\"path\":\"f.txt\",\"size\":4,\"offset\":0,\"content\":\"one\\n\",\"startLine\":1,\"endLine\":1,\"totalLines\":1}}"
+        "{\"ok\":true,\"result\":{\"path\":\"f.txt\",\"size\":4,\"offset\":0,\"startLine\":1,\"endLine\":1,\"totalLines\":1,\"contentBytes\":4,\"content\":\"one\\n\"}}"
     );
     assert!(raw.end().await.success());
 }

@@ -110,7 +110,7 @@ async fn serve_answers_mcp_at_post_mcp_under_its_token() {
     let body: Value = post(url, &call, &auth).await.json().await.unwrap();
     assert_eq!(
         body["result"]["content"][0]["text"],
-        "{\"ok\":true,\"result\":{\"path\":\"f.txt\",\"size\":8,\"offset\":0,\"content\":\"one\\ntwo\\n\",\"startLine\":1,\"endLine\":2,\"totalLines\":2}}"
+        "{\"ok\":true,\"result\":{\"path\":\"f.txt\",\"size\":8,\"offset\":0,\"startLine\":1,\"endLine\":2,\"totalLines\":2,\"contentBytes\":8,\"content\":\"one\\ntwo\\n\"}}"
     );
     // DNS rebinding: a Host that is not the server's, even with the token.
     let r = post(url, &list(), &[auth[0], ("host", "attacker.example")]).await;

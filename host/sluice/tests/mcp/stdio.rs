@@ -167,7 +167,7 @@ async fn tool_errors_are_observations_with_is_error() {
     let unknown = call(&client, "no_such_tool", json!({})).await;
     assert_eq!(
         text(&unknown),
-        "{\"ok\":false,\"error\":\"unknown_tool\",\"name\":\"no_such_tool\"}"
+        "{\"ok\":false,\"error\":\"unknown_tool\",\"name\":\"no_such_tool\",\"tools\":[\"list_dir\",\"read_file\",\"tail_file\",\"grep_files\"]}"
     );
     let bad = call(
         &client,
@@ -299,7 +299,7 @@ async fn destructive_tools_are_served_only_when_allowed() {
     .await;
     assert_eq!(
         text(&refused),
-        "{\"ok\":false,\"error\":\"unknown_tool\",\"name\":\"write_file\"}"
+        "{\"ok\":false,\"error\":\"unknown_tool\",\"name\":\"write_file\",\"tools\":[\"grep_files\"]}"
     );
     assert_eq!(refused.is_error, Some(true));
     assert!(!dir.path().join("work/out.txt").exists());
@@ -353,7 +353,8 @@ async fn thirty_two_concurrent_calls_all_answer() {
         assert_eq!(
             body,
             format!(
-                "{{\"ok\":true,\"result\":{{\"path\":\"n{i:02}.txt\",\"size\":{},\"offset\":0,\"content\":\"file {i}\\n\",\"startLine\":1,\"endLine\":1,\"totalLines\":1}}}}",
+                "{{\"ok\":true,\"result\":{{\"path\":\"n{i:02}.txt\",\"size\":{},\"offset\":0,\"startLine\":1,\"endLine\":1,\"totalLines\":1,\"contentBytes\":{},\"content\":\"file {i}\\n\"}}}}",
+                format!("file {i}\n").len(),
                 format!("file {i}\n").len()
             )
         );

@@ -97,7 +97,7 @@ fn kinds_sizes_offsets_and_errors() {
     let json = serde_json::to_string(&page).unwrap();
     assert_eq!(
         json,
-        r#"{"path":".","total":3,"offset":0,"entries":[{"name":"a","kind":"directory"},{"name":"b.txt","kind":"file","size":5},{"name":"c","kind":"symlink"}]}"#
+        r#"{"path":".","total":3,"offset":0,"count":3,"entries":[{"name":"a","kind":"directory"},{"name":"b.txt","kind":"file","size":5},{"name":"c","kind":"symlink"}]}"#
     );
 
     // offset == total: an empty page; past it: an error.

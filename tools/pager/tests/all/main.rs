@@ -18,5 +18,6 @@ mod props;
 mod props_keys; // Properties of the key rules, `startLine` past the end, grep's lines.
 mod read;
 mod sandbox;
+mod shape;
 mod support;
 mod tail;
