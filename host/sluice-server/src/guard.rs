@@ -13,17 +13,19 @@
 //!    every IP literal. Any other name must be in [`GuardOptions::allowed_hosts`]
 //!    (`server.allowed_hosts`, `--allowed-host`). A DNS-rebinding page reaches the server
 //!    under the attacker's name, so it is refused here. The port is not checked.
-//! 2. **Token** (401): when the server has a bearer token, every request must carry it
+//! 2. **OAuth** (404): the OAuth discovery and registration paths answer 404 before the
+//!    token is asked for: Sluice serves no OAuth ([`crate::oauth`]).
+//! 3. **Token** (401): when the server has a bearer token, every request must carry it
 //!    (`Authorization: Bearer <token>`), compared in time that does not depend on where it
 //!    differs.
-//! 3. **Origin** (403): a request whose `Origin` is not the server's own (scheme-less host
+//! 4. **Origin** (403): a request whose `Origin` is not the server's own (scheme-less host
 //!    and port equal to the `Host` header's; `Origin: null` never is) is a cross-origin
 //!    request: a web page on another site sent it. It is refused unless the server has a
-//!    token (which step 2 then required). Requests without `Origin` (curl, SDKs) are not
+//!    token (which step 3 then required). Requests without `Origin` (curl, SDKs) are not
 //!    cross-origin.
-//! 4. **Body size** (413): a `Content-Length` over [`GuardOptions::max_body_bytes`] is refused
+//! 5. **Body size** (413): a `Content-Length` over [`GuardOptions::max_body_bytes`] is refused
 //!    before the body is read. (Bodies without a length are measured by whoever reads them.)
-//! 5. **Content type** (415): a request with a body (a `Content-Length` over 0, or any
+//! 6. **Content type** (415): a request with a body (a `Content-Length` over 0, or any
 //!    `Transfer-Encoding`) must say `Content-Type: application/json` (parameters such as
 //!    `; charset=utf-8` allowed). A browser cannot send that cross-site without a CORS
 //!    preflight, which Sluice never grants.
@@ -126,6 +128,7 @@ impl Guard {
         self.check_parts(
             request.headers(),
             request.uri().authority().map(|a| a.as_str()),
+            request.uri().path(),
         )
         .map_err(|e| Refusal(Box::new(e)))
     }
@@ -134,6 +137,7 @@ impl Guard {
         &self,
         headers: &HeaderMap,
         uri_authority: Option<&str>,
+        path: &str,
     ) -> Result<(), ApiError> {
         let host_header = match headers.get(header::HOST) {
             Some(v) => Some(
@@ -150,6 +154,9 @@ impl Guard {
             && !self.allows_host(name)
         {
             return Err(bad_host(host_header.unwrap_or_default(), self));
+        }
+        if crate::oauth::is_oauth_path(path) {
+            return Err(crate::oauth::not_served(path));
         }
         self.check_token(headers)?;
         if let Some(origin) = headers.get(header::ORIGIN) {
@@ -256,7 +263,7 @@ impl Guard {
 pub struct Refusal(Box<ApiError>);
 
 impl Refusal {
-    /// The status: 401, 403, 413 or 415.
+    /// The status: 401, 403, 404 (an OAuth path), 413 or 415.
     pub fn status(&self) -> StatusCode {
         self.0.status
     }
@@ -451,7 +458,7 @@ mod tests {
     }
 
     fn status(g: &Guard, pairs: &[(&str, &str)]) -> u16 {
-        match g.check_parts(&headers(pairs), None) {
+        match g.check_parts(&headers(pairs), None, "/mcp") {
             Ok(()) => 200,
             Err(e) => e.status.as_u16(),
         }
@@ -602,7 +609,7 @@ mod tests {
     fn the_refusals_say_what_is_allowed() {
         let g = guard("127.0.0.1:8080", &["sluice.example"], None);
         let e = g
-            .check_parts(&headers(&[("host", "attacker.example")]), None)
+            .check_parts(&headers(&[("host", "attacker.example")]), None, "/mcp")
             .unwrap_err();
         assert_eq!(
             e.body["error"],
@@ -617,6 +624,7 @@ mod tests {
                     ("content-type", "text/plain"),
                 ]),
                 None,
+                "/mcp",
             )
             .unwrap_err();
         assert_eq!(
@@ -624,6 +632,35 @@ mod tests {
             "a request body must be JSON sent with `Content-Type: application/json`; got Content-Type \"text/plain\""
         );
         assert_eq!(e.body["allowed"], "application/json");
+    }
+
+    #[test]
+    fn oauth_paths_answer_404_before_the_token_and_after_the_host() {
+        let g = guard("127.0.0.1:8080", &[], Some("t0ken"));
+        let local = headers(&[("host", "127.0.0.1:8080")]);
+        for path in [
+            "/.well-known/oauth-authorization-server",
+            "/.well-known/oauth-protected-resource/mcp",
+            "/register",
+        ] {
+            let e = g.check_parts(&local, None, path).unwrap_err();
+            assert_eq!(e.status, StatusCode::NOT_FOUND, "{path}");
+            assert!(
+                e.body["error"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&format!("{path} is not served: Sluice serves no OAuth.")),
+                "{path}"
+            );
+        }
+        // Every other path still needs the token.
+        let e = g.check_parts(&local, None, "/mcp").unwrap_err();
+        assert_eq!(e.status, StatusCode::UNAUTHORIZED);
+        // And a DNS-rebinding page gets 403 there too.
+        let e = g
+            .check_parts(&headers(&[("host", "attacker.example")]), None, "/register")
+            .unwrap_err();
+        assert_eq!(e.status, StatusCode::FORBIDDEN);
     }
 
     #[test]

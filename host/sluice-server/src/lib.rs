@@ -44,6 +44,7 @@ mod error;
 mod events;
 pub mod guard;
 pub mod mcp;
+pub mod oauth;
 mod openapi;
 pub mod reload;
 mod request;
