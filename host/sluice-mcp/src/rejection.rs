@@ -142,7 +142,7 @@ mod tests {
                         .into(),
             }
         );
-        let a = answer(r#"{"jsonrpc":"2.0","id":"p","method":"tools/list","params":7}"#).unwrap();
+        let a = answer(r#"{"jsonrpc":"2.0","id":"p","method":"tools/call","params":7}"#).unwrap();
         assert_eq!((a.id, a.code), (json!("p"), INVALID_PARAMS));
 
         let a = answer(r#"[1,2]"#).unwrap();
@@ -152,10 +152,7 @@ mod tests {
         let a = answer(r#"{"jsonrpc":"1.0","id":3,"method":"ping"}"#).unwrap();
         assert_eq!((a.id, a.code), (json!(3), INVALID_REQUEST));
 
-        assert_eq!(
-            answer(r#"{"jsonrpc":"2.0","method":"x","params":"y"}"#),
-            None
-        );
+        assert_eq!(answer(r#"{"jsonrpc":"1.0","method":"x"}"#), None);
         let a = answer(r#"{"hello":1}"#).unwrap();
         assert_eq!((a.id, a.code), (Value::Null, INVALID_REQUEST));
     }

@@ -198,9 +198,11 @@ pub(crate) const MAX_INSTRUCTIONS_CHARS: usize = 240;
 /// The server's `instructions` under the cap `cap` (bytes): what the tools are for, in the
 /// words a client's tool search matches, within [`MAX_INSTRUCTIONS_CHARS`] for any cap.
 pub(crate) fn instructions(cap: u32) -> String {
-    format!(
+    let text = format!(
         "Sandboxed tools to search (grep), read, tail and list (ls) files and logs. Each result is at most {cap} bytes; pass back nextOffset, nextLine or nextCursor for the next page. Paths are relative to the roots."
-    )
+    );
+    debug_assert!(text.chars().count() <= MAX_INSTRUCTIONS_CHARS);
+    text
 }
 
 impl ServerHandler for McpServer {
