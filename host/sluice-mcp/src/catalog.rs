@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use rmcp::ErrorData as McpError;
-use rmcp::model::{CacheScope, ListToolsResult, Tool, ToolAnnotations};
+use rmcp::model::{CacheScope, ListToolsResult, MetaObject, Tool, ToolAnnotations};
 use sluice_runtime::ToolInfo;
 
 /// How long a client may keep a `tools/list` page (`ttlMs`), in ms. The tools change only
@@ -13,6 +13,13 @@ use sluice_runtime::ToolInfo;
 /// receive it are told with `notifications/tools/list_changed`; others see the change
 /// within this time.
 pub const TOOLS_TTL_MS: u64 = 60_000;
+
+/// The `_meta` key of a tool by which Claude Code takes results up to that many characters
+/// whole (it saves a larger one to a file and shows the model a 2 KB preview, from 50,000
+/// characters unless a tool declares more). Every tool declares the cap: the cap counts
+/// bytes of UTF-8, and a text has at most as many characters as bytes, so no result the
+/// cap lets through is over it.
+pub const MAX_RESULT_SIZE_CHARS_KEY: &str = "anthropic/maxResultSizeChars";
 
 /// The tools served over MCP, in load order (the built-ins, then `[tools.*]`, then the tools
 /// directory: the order of `sluice tools`).
@@ -49,12 +56,18 @@ pub(crate) fn annotations(info: &ToolInfo) -> ToolAnnotations {
 
 impl Catalog {
     /// The tools of `infos`; destructive ones only when `allow_destructive`. `per_page` is
-    /// at least 1.
+    /// at least 1. Each tool's `_meta` declares `cap` (bytes) as
+    /// [`MAX_RESULT_SIZE_CHARS_KEY`].
     pub(crate) fn new<'a>(
         infos: impl IntoIterator<Item = &'a ToolInfo>,
         allow_destructive: bool,
         per_page: usize,
+        cap: u32,
     ) -> Self {
+        let meta = MetaObject(serde_json::Map::from_iter([(
+            MAX_RESULT_SIZE_CHARS_KEY.to_string(),
+            serde_json::Value::from(cap),
+        )]));
         let tools: Vec<Tool> = infos
             .into_iter()
             .filter(|info| allow_destructive || !info.destructive)
@@ -63,12 +76,14 @@ impl Catalog {
                     serde_json::Value::Object(o) => o.clone(),
                     _ => serde_json::Map::new(),
                 };
-                Tool::new(
+                let mut tool = Tool::new(
                     info.name.clone(),
                     info.description.clone(),
                     Arc::new(schema),
                 )
-                .with_annotations(annotations(info))
+                .with_annotations(annotations(info));
+                tool.meta = Some(meta.clone());
+                tool
             })
             .collect();
         let by_name = tools
@@ -194,10 +209,10 @@ mod tests {
                 .map(|t| t.name.to_string())
                 .collect::<Vec<_>>()
         };
-        let hidden = Catalog::new(&infos(), false, 100);
+        let hidden = Catalog::new(&infos(), false, 100, 65_536);
         assert_eq!(names(&hidden), ["read_file", "tail_file", "wc"]);
         assert!(!hidden.serves("write_note"));
-        let shown = Catalog::new(&infos(), true, 100);
+        let shown = Catalog::new(&infos(), true, 100, 65_536);
         assert_eq!(
             names(&shown),
             ["read_file", "tail_file", "write_note", "wc"]
@@ -206,8 +221,22 @@ mod tests {
     }
 
     #[test]
+    fn every_tool_declares_the_cap_as_its_largest_result() {
+        let catalog = Catalog::new(&infos(), true, 100, 120_000);
+        for tool in catalog.all() {
+            let listed = serde_json::to_value(tool).unwrap();
+            assert_eq!(
+                listed["_meta"],
+                json!({"anthropic/maxResultSizeChars": 120_000}),
+                "{}",
+                tool.name
+            );
+        }
+    }
+
+    #[test]
     fn pages_follow_the_cursor_to_the_end() {
-        let catalog = Catalog::new(&infos(), true, 3);
+        let catalog = Catalog::new(&infos(), true, 3, 65_536);
         let first = catalog.page(None).unwrap();
         assert_eq!(first.tools.len(), 3);
         assert_eq!(first.next_cursor.as_deref(), Some("3"));

@@ -21,10 +21,11 @@ use axum::response::{IntoResponse, Response};
 use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::McpServer;
+use crate::rejection::{self, INVALID_REQUEST, REQUEST_SHAPE, Rejection};
 
 /// The path of the MCP endpoint.
 pub const MCP_PATH: &str = "/mcp";
@@ -117,10 +118,12 @@ pub fn router(server: McpServer, options: &HttpOptions) -> axum::Router {
         }))
 }
 
-/// Answers a POST body that is not a JSON-RPC message with a JSON-RPC error (HTTP 400):
-/// parse error (-32700, `id` null) for text that is not JSON, invalid request (-32600, with
-/// the message's `id` when it has one) for JSON of another shape. rmcp's service answers
-/// both with a bare `415` text, which a client cannot match to its request.
+/// Answers a POST body that is not a JSON-RPC message with a JSON-RPC error (HTTP 400), as
+/// stdio answers such a line (`crate::rejection`): parse error (-32700, `id` null) for text
+/// that is not JSON, invalid params (-32602) for `params` that are not an object, invalid
+/// request (-32600, with the message's `id` when it is a string or a number) for JSON of
+/// another shape. rmcp's service answers all of them with a bare `415` text, which a
+/// client cannot match to its request.
 async fn json_rpc_body(request: Request, next: Next, limit: usize) -> Response {
     if request.method() != Method::POST {
         return next.run(request).await;
@@ -128,40 +131,31 @@ async fn json_rpc_body(request: Request, next: Next, limit: usize) -> Response {
     let (parts, body) = request.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, limit).await else {
         let message = format!("the request body is over the limit of {limit} bytes");
-        return error(StatusCode::PAYLOAD_TOO_LARGE, Value::Null, -32600, message);
+        let rejection = Rejection {
+            id: Value::Null,
+            code: INVALID_REQUEST,
+            message,
+        };
+        return error(StatusCode::PAYLOAD_TOO_LARGE, rejection);
     };
     match serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
         Ok(_) => {
             next.run(Request::from_parts(parts, Body::from(bytes)))
                 .await
         }
-        Err(e) if e.is_syntax() || e.is_eof() => error(
-            StatusCode::BAD_REQUEST,
-            Value::Null,
-            -32700,
-            format!("parse error: {e}"),
-        ),
         Err(e) => {
-            let value: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-            let id = value
-                .get("id")
-                .filter(|id| id.is_string() || id.is_number())
-                .cloned()
-                .unwrap_or(Value::Null);
-            error(
-                StatusCode::BAD_REQUEST,
-                id,
-                -32600,
-                format!(
-                    "invalid request: {e}; a request is {{\"jsonrpc\":\"2.0\",\"id\":…,\"method\":…,\"params\":{{…}}}}"
-                ),
-            )
+            // HTTP answers every POST: a malformed notification gets -32600 too.
+            let rejection = rejection::reject(&bytes, &e).unwrap_or_else(|| Rejection {
+                id: Value::Null,
+                code: INVALID_REQUEST,
+                message: format!("invalid request: {e}; {REQUEST_SHAPE}"),
+            });
+            error(StatusCode::BAD_REQUEST, rejection)
         }
     }
 }
 
 /// A JSON-RPC error answer with HTTP status `status`.
-fn error(status: StatusCode, id: Value, code: i64, message: String) -> Response {
-    let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
-    (status, axum::Json(body)).into_response()
+fn error(status: StatusCode, rejection: Rejection) -> Response {
+    (status, axum::Json(rejection.to_json())).into_response()
 }

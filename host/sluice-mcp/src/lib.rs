@@ -33,11 +33,13 @@
 mod call;
 mod catalog;
 pub mod http;
+pub mod logs;
 mod progress;
+mod rejection;
 mod server;
 pub mod stdio;
 
-pub use catalog::TOOLS_TTL_MS;
+pub use catalog::{MAX_RESULT_SIZE_CHARS_KEY, TOOLS_TTL_MS};
 pub use progress::{PROGRESS_FROM_START, PROGRESS_INTERVAL};
 pub use server::{McpOptions, McpServer, PROTOCOL_VERSIONS, call_result};
 pub use stdio::StdioOptions;

@@ -88,6 +88,7 @@ impl McpServer {
             toolbox.tools(),
             options.allow_destructive,
             options.tools_per_page,
+            options.cap,
         );
         let hidden: Vec<&str> = toolbox
             .tools()
@@ -127,6 +128,7 @@ impl McpServer {
                 toolbox.tools(),
                 self.0.allow_destructive,
                 self.0.tools_per_page,
+                self.0.cap,
             );
             *cached = (toolbox.clone(), Arc::new(catalog));
         }
@@ -192,6 +194,19 @@ pub fn call_result(observation: Observation) -> CallToolResult {
     result
 }
 
+/// The most characters of the server's `instructions`: Codex cuts them there.
+pub(crate) const MAX_INSTRUCTIONS_CHARS: usize = 240;
+
+/// The server's `instructions` under the cap `cap` (bytes): what the tools are for, in the
+/// words a client's tool search matches, within [`MAX_INSTRUCTIONS_CHARS`] for any cap.
+pub(crate) fn instructions(cap: u32) -> String {
+    let text = format!(
+        "Sandboxed tools to search (grep), read, tail and list (ls) files and logs. Each result is at most {cap} bytes; pass back nextOffset, nextLine or nextCursor for the next page. Paths are relative to the roots."
+    );
+    debug_assert!(text.chars().count() <= MAX_INSTRUCTIONS_CHARS);
+    text
+}
+
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
@@ -200,13 +215,10 @@ impl ServerHandler for McpServer {
                 .enable_tool_list_changed()
                 .build(),
         )
-            .with_server_info(
-                Implementation::new("sluice", env!("CARGO_PKG_VERSION")).with_title("Sluice"),
-            )
-            .with_instructions(format!(
-                "Sandboxed tools: every result is at most {} bytes. The file tools (read_file, tail_file, grep_files, list_dir) return pages: follow nextOffset/nextLine (read_file), nextCursor (grep_files) or nextOffset (list_dir) to read on. Paths are relative to the roots; private keys are refused.",
-                self.0.cap
-            ))
+        .with_server_info(
+            Implementation::new("sluice", env!("CARGO_PKG_VERSION")).with_title("Sluice"),
+        )
+        .with_instructions(instructions(self.0.cap))
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
@@ -298,6 +310,35 @@ impl ServerHandler for McpServer {
             Some(o) => Ok(call_result(o).into()),
             // Cancelled: rmcp sends nothing for a cancelled request.
             None => Err(McpError::internal_error("the request was cancelled", None)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_instructions_fit_what_codex_keeps_at_any_cap() {
+        // Any cap, even one wider than the configuration allows (1,024 to 1,048,576).
+        for cap in [
+            1_024,
+            limits::DEFAULT_MAX_TOOL_RESULT_BYTES,
+            1_048_576,
+            u32::MAX,
+        ] {
+            let text = instructions(cap);
+            assert!(
+                text.chars().count() <= MAX_INSTRUCTIONS_CHARS,
+                "{} chars: {text}",
+                text.chars().count()
+            );
+            assert!(text.contains(&format!("at most {cap} bytes")), "{text}");
+        }
+        let text = instructions(1_048_576);
+        assert_eq!(text.chars().count(), 209);
+        for word in ["search", "grep", "read", "tail", "ls", "files", "logs"] {
+            assert!(text.contains(word), "{word}");
         }
     }
 }

@@ -12,21 +12,32 @@
 //!   [`StdioOptions::write_timeout`], else the server stops (the client is gone or stuck),
 //!   instead of queueing answers for ever.
 //!
-//! Well-formed JSON that is not a JSON-RPC message gets invalid request (-32600) with its
-//! `id` when it has one. EOF on stdin ends the server once the answers in flight are
-//! written.
+//! Well-formed JSON that is not a JSON-RPC message gets invalid request (-32600), or
+//! invalid params (-32602) for `params` that are not an object (see
+//! `docs/mcp.md#malformed-input`). EOF on stdin ends the server once the answers in flight
+//! are written.
+//!
+//! A client that writes requests and does not read the answers meets backpressure: at most
+//! [`StdioOptions::max_unanswered`] requests may wait for their answer to be written; while
+//! that many do, no further request is read from stdin (its pipe fills, and the client's
+//! writes block), so the server's memory stays bounded whatever the client sends.
 
 use std::borrow::Cow;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::RoleServer;
+use rmcp::model::{ClientNotification, JsonRpcMessage, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+
+use crate::rejection::{self, INVALID_REQUEST, Rejection};
 
 /// Bytes of a request line at most, by default (1 MiB, the operator API's body limit).
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 1 << 20;
@@ -36,6 +47,10 @@ pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Bytes kept from the start of an oversized line, to find its `id`.
 const HEAD_BYTES: usize = 512;
+
+/// Requests whose answers are not written yet, at most, by default (64): with the cap at
+/// most 1 MiB, at most 64 MiB of answers wait.
+pub const DEFAULT_MAX_UNANSWERED: usize = 64;
 
 /// Answers queued for stdout at most; a full queue makes the server wait for the client.
 const QUEUE: usize = 64;
@@ -47,6 +62,9 @@ pub struct StdioOptions {
     pub max_request_bytes: usize,
     /// How long a write to stdout may make no progress (default [`DEFAULT_WRITE_TIMEOUT`]).
     pub write_timeout: Duration,
+    /// Requests read whose answers are not written yet, at most (at least 1; default
+    /// [`DEFAULT_MAX_UNANSWERED`]); while that many wait, stdin is not read.
+    pub max_unanswered: usize,
 }
 
 impl Default for StdioOptions {
@@ -54,6 +72,7 @@ impl Default for StdioOptions {
         StdioOptions {
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             write_timeout: DEFAULT_WRITE_TIMEOUT,
+            max_unanswered: DEFAULT_MAX_UNANSWERED,
         }
     }
 }
@@ -70,9 +89,59 @@ pub struct LineTransport<R> {
     /// Bytes of the current line seen so far (kept or not).
     seen: usize,
     max: usize,
-    out: mpsc::Sender<Vec<u8>>,
+    out: mpsc::Sender<Outgoing>,
+    /// An error answer of this transport's own not yet queued (queued before the next read).
+    backlog: Option<Vec<u8>>,
+    unanswered: Arc<Unanswered>,
     /// Fires when the writer gave up (the client stopped reading or closed stdout).
     writer_gone: CancellationToken,
+}
+
+/// A line to write, and the request it answers, if any.
+struct Outgoing {
+    answers: Option<String>,
+    bytes: Vec<u8>,
+}
+
+/// The requests read whose answers are not written yet, by `id` (as JSON text; a request
+/// that reuses the `id` of one waiting counts once).
+struct Unanswered {
+    ids: Mutex<HashSet<String>>,
+    max: usize,
+    /// Told when an id leaves the set.
+    freed: Notify,
+}
+
+impl Unanswered {
+    fn key(id: &RequestId) -> String {
+        serde_json::to_string(id).unwrap_or_default()
+    }
+
+    fn ids(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.ids
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn add(&self, id: &RequestId) {
+        self.ids().insert(Self::key(id));
+    }
+
+    fn remove(&self, key: &str) {
+        if self.ids().remove(key) {
+            self.freed.notify_one();
+        }
+    }
+
+    /// Waits until fewer than `max` requests wait (cancel-safe).
+    async fn room(&self) {
+        loop {
+            if self.ids().len() < self.max {
+                return;
+            }
+            self.freed.notified().await;
+        }
+    }
 }
 
 /// The writer's half: ends when every sender is dropped, or when a write stalls.
@@ -98,18 +167,28 @@ impl<R: AsyncBufRead + Unpin + Send> LineTransport<R> {
         mut writer: W,
         options: StdioOptions,
     ) -> (Self, Writer) {
-        let (out, mut queue) = mpsc::channel::<Vec<u8>>(QUEUE);
+        let (out, mut queue) = mpsc::channel::<Outgoing>(QUEUE);
         let writer_gone = CancellationToken::new();
         let gone = writer_gone.clone();
         let timeout = options.write_timeout;
+        let unanswered = Arc::new(Unanswered {
+            ids: Mutex::new(HashSet::new()),
+            max: options.max_unanswered.max(1),
+            freed: Notify::new(),
+        });
+        let written = unanswered.clone();
         let task = tokio::spawn(async move {
-            while let Some(bytes) = queue.recv().await {
+            while let Some(Outgoing { answers, bytes }) = queue.recv().await {
                 let write = async {
                     writer.write_all(&bytes).await?;
                     writer.flush().await
                 };
                 match tokio::time::timeout(timeout, write).await {
-                    Ok(Ok(())) => {}
+                    Ok(Ok(())) => {
+                        if let Some(key) = answers {
+                            written.remove(&key);
+                        }
+                    }
                     Ok(Err(e)) => {
                         tracing::info!("stdout is closed ({e}); stopping");
                         break;
@@ -131,9 +210,69 @@ impl<R: AsyncBufRead + Unpin + Send> LineTransport<R> {
             seen: 0,
             max: options.max_request_bytes,
             out,
+            backlog: None,
+            unanswered,
             writer_gone,
         };
         (transport, Writer(task))
+    }
+
+    /// The next message to serve, answering the lines that are none; `None` at EOF or when
+    /// stdin fails. Waits first until an answer of this transport's own is queued and
+    /// fewer than `max_unanswered` requests wait for their answers. Cancel-safe: a line
+    /// read is served or answered by this call or the next.
+    async fn next_message(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        loop {
+            if self.backlog.is_some() {
+                let permit = self.out.reserve().await.ok()?;
+                let bytes = self.backlog.take().unwrap_or_default();
+                permit.send(Outgoing {
+                    answers: None,
+                    bytes,
+                });
+            }
+            self.unanswered.room().await;
+            let kind = match self.read_line().await {
+                Ok(kind) => kind,
+                Err(e) => {
+                    tracing::info!("stdin failed ({e}); stopping");
+                    return None;
+                }
+            };
+            let line = std::mem::take(&mut self.line);
+            let seen = std::mem::replace(&mut self.seen, 0);
+            let answer = match kind {
+                Line::Eof => return None,
+                Line::Complete => match message(&line) {
+                    Ok(message) => {
+                        match &message {
+                            JsonRpcMessage::Request(r) => self.unanswered.add(&r.id),
+                            // rmcp sends nothing for a cancelled request.
+                            JsonRpcMessage::Notification(n) => {
+                                if let ClientNotification::CancelledNotification(c) =
+                                    &n.notification
+                                    && let Some(id) = &c.params.request_id
+                                {
+                                    self.unanswered.remove(&Unanswered::key(id));
+                                }
+                            }
+                            _ => {}
+                        }
+                        return Some(message);
+                    }
+                    Err(answer) => answer,
+                },
+                Line::Oversized => Some(error_line(&Rejection {
+                    id: id_from_head(&line),
+                    code: INVALID_REQUEST,
+                    message: format!(
+                        "the request is {seen} bytes, over the limit of {} bytes: send smaller arguments",
+                        self.max
+                    ),
+                })),
+            };
+            self.backlog = answer;
+        }
     }
 
     /// Reads up to the next `\n` (cancel-safe: a partial line stays in `self.line`).
@@ -168,56 +307,23 @@ impl<R: AsyncBufRead + Unpin + Send> LineTransport<R> {
     }
 }
 
-/// Queues an error answer on `out` (raw JSON-RPC, so `id` may be null).
-async fn answer_error(out: &mpsc::Sender<Vec<u8>>, id: Value, code: i64, message: String) {
-    let answer = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
-    let mut bytes = answer.to_string().into_bytes();
+/// An error answer as the line to write.
+fn error_line(rejection: &Rejection) -> Vec<u8> {
+    let mut bytes = rejection.to_json().to_string().into_bytes();
     bytes.push(b'\n');
-    let _ = out.send(bytes).await;
+    bytes
 }
 
-/// What a request is, for error messages.
-const REQUEST_SHAPE: &str =
-    "a request is {\"jsonrpc\":\"2.0\",\"id\":…,\"method\":…,\"params\":{…}}";
-
-/// The message of the complete line `line`, or `None` after answering it on `out`.
-async fn message(line: &[u8], out: &mpsc::Sender<Vec<u8>>) -> Option<RxJsonRpcMessage<RoleServer>> {
+/// The message of the complete line `line`, or the error line to answer it with (`None`:
+/// nothing to answer).
+fn message(line: &[u8]) -> Result<RxJsonRpcMessage<RoleServer>, Option<Vec<u8>>> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
     if line.iter().all(u8::is_ascii_whitespace) {
-        return None;
+        return Err(None);
     }
-    match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(line) {
-        Ok(message) => Some(message),
-        Err(e) if e.is_syntax() || e.is_eof() => {
-            answer_error(out, Value::Null, -32700, format!("parse error: {e}")).await;
-            None
-        }
-        Err(e) => {
-            let value: Value = serde_json::from_slice(line).unwrap_or(Value::Null);
-            let id = value
-                .get("id")
-                .filter(|id| id.is_string() || id.is_number())
-                .cloned();
-            match id {
-                // A message with an id is a request (or a response to one) the server
-                // cannot take: say why.
-                Some(id) => {
-                    let message = format!("invalid request: {e}; {REQUEST_SHAPE}");
-                    answer_error(out, id, -32600, message).await;
-                }
-                // A notification gets no answer, whatever is wrong with it.
-                None if value.get("method").is_some() => {
-                    tracing::debug!("ignoring a malformed notification: {e}");
-                }
-                None => {
-                    let message = format!("invalid request: {e}; {REQUEST_SHAPE}");
-                    answer_error(out, Value::Null, -32600, message).await;
-                }
-            }
-            None
-        }
-    }
+    serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(line)
+        .map_err(|e| rejection::reject(line, &e).as_ref().map(error_line))
 }
 
 /// The `id` of a JSON-RPC message from its first bytes (`"id"` as a top-level key before
@@ -254,45 +360,25 @@ impl<R: AsyncBufRead + Unpin + Send + 'static> Transport<RoleServer> for LineTra
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Closed>> + Send + 'static {
         let out = self.out.clone();
+        let answers = match &item {
+            JsonRpcMessage::Response(r) => Some(Unanswered::key(&r.id)),
+            JsonRpcMessage::Error(e) => e.id.as_ref().map(Unanswered::key),
+            _ => None,
+        };
         async move {
             let mut bytes = serde_json::to_vec(&item).map_err(|_| Closed)?;
             bytes.push(b'\n');
-            out.send(bytes).await.map_err(|_| Closed)
+            out.send(Outgoing { answers, bytes })
+                .await
+                .map_err(|_| Closed)
         }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
-        loop {
-            let gone = self.writer_gone.clone();
-            let read = tokio::select! {
-                _ = gone.cancelled() => return None,
-                read = self.read_line() => read,
-            };
-            let kind = match read {
-                Ok(kind) => kind,
-                Err(e) => {
-                    tracing::info!("stdin failed ({e}); stopping");
-                    return None;
-                }
-            };
-            let message = match kind {
-                Line::Eof => return None,
-                Line::Complete => message(&self.line, &self.out).await,
-                Line::Oversized => {
-                    let id = id_from_head(&self.line);
-                    let message = format!(
-                        "the request is {} bytes, over the limit of {} bytes: send smaller arguments",
-                        self.seen, self.max
-                    );
-                    answer_error(&self.out, id, -32600, message).await;
-                    None
-                }
-            };
-            self.line.clear();
-            self.seen = 0;
-            if message.is_some() {
-                return message;
-            }
+        let gone = self.writer_gone.clone();
+        tokio::select! {
+            _ = gone.cancelled() => None,
+            message = self.next_message() => message,
         }
     }
 
@@ -304,6 +390,7 @@ impl<R: AsyncBufRead + Unpin + Send + 'static> Transport<RoleServer> for LineTra
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn the_id_of_an_oversized_request_comes_from_its_head() {

@@ -178,12 +178,9 @@ mod tests {
     fn builtin_docs_and_bounds() {
         let docs = ComponentDocs::from_wit(TOOLS_WIT, "read-file").unwrap();
         let f = docs.func("read-file").unwrap();
-        assert!(
-            f.description
-                .as_deref()
-                .unwrap()
-                .starts_with("Read a text file one page at a time.")
-        );
+        assert!(f.description.as_deref().unwrap().starts_with(
+            "Read a text file (cat, view or open a source file, config or log) one page at a time."
+        ));
         let start = &f.args["start-line"];
         assert_eq!(start.minimum, Some(1));
         assert_eq!(

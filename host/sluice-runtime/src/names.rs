@@ -73,6 +73,8 @@ impl Export<'_> {
             .map(|(_, f)| f);
         let name = match (own.and_then(|f| f.name.clone()), &policy.prefix) {
             (Some(name), _) => name,
+            // One `_` between: a prefix that ends with one gets no second (`h_` → `h_name`).
+            (None, Some(prefix)) if prefix.ends_with('_') => format!("{prefix}{}", self.derived),
             (None, Some(prefix)) => format!("{prefix}_{}", self.derived),
             (None, None) => self.derived.clone(),
         };
@@ -158,6 +160,17 @@ mod tests {
             ..ToolPolicy::default()
         };
         assert_eq!(export.named(&policy).0, "fs_read_file");
+        // A prefix that ends with `_` gets no second one.
+        let underscored = ToolPolicy {
+            prefix: Some("h_".into()),
+            ..ToolPolicy::default()
+        };
+        assert_eq!(export.named(&underscored).0, "h_read_file");
+        let doubled = ToolPolicy {
+            prefix: Some("h__".into()),
+            ..ToolPolicy::default()
+        };
+        assert_eq!(export.named(&doubled).0, "h__read_file");
         policy.functions.insert(
             "read-file".into(),
             FunctionPolicy {

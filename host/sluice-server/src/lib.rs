@@ -46,6 +46,7 @@ pub mod guard;
 mod health;
 pub mod listen;
 pub mod mcp;
+pub mod oauth;
 mod openapi;
 pub mod reload;
 mod request;

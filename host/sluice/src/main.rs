@@ -11,12 +11,11 @@ mod commands;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use clap::Parser;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = cli::parse();
     // Colour codes only for a person at a terminal: not in a file, a pipe or a CI log, and
     // never with NO_COLOR set (https://no-color.org).
     let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
@@ -25,8 +24,13 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(colour)
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
-                .unwrap_or_else(|_| "warn".into()),
+            // rmcp's own lines show only when asked for (see `sluice_mcp::logs`).
+            std::env::var("SLUICE_LOG")
+                .ok()
+                .and_then(|spec| {
+                    tracing_subscriber::EnvFilter::try_new(sluice_mcp::logs::quiet_rmcp(&spec)).ok()
+                })
+                .unwrap_or_else(|| sluice_mcp::logs::quiet_rmcp("warn").into()),
         )
         .finish()
         .with(tracing_subscriber::filter::filter_fn(

@@ -1079,3 +1079,47 @@ fn block<F: std::future::Future>(f: F) -> F::Output {
         .unwrap()
         .block_on(f)
 }
+
+/// Each command's `--help` shows the flags it uses, not every flag of every command; every
+/// flag is still taken where it was (before the command, or after it).
+#[test]
+fn each_command_shows_the_flags_it_uses() {
+    let help = |args: &[&str]| {
+        let o = sluice(args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let wit = help(&["wit", "--help"]);
+    for flag in ["--store-url", "--store ", "--root", "--config", "--strict"] {
+        assert!(!wit.contains(flag), "wit --help shows {flag}:\n{wit}");
+    }
+    let serve = help(&["serve", "--help"]);
+    for flag in ["--store-url", "--store ", "--root", "--config", "--listen"] {
+        assert!(serve.contains(flag), "serve --help lacks {flag}:\n{serve}");
+    }
+    let call = help(&["call", "--help"]);
+    assert!(call.contains("--root"), "{call}");
+    assert!(!call.contains("--store-url"), "{call}");
+    let mcp = help(&["mcp", "--help"]);
+    assert!(mcp.contains("--max-tool-result-bytes"), "{mcp}");
+    assert!(!mcp.contains("--store-url"), "{mcp}");
+    let list = help(&["session", "list", "--help"]);
+    assert!(list.contains("--store-url"), "{list}");
+    assert!(!list.contains("--root"), "{list}");
+    // The top level still lists them all.
+    let top = help(&["--help"]);
+    for flag in ["--store-url", "--root", "--config", "--strict"] {
+        assert!(top.contains(flag), "--help lacks {flag}:\n{top}");
+    }
+    // A flag a command does not show is still taken.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("wit");
+    let store = dir.path().join("s.db");
+    let o = sluice(&[
+        "wit",
+        &out.display().to_string(),
+        "--store",
+        &store.display().to_string(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

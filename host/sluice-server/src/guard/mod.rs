@@ -19,17 +19,19 @@
 //!    every IP literal. Any other name must be in [`GuardOptions::allowed_hosts`]
 //!    (`server.allowed_hosts`, `--allowed-host`). A DNS-rebinding page reaches the server
 //!    under the attacker's name, so it is refused here. The port is not checked.
-//! 2. **Token** (401): when the server has a bearer token, every request must carry it
+//! 2. **OAuth** (404): the OAuth discovery and registration paths answer 404 before the
+//!    token is asked for: Sluice serves no OAuth ([`crate::oauth`]).
+//! 3. **Token** (401): when the server has a bearer token, every request must carry it
 //!    (`Authorization: Bearer <token>`), compared in time that does not depend on where it
 //!    differs.
-//! 3. **Origin** (403): a request whose `Origin` is not the server's own (scheme-less host
+//! 4. **Origin** (403): a request whose `Origin` is not the server's own (scheme-less host
 //!    and port equal to the `Host` header's; `Origin: null` never is) is a cross-origin
 //!    request: a web page on another site sent it. It is refused unless the server has a
-//!    token (which step 2 then required). Requests without `Origin` (curl, SDKs) are not
+//!    token (which step 3 then required). Requests without `Origin` (curl, SDKs) are not
 //!    cross-origin.
-//! 4. **Body size** (413): a `Content-Length` over [`GuardOptions::max_body_bytes`] is refused
+//! 5. **Body size** (413): a `Content-Length` over [`GuardOptions::max_body_bytes`] is refused
 //!    before the body is read. (Bodies without a length are measured by whoever reads them.)
-//! 5. **Content type** (415): a request with a body (a `Content-Length` over 0, or any
+//! 6. **Content type** (415): a request with a body (a `Content-Length` over 0, or any
 //!    `Transfer-Encoding`) must say `Content-Type: application/json` (parameters such as
 //!    `; charset=utf-8` allowed). A browser cannot send that cross-site without a CORS
 //!    preflight, which Sluice never grants.
@@ -125,13 +127,16 @@ impl Guard {
     ///
     /// # Errors
     /// 400 for two `Host` or two `Origin` headers; 403 for a `Host` (or an absolute-form
-    /// target) the server does not answer to or a cross-origin request without a token; 401 without the right token; 413 for a `Content-Length` over the limit; 415
+    /// target) the server does not answer to or a cross-origin request without a token; 404
+    /// for an OAuth path; 401 without the right token; 413 for a `Content-Length` over the
+    /// limit; 415
     /// for a body that is not declared `application/json`. Each is a JSON error naming what
     /// was wrong and what is allowed.
     pub fn check(&self, request: &Request) -> Result<(), Refusal> {
         self.check_parts(
             request.headers(),
             request.uri().authority().map(|a| a.as_str()),
+            request.uri().path(),
         )
         .map_err(|e| Refusal(Box::new(e)))
     }
@@ -140,6 +145,7 @@ impl Guard {
         &self,
         headers: &HeaderMap,
         uri_authority: Option<&str>,
+        path: &str,
     ) -> Result<(), ApiError> {
         for name in [header::HOST, header::ORIGIN] {
             let count = headers.get_all(&name).iter().count();
@@ -166,6 +172,9 @@ impl Guard {
             host = Some((name, port));
         }
         let host_shown = uri_authority.or(host_header);
+        if crate::oauth::is_oauth_path(path) {
+            return Err(crate::oauth::not_served(path));
+        }
         self.check_token(headers)?;
         if let Some(origin) = headers.get(header::ORIGIN) {
             let same = origin
@@ -271,7 +280,7 @@ impl Guard {
 pub struct Refusal(Box<ApiError>);
 
 impl Refusal {
-    /// The status: 400, 401, 403, 413 or 415.
+    /// The status: 400, 401, 403, 404 (an OAuth path), 413 or 415.
     pub fn status(&self) -> StatusCode {
         self.0.status
     }

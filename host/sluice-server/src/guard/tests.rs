@@ -23,7 +23,7 @@ fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
 }
 
 fn status(g: &Guard, pairs: &[(&str, &str)]) -> u16 {
-    match g.check_parts(&headers(pairs), None) {
+    match g.check_parts(&headers(pairs), None, "/mcp") {
         Ok(()) => 200,
         Err(e) => e.status.as_u16(),
     }
@@ -174,7 +174,7 @@ fn bodies_must_be_json_within_the_limit() {
 fn the_refusals_say_what_is_allowed() {
     let g = guard("127.0.0.1:8080", &["sluice.example"], None);
     let e = g
-        .check_parts(&headers(&[("host", "attacker.example")]), None)
+        .check_parts(&headers(&[("host", "attacker.example")]), None, "/mcp")
         .unwrap_err();
     assert_eq!(
         e.body["error"],
@@ -188,7 +188,7 @@ fn the_refusals_say_what_is_allowed() {
                 ("content-length", "3"),
                 ("content-type", "text/plain"),
             ]),
-            None,
+            None, "/mcp",
         )
         .unwrap_err();
     assert_eq!(
@@ -219,7 +219,7 @@ fn one_host_and_one_origin() {
         if pairs[1].0 == "origin" {
             with.push(("origin", "http://evil.example"));
         }
-        let e = g.check_parts(&headers(&with), None).unwrap_err();
+        let e = g.check_parts(&headers(&with), None, "/mcp").unwrap_err();
         assert_eq!(e.status, StatusCode::BAD_REQUEST, "{with:?}");
         let shown = if pairs[1].0 == "origin" {
             "Origin"
@@ -248,7 +248,7 @@ fn an_absolute_form_target_is_judged() {
     let g = guard("127.0.0.1:8080", &["sluice.example"], None);
     let check = |host: Option<&str>, target: &str| {
         let pairs: Vec<(&str, &str)> = host.map(|h| ("host", h)).into_iter().collect();
-        match g.check_parts(&headers(&pairs), Some(target)) {
+        match g.check_parts(&headers(&pairs), Some(target), "/mcp") {
             Ok(()) => 200,
             Err(e) => e.status.as_u16(),
         }
@@ -259,7 +259,7 @@ fn an_absolute_form_target_is_judged() {
     let e = g
         .check_parts(
             &headers(&[("host", "127.0.0.1:8080")]),
-            Some("attacker.example"),
+            Some("attacker.example"), "/mcp",
         )
         .unwrap_err();
     assert_eq!(e.body["host"], "attacker.example");
@@ -273,7 +273,7 @@ fn an_absolute_form_target_is_judged() {
             ("host", "127.0.0.1:8080"),
             ("origin", "http://sluice.example"),
         ]),
-        Some("sluice.example"),
+        Some("sluice.example"), "/mcp",
     );
     assert!(same.is_ok(), "{same:?}");
     let cross = g
@@ -282,9 +282,38 @@ fn an_absolute_form_target_is_judged() {
                 ("host", "sluice.example"),
                 ("origin", "http://sluice.example"),
             ]),
-            Some("127.0.0.1:8080"),
+            Some("127.0.0.1:8080"), "/mcp",
         )
         .unwrap_err();
     assert_eq!(cross.status, StatusCode::FORBIDDEN);
     assert_eq!(cross.body["origin"], "http://sluice.example");
+}
+
+#[test]
+fn oauth_paths_answer_404_before_the_token_and_after_the_host() {
+    let g = guard("127.0.0.1:8080", &[], Some("t0ken"));
+    let local = headers(&[("host", "127.0.0.1:8080")]);
+    for path in [
+        "/.well-known/oauth-authorization-server",
+        "/.well-known/oauth-protected-resource/mcp",
+        "/register",
+    ] {
+        let e = g.check_parts(&local, None, path).unwrap_err();
+        assert_eq!(e.status, StatusCode::NOT_FOUND, "{path}");
+        assert!(
+            e.body["error"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("{path} is not served: Sluice serves no OAuth.")),
+            "{path}"
+        );
+    }
+    // Every other path still needs the token.
+    let e = g.check_parts(&local, None, "/mcp").unwrap_err();
+    assert_eq!(e.status, StatusCode::UNAUTHORIZED);
+    // And a DNS-rebinding page gets 403 there too.
+    let e = g
+        .check_parts(&headers(&[("host", "attacker.example")]), None, "/register")
+        .unwrap_err();
+    assert_eq!(e.status, StatusCode::FORBIDDEN);
 }

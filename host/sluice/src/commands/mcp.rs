@@ -41,6 +41,7 @@ pub(crate) async fn run(
             let stdio = StdioOptions {
                 max_request_bytes: args.max_body_bytes,
                 write_timeout: std::time::Duration::from_millis(args.write_timeout_ms.max(1)),
+                ..StdioOptions::default()
             };
             sluice_mcp::serve_stdio(server, stdio).await?;
         }

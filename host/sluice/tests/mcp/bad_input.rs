@@ -95,11 +95,42 @@ async fn malformed_lines_unknown_methods_and_bad_shapes_get_json_rpc_errors() {
             .starts_with("parse error: ")
     );
 
+    // `params` that are not an object: invalid params, with the request's id.
     raw.send(r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":5}"#)
         .await;
     let a = raw.answer().await;
     assert_eq!(a["id"], 5);
+    assert_eq!(a["error"]["code"], -32602);
+    raw.send(r#"{"jsonrpc":"2.0","id":"s","method":"tools/call","params":"read_file"}"#)
+        .await;
+    let a = raw.answer().await;
+    assert_eq!(
+        a,
+        json!({"jsonrpc":"2.0","id":"s","error":{"code":-32602,"message":"invalid params: the `params` of tools/call must be an object, not a string"}})
+    );
+
+    // An `id` that is not a string or a number: invalid request, id null (it was no
+    // notification, and is answered).
+    raw.send(r#"{"jsonrpc":"2.0","id":{"n":1},"method":"tools/list"}"#)
+        .await;
+    let a = raw.answer().await;
+    assert_eq!(a["id"], Value::Null);
     assert_eq!(a["error"]["code"], -32600);
+    assert!(
+        a["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("invalid request: `id` must be a string or a number, not an object;"),
+        "{a}"
+    );
+    raw.send(r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#)
+        .await;
+    let a = raw.answer().await;
+    assert_eq!(
+        (a["id"].clone(), a["error"]["code"].clone()),
+        (Value::Null, json!(-32600)),
+        "{a}"
+    );
 
     raw.send(r#"{"jsonrpc":"2.0","id":6,"method":"no/such/method"}"#)
         .await;

@@ -211,3 +211,80 @@ async fn mcp_listen_beyond_loopback_needs_a_token() {
         "{stderr}"
     );
 }
+
+/// GET `url` + `path` (no token).
+async fn get(url: &str, path: &str) -> reqwest::Response {
+    reqwest::get(format!("{url}{path}")).await.unwrap()
+}
+
+/// Sluice serves no OAuth: with a token set, the discovery paths and `/register` answer
+/// 404 (not 401, which sends Claude Code into dynamic client registration), on both
+/// servers.
+#[tokio::test]
+async fn oauth_discovery_answers_404_under_a_token() {
+    for args in [
+        ["serve", "--listen", "127.0.0.1:0"],
+        ["mcp", "--listen", "127.0.0.1:0"],
+    ] {
+        let server = listen(&args, &[("SLUICE_SERVER_TOKEN", "t0ken")]).await;
+        let url = &server.url;
+        for path in [
+            "/.well-known/oauth-protected-resource",
+            "/.well-known/oauth-protected-resource/mcp",
+            "/.well-known/oauth-authorization-server",
+            "/.well-known/oauth-authorization-server/mcp",
+            "/.well-known/openid-configuration",
+        ] {
+            let r = get(url, path).await;
+            assert_eq!(r.status(), 404, "{args:?} {path}");
+            let body: Value = r.json().await.unwrap();
+            assert!(
+                body["error"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&format!("{path} is not served: Sluice serves no OAuth.")),
+                "{body}"
+            );
+        }
+        let r = reqwest::Client::new()
+            .post(format!("{url}/register"))
+            .header("content-type", "application/json")
+            .body(r#"{"client_name":"claude-code","redirect_uris":["http://localhost:1/cb"]}"#)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 404, "{args:?} /register");
+        // /mcp itself still wants the token.
+        assert_eq!(post(url, &list(), &[]).await.status(), 401, "{args:?}");
+    }
+}
+
+/// Over HTTP as over stdio: an `id` that is not a string or a number is -32600 with `id`
+/// null, `params` that are not an object -32602 with the request's `id`.
+#[tokio::test]
+async fn http_answers_bad_ids_and_params_as_stdio_does() {
+    let server = listen(&["mcp", "--listen", "127.0.0.1:0"], &[]).await;
+    let url = &server.url;
+    let r = post(
+        url,
+        &json!({"jsonrpc":"2.0","id":{"n":1},"method":"tools/list"}),
+        &[],
+    )
+    .await;
+    assert_eq!(r.status(), 400);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["id"], Value::Null, "{body}");
+    assert_eq!(body["error"]["code"], -32600, "{body}");
+    let r = post(
+        url,
+        &json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":"x"}),
+        &[],
+    )
+    .await;
+    assert_eq!(r.status(), 400);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(
+        body,
+        json!({"jsonrpc":"2.0","id":9,"error":{"code":-32602,"message":"invalid params: the `params` of tools/call must be an object, not a string"}})
+    );
+}

@@ -45,6 +45,9 @@ async def exercise(session: ClientSession, handshake: str) -> dict:
         "version": version,
         "tools": [t.name for t in tools.tools],
         "readOnly": [t.annotations.read_only_hint for t in tools.tools],
+        "maxResultSizeChars": [
+            (t.meta or {}).get("anthropic/maxResultSizeChars") for t in tools.tools
+        ],
         "page": page.content[0].text,
         "pageIsError": page.is_error,
         "unknown": unknown.content[0].text,
