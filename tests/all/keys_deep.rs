@@ -35,9 +35,23 @@ fn no_body(sb: &Sandbox, tool: &str, args: &Value) -> Value {
 fn refused(sb: &Sandbox, tool: &str, args: Value, message: &str) {
     let v = no_body(sb, tool, &args);
     assert_eq!(
-        (v["ok"].as_bool(), v["kind"].as_str(), v["error"].as_str()),
-        (Some(false), Some("key-material"), Some(message)),
-        "{tool} {args}"
+        (v["ok"].as_bool(), v["kind"].as_str()),
+        (Some(false), Some("key-material")),
+        "{tool} {args}: {v}"
+    );
+    // Which of the refusals a page gets depends on which key rule sees the key first
+    // (a cut armor line counts as a BEGIN: docs/keys.md); each is a refusal of the page.
+    let error = v["error"].as_str().unwrap();
+    let path = args["path"].as_str().unwrap();
+    let refusals = [
+        message.to_string(),
+        format!("refusing to read key material: {path} holds a PEM private key in that range"),
+        format!("refusing to read key material: {path} holds a PEM private key at that position"),
+        deep(path),
+    ];
+    assert!(
+        refusals.iter().any(|r| r == error),
+        "{tool} {args}: {error}"
     );
 }
 

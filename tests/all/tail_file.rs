@@ -35,7 +35,7 @@ fn t2_last_three_and_short_file() {
     );
     assert_eq!(
         sb.ok("tail_file", &json!({"path": "ab.txt", "lines": 10})),
-        json!({"path": "ab.txt", "lines": ["a", "b"], "truncated": false})
+        json!({"path": "ab.txt", "truncated": false, "count": 2, "lines": ["a", "b"]})
     );
     // Default 200 lines.
     let r = sb.ok("tail_file", &json!({"path": "f.txt"}));

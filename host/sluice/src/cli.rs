@@ -3,67 +3,12 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
-
-/// The flags of [`Global`] that load tools (their ids).
-const TOOL_FLAGS: &[&str] = &[
-    "config",
-    "roots",
-    "max_tool_result_bytes",
-    "tools_dir",
-    "max_concurrent_calls",
-    "strict",
-];
-
-/// The flags of [`Global`] that name the session store.
-const STORE_FLAGS: &[&str] = &["config", "store", "store_url"];
-
-/// The flags of [`Global`] each command uses (with its subcommands); its `--help` shows
-/// those only. Every command still accepts every flag of [`Global`], anywhere on the line,
-/// so no command line that worked stops working.
-const USES: &[(&str, &[&[&str]])] = &[
-    ("call", &[TOOL_FLAGS]),
-    ("run", &[TOOL_FLAGS, STORE_FLAGS]),
-    ("serve", &[TOOL_FLAGS, STORE_FLAGS]),
-    ("mcp", &[TOOL_FLAGS]),
-    ("session", &[STORE_FLAGS]),
-    ("store", &[STORE_FLAGS]),
-    ("wit", &[]),
-    ("tools", &[TOOL_FLAGS]),
-];
+use clap::{Args, Parser, Subcommand};
 
 /// The command line of this process, parsed; exits with clap's message (and code 2) when
 /// it does not parse, and prints help or the version when asked.
 pub(crate) fn parse() -> Cli {
-    let mut command = Cli::command();
-    // Propagates the global flags into every subcommand, so that each can hide its own.
-    command.build();
-    let global: Vec<String> = command
-        .get_arguments()
-        .filter(|a| a.is_global_set())
-        .map(|a| a.get_id().to_string())
-        .collect();
-    for (name, groups) in USES {
-        let used: Vec<&str> = groups.iter().flat_map(|g| g.iter().copied()).collect();
-        let unused: Vec<&str> = global
-            .iter()
-            .map(String::as_str)
-            .filter(|id| !used.contains(id))
-            .collect();
-        command = command.mut_subcommand(name, |sub| hide(sub, &unused));
-    }
-    let matches = command.get_matches();
-    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
-}
-
-/// `command` and its subcommands with the flags `ids` hidden from their help.
-fn hide(mut command: clap::Command, ids: &[&str]) -> clap::Command {
-    for id in ids {
-        if command.get_arguments().any(|a| a.get_id() == *id) {
-            command = command.mut_arg(*id, |a| a.hide(true));
-        }
-    }
-    command.mut_subcommands(|sub| hide(sub, ids))
+    Cli::parse()
 }
 
 /// Sluice runs an LLM agent whose tools are sandboxed WebAssembly components, and caps

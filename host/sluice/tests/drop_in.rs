@@ -83,7 +83,7 @@ fn a_component_that_cannot_load_is_reported_and_the_builtins_still_run() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert_eq!(
         text(&o.stdout),
-        "{\"ok\":true,\"result\":{\"path\":\"f.txt\",\"lines\":[\"hello\"],\"truncated\":false}}\n"
+        "{\"ok\":true,\"result\":{\"path\":\"f.txt\",\"truncated\":false,\"count\":1,\"lines\":[\"hello\"]}}\n"
     );
 
     // --strict, and strict = true in sluice.toml, refuse to start with the reason.

@@ -188,7 +188,8 @@ fn the_refusals_say_what_is_allowed() {
                 ("content-length", "3"),
                 ("content-type", "text/plain"),
             ]),
-            None, "/mcp",
+            None,
+            "/mcp",
         )
         .unwrap_err();
     assert_eq!(
@@ -259,7 +260,8 @@ fn an_absolute_form_target_is_judged() {
     let e = g
         .check_parts(
             &headers(&[("host", "127.0.0.1:8080")]),
-            Some("attacker.example"), "/mcp",
+            Some("attacker.example"),
+            "/mcp",
         )
         .unwrap_err();
     assert_eq!(e.body["host"], "attacker.example");
@@ -273,7 +275,8 @@ fn an_absolute_form_target_is_judged() {
             ("host", "127.0.0.1:8080"),
             ("origin", "http://sluice.example"),
         ]),
-        Some("sluice.example"), "/mcp",
+        Some("sluice.example"),
+        "/mcp",
     );
     assert!(same.is_ok(), "{same:?}");
     let cross = g
@@ -282,7 +285,8 @@ fn an_absolute_form_target_is_judged() {
                 ("host", "sluice.example"),
                 ("origin", "http://sluice.example"),
             ]),
-            Some("127.0.0.1:8080"), "/mcp",
+            Some("127.0.0.1:8080"),
+            "/mcp",
         )
         .unwrap_err();
     assert_eq!(cross.status, StatusCode::FORBIDDEN);

@@ -134,7 +134,10 @@ async fn ping_reports_a_database_that_is_gone() {
     };
     assert_eq!(path, &sluice_store::redact_url(&url));
     assert!(message.starts_with("check the database: "), "{message}");
-    let password = ::url::Url::parse(&url).unwrap().password().map(str::to_owned);
+    let password = ::url::Url::parse(&url)
+        .unwrap()
+        .password()
+        .map(str::to_owned);
     if let Some(p) = password.filter(|p| !p.is_empty()) {
         assert!(!e.to_string().contains(&p), "{e}");
     }

@@ -70,8 +70,7 @@ impl Place {
                 let path = entry.unwrap().path();
                 std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
             }
-            std::fs::set_permissions(self.path(), std::fs::Permissions::from_mode(0o555))
-                .unwrap();
+            std::fs::set_permissions(self.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
         }
     }
 }
@@ -82,10 +81,8 @@ impl Drop for Place {
             let _ = Command::new("umount").arg(self.dir.path()).status();
         } else {
             use std::os::unix::fs::PermissionsExt as _;
-            let _ = std::fs::set_permissions(
-                self.dir.path(),
-                std::fs::Permissions::from_mode(0o755),
-            );
+            let _ =
+                std::fs::set_permissions(self.dir.path(), std::fs::Permissions::from_mode(0o755));
         }
     }
 }
