@@ -104,7 +104,7 @@ mod tests {
         let other = dir.path().join("other.txt");
         std::fs::write(&other, "x").unwrap();
         let refused = RefusedFiles::new([secret.clone(), secret.clone()]);
-        assert_eq!(refused.paths, [secret.clone()]);
+        assert_eq!(refused.paths, std::slice::from_ref(&secret));
         assert!(refused.is_refused_name("token.txt"));
         assert!(!refused.is_refused_name("innocent.log"));
         assert!(refused.is_refused_id(file_id(&link).unwrap()));

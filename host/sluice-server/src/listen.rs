@@ -13,7 +13,7 @@
 //!   beyond the limit wait in the kernel's backlog, and the store, the tools and the
 //!   listener keep descriptors to work with.
 //! - **Unauthenticated connections** (`server.max_unauthenticated_connections`): a
-//!   connection counts until one of its requests passes the guard ([`Ticket`]); one beyond
+//!   connection counts until one of its requests passes the guard (`Ticket`); one beyond
 //!   the limit is answered 503 (a JSON body naming the limit and its key) and closed.
 //! - **Accept errors**: a connection reset before it was accepted is skipped; any other
 //!   error (`EMFILE`, `ENFILE`, `ENOBUFS`) waits [`ACCEPT_BACKOFF`] before the next accept,

@@ -256,7 +256,8 @@ fn a_broken_replacement_keeps_the_old_version_and_says_why() {
     assert!(line.contains("removed: [version, wait_for]"), "{line}");
     assert_eq!(
         call(&url, "version", json!({})),
-        "{\"ok\":false,\"error\":\"unknown_tool\",\"name\":\"version\"}"
+        // The tools left, nearest the name first (docs/observations.md#shapes).
+        "{\"ok\":false,\"error\":\"unknown_tool\",\"name\":\"version\",\"tools\":[\"read_file\",\"grep_files\",\"list_dir\",\"tail_file\"]}"
     );
 
     // A new component that fails to load is left out, as at a start without --strict: it
