@@ -471,7 +471,7 @@ pub(crate) fn grep(bench: &Bench) -> anyhow::Result<Vec<Row>> {
 
 /// A directory of `n` empty files `entry-0000000.txt` …, made once under the bench's work
 /// directory; returns it and how long making it took (`None` when it already existed). A
-/// new directory is left alone for `sluice_runtime::listing::RACY_SECONDS` (the host does
+/// new directory is left alone for `sluice_runtime::host::listing::RACY_SECONDS` (the host does
 /// not keep a listing of a directory that changed more recently), as a real one would be.
 fn entries_dir(bench: &Bench, n: u64) -> anyhow::Result<(PathBuf, Option<Duration>)> {
     let dir = bench.work.join(format!("dir-{n}"));
@@ -488,7 +488,7 @@ fn entries_dir(bench: &Bench, n: u64) -> anyhow::Result<(PathBuf, Option<Duratio
     std::fs::rename(&partial, &dir)?;
     let made = t.elapsed();
     std::thread::sleep(Duration::from_secs(
-        sluice_runtime::listing::RACY_SECONDS as u64 + 1,
+        sluice_runtime::host::listing::RACY_SECONDS as u64 + 1,
     ));
     Ok((dir, Some(made)))
 }

@@ -14,7 +14,7 @@ use sluice_backends::Backend;
 use sluice_backends::provider::Provider;
 use sluice_protocol::{Message, Role, SessionStatus, ToolCall, ToolSpec};
 use sluice_runtime::CallOptions;
-use sluice_runtime::observation::Observation;
+use sluice_runtime::call::observation::Observation;
 use sluice_store::{SqliteStore, Store};
 use tokio_util::sync::CancellationToken;
 

@@ -11,7 +11,7 @@ use sluice_agent::{Agent, Settings, Tools};
 use sluice_backends::provider::Provider;
 use sluice_protocol::{Role, SessionStatus, ToolSpec};
 use sluice_runtime::CallOptions;
-use sluice_runtime::observation::{DEFAULT_HINT, Observation};
+use sluice_runtime::call::observation::{DEFAULT_HINT, Observation};
 use sluice_store::{SqliteStore, Store};
 use tokio_util::sync::CancellationToken;
 

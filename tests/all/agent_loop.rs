@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use sluice_agent::{Agent, AgentError, Outcome, RunEvent, Settings, Tools};
 use sluice_backends::{Backend, BackendError, ModelReply, ModelRequest, ReplayModel};
 use sluice_protocol::{Message, Role, SessionStatus, ToolCall, ToolSpec};
-use sluice_runtime::observation::{DEFAULT_HINT, Observation};
+use sluice_runtime::call::observation::{DEFAULT_HINT, Observation};
 use sluice_runtime::{CallOptions, RootGrant, Toolbox};
 use sluice_store::{Decision, SqliteStore, Store, StoreError, StoredMessage, now_rfc3339};
 use sluice_tests::{HOSTILE_WASM, PATIENCE, Sandbox};

@@ -34,7 +34,7 @@ use sluice_backends::provider::{Provider, ProviderConfig, Secret};
 use sluice_backends::{Backend, ErrorKind, ModelRequest, estimate};
 use sluice_protocol::{Message, Role, SessionStatus, ToolCall, ToolSpec};
 use sluice_runtime::CallOptions;
-use sluice_runtime::observation::Observation;
+use sluice_runtime::call::observation::Observation;
 use sluice_store::{SqliteStore, Store};
 use tokio_util::sync::CancellationToken;
 

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use sluice_backends::estimate::prompt_bytes;
 use sluice_backends::{BackendError, ModelReply, ModelRequest};
 use sluice_protocol::{Message, SessionStatus, ToolCall, ToolSpec};
-use sluice_runtime::observation::{DEFAULT_HINT, Observation, paging_hint, shrink_text};
+use sluice_runtime::call::observation::{DEFAULT_HINT, Observation, paging_hint, shrink_text};
 use sluice_runtime::{CallOptions, CallStatus};
 use sluice_store::{Decision, StoredMessage};
 use tokio_util::sync::CancellationToken;

@@ -5,7 +5,7 @@ use sluice_runtime::{CallOptions, LiveToolbox, Observation, Toolbox};
 
 /// Tools as the loop sees them. [`Toolbox`] is the real implementation; tests may provide
 /// others, but an observation must always come out of
-/// [`sluice_runtime::observation::Draft::finish`] so it is key-scanned and capped.
+/// [`sluice_runtime::call::observation::Draft::finish`] so it is key-scanned and capped.
 #[async_trait::async_trait]
 pub trait Tools: Send + Sync {
     /// What the model is told about each tool.

@@ -13,7 +13,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use sluice_protocol::limits;
-use sluice_runtime::observation::DEFAULT_HINT;
+use sluice_runtime::call::observation::DEFAULT_HINT;
 use sluice_runtime::{CallStatus, LiveToolbox, Observation, Toolbox};
 use tokio_util::sync::CancellationToken;
 

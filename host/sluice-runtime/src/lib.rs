@@ -1,16 +1,18 @@
 //! Sluice's WebAssembly tool runtime.
 //!
-//! - [`engine::ToolEngine`]: the wasmtime engine (epoch ticker, pooling allocator with an
-//!   on-demand fallback, on-disk cache of compiled components).
-//! - [`toolbox::Toolbox`]: components loaded under a [`policy::ToolPolicy`], each exported
-//!   function a tool with a JSON schema derived from its WIT types ([`schema`], [`docs`]),
-//!   called with a fresh store per call ([`value`] lowers arguments and lifts results) on
-//!   the engine's [`pool::CallPool`], within the host's [`limits`], cancellable through
-//!   [`toolbox::CallOptions`].
-//! - [`live::LiveToolbox`]: a toolbox that is replaced atomically (live reload); a call
-//!   keeps the toolbox it started with.
-//! - [`observation`]: the observation shapes, the key-material scan and the cap, applied to
-//!   every result in one place ([`observation::Draft::finish`]).
+//! The crate is three wings over a floor:
+//!
+//! - [`component`]: a component before it runs: its [`Source`], its imports, its exports
+//!   reflected as tools ([`ToolInfo`]: names, JSON schemas, descriptions);
+//! - [`host`]: what a running component's imports reach, one module per interface, over the
+//!   call's store data ([`host::state::CallState`]);
+//! - [`call`]: the [`Toolbox`] (tool name → component), one call from JSON arguments to an
+//!   [`Observation`] (the key scan and the cap, applied in one place), and the
+//!   [`LiveToolbox`] that live reload swaps;
+//! - the floor: the [`engine`] (epoch ticker, pooling allocator, compiled-component cache),
+//!   the call [`pool`] (threads, slots, deadlines, cancellation), the [`policy`], the host's
+//!   [`limits`], the [`secrets`], [`error`]s, [`address`]es `wasi:http` may not reach, and
+//!   what may be [`logs`]ged.
 //!
 //! The built-in tools are input like any other component: the runtime does not embed them
 //! (the binary does, through `sluice-builtins`), so it builds without the guests.
@@ -32,45 +34,29 @@
 //! ```
 
 pub mod address;
-mod bindings;
+pub mod call;
 pub mod component;
-pub mod docs;
 pub mod engine;
 pub mod error;
-mod failure;
-pub mod hint;
 pub mod host;
-pub mod http;
-mod http_open;
-pub mod integers;
-mod invoke;
 pub mod limits;
-pub mod listing;
-pub mod live;
 pub mod logs;
-pub mod mounts;
-pub mod names;
-pub mod observation;
-mod open_at;
 pub mod policy;
 pub mod pool;
-mod preopens;
-mod refused;
-pub mod schema;
 pub mod secrets;
-mod stderr;
-pub mod toolbox;
-pub mod value;
 
 pub use engine::{EngineOptions, ToolEngine};
 pub use pool::{CallPool, PoolError, PoolOptions};
 
-pub use component::{ImportInfo, Inspection, ToolInfo, inspect};
+pub use call::live::LiveToolbox;
+pub use call::observation::{CallStatus, Observation};
+pub use call::toolbox::{CallOptions, Toolbox};
+pub use component::imports::ImportInfo;
+pub use component::inspect::{Inspection, inspect};
+pub use component::reflect::ToolInfo;
+pub use component::source::{ComponentSpec, Source};
 pub use error::RuntimeError;
-pub use live::LiveToolbox;
-pub use observation::{CallStatus, Observation};
 pub use policy::{
     FunctionPolicy, HttpAllow, HttpGrant, HttpHost, PolicyOrigin, RootGrant, ToolPolicy,
 };
 pub use secrets::{Secret, SecretSource};
-pub use toolbox::{CallOptions, ComponentSpec, Source, Toolbox};

@@ -71,3 +71,15 @@ pub enum HostLimit {
         asked: u64,
     },
 }
+
+/// Why the host stopped a call that was still running (raised by the epoch callback while
+/// guest code runs; the same reasons end a call that waits inside the host).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Interrupt {
+    /// The call's timeout passed.
+    #[error("the call's timeout passed")]
+    Timeout,
+    /// The call was cancelled.
+    #[error("the call was cancelled")]
+    Cancelled,
+}

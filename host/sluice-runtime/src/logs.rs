@@ -55,7 +55,7 @@ mod tests {
         for t in [
             "wasmtime",
             "wasmtime_wasix",
-            "sluice_runtime::invoke",
+            "sluice_runtime::call::invoke",
             "wasmtime_cranelift",
         ] {
             assert!(!is_unlogged(t), "{t}");

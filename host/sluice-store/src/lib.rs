@@ -39,7 +39,6 @@ mod name;
 mod postgres;
 mod queue;
 mod runner;
-mod schema;
 mod signals;
 mod sqlite;
 mod url;

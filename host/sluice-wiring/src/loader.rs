@@ -163,7 +163,7 @@ impl ToolLoader {
             .iter()
             .map(|s| {
                 let digest = s.source.bytes();
-                let digest = sluice_runtime::component::sha256_hex(digest);
+                let digest = sluice_runtime::component::source::sha256_hex(digest);
                 (s.source.describe(), digest, s.policy.clone())
             })
             .collect();

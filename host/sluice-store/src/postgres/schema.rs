@@ -6,7 +6,7 @@ use crate::{StoreError, now_rfc3339};
 /// The migrations, one per version: migration `i` takes the schema from version `i` to
 /// `i + 1`. Append new versions; never edit one that has shipped.
 ///
-/// Version 1 mirrors SQLite's version 3 (`crate::schema`), with these differences:
+/// Version 1 mirrors SQLite's version 3 (`crate::sqlite::schema`), with these differences:
 /// - free text that may hold a NUL character (message contents, tool-call ids, audit
 ///   texts, `last_error`, queued prompts) is `BYTEA` holding UTF-8, because PostgreSQL's
 ///   `TEXT` refuses NUL;

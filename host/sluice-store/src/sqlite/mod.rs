@@ -6,6 +6,7 @@
 
 mod open;
 mod runs;
+mod schema;
 mod sessions;
 
 use std::ffi::OsString;
@@ -17,7 +18,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, 
 use sluice_protocol::{Message, SessionStatus};
 
 use crate::queue::{EventQueue, PendingEvent};
-use crate::schema::MIGRATIONS;
+
 use crate::signals::Signals;
 use crate::{
     AuditEntry, Decision, RunEnd, RunRecord, SessionRecord, Store, StoreError, StoredEvent,
@@ -96,7 +97,7 @@ impl std::fmt::Debug for SqliteStore {
 
 impl SqliteStore {
     /// The newest schema version this build knows (`PRAGMA user_version`).
-    pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+    pub const SCHEMA_VERSION: i64 = schema::SCHEMA_VERSION;
 
     /// Where the store lives by default: `$SLUICE_DATA_DIR/sessions.db`, else
     /// `$XDG_DATA_HOME/sluice/sessions.db`, else `$HOME/.local/share/sluice/sessions.db`.

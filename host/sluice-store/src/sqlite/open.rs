@@ -10,8 +10,10 @@ use rusqlite::{Connection, OpenFlags};
 use super::{BUSY_TIMEOUT, Inner, SqliteStore};
 use crate::StoreError;
 use crate::queue::EventQueue;
-use crate::schema::{check_file, check_not_foreign, create_private_dir_all, create_whole, migrate};
 use crate::signals::Signals;
+use crate::sqlite::schema::{
+    check_file, check_not_foreign, create_private_dir_all, create_whole, migrate,
+};
 
 impl SqliteStore {
     /// Opens the store at `path`, creating the file and its parent directories if missing

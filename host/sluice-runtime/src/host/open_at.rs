@@ -11,7 +11,7 @@
 //!    [`MAX_OPEN_DESCRIPTORS`](crate::limits::MAX_OPEN_DESCRIPTORS) open at once, its open
 //!    `wasi:http` requests included.
 //! 3. **The files the configuration names as sources of secrets and keys are refused**
-//!    ([`crate::refused`]): an open that reaches one, by any path, answers `access`.
+//!    ([`crate::host::refused`]): an open that reaches one, by any path, answers `access`.
 //!
 //! Everything else is wasmtime-wasi's `Dir::open_at` (wasmtime-wasi 48.0.8,
 //! `src/filesystem.rs`), rule for rule: the open and descriptor flags and their checks, the
@@ -34,7 +34,8 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{
 };
 use wasmtime_wasi::{FsPerms, OpenMode};
 
-use crate::host::{ALLOW_BLOCKING_CURRENT_THREAD, CallState, WASI_VERSION};
+use crate::host::preopens::ALLOW_BLOCKING_CURRENT_THREAD;
+use crate::host::state::{CallState, WASI_VERSION};
 use crate::limits::{HostLimit, MAX_OPEN_DESCRIPTORS};
 
 /// Replaces `[method]descriptor.open-at` of `wasi:filesystem/types` in `linker` (which
@@ -89,7 +90,7 @@ fn open_at(
         Err(code) => return Ok(Err(code)),
     };
     state.descriptors.retain(|d| d.strong_count() > 0);
-    // Open HTTP requests hold descriptors too (crate::http_open).
+    // Open HTTP requests hold descriptors too (crate::host::http_open).
     if state.descriptors.len() + state.http.open_requests().count() >= MAX_OPEN_DESCRIPTORS {
         return Err(HostLimit::Descriptors.into());
     }
@@ -131,7 +132,7 @@ fn open_at(
 }
 
 /// True when the file opened, with metadata `m`, is one the call may not read (by device
-/// and inode, [`crate::refused`]).
+/// and inode, [`crate::host::refused`]).
 fn is_refused(state: &CallState, m: &std::fs::Metadata) -> bool {
     #[cfg(unix)]
     {

@@ -3,13 +3,13 @@
 //! `wit/sluice-tools.wit`: the interface names, versions, function signatures and types come
 //! from the WIT itself, so a WIT change the host does not follow fails to compile.
 //!
-//! [`CallState`](crate::host::CallState) implements the generated `Host` traits (`budget`
-//! and `key-policy` in [`crate::host`], `listing` in [`crate::listing`]);
+//! [`CallState`](crate::host::state::CallState) implements the generated `Host` traits (`budget`
+//! and `key-policy` in [`crate::host`], `listing` in [`crate::host::listing`]);
 //! [`add_to_linker`] links all three.
 
 use wasmtime::component::{HasSelf, Linker};
 
-use crate::host::CallState;
+use crate::host::state::CallState;
 
 mod generated {
     #![allow(missing_docs, unreachable_pub, clippy::all)]

@@ -7,25 +7,13 @@ use wasmtime::{Trap, WasmBacktrace};
 use wasmtime_wasi::filesystem::Descriptor;
 use wasmtime_wasi::p2::DynPollable;
 
-use crate::host::CallState;
+use crate::host::state::CallState;
 use crate::limits::{
-    HostLimit, LIFT_BYTES_PER_VALUE, MAX_LIFT_BYTES, MAX_LIFT_VALUES, MAX_RESOURCES,
+    HostLimit, Interrupt, LIFT_BYTES_PER_VALUE, MAX_LIFT_BYTES, MAX_LIFT_VALUES, MAX_RESOURCES,
 };
 use crate::policy::ToolPolicy;
 use crate::secrets::Cut;
 use sluice_protocol::limits::MAX_TOOL_MEMORY_MIB;
-
-/// Why the host stopped a call that was still running (raised by the epoch callback while
-/// guest code runs; the same reasons end a call that waits inside the host).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum Interrupt {
-    /// The call's timeout passed.
-    #[error("the call's timeout passed")]
-    Timeout,
-    /// The call was cancelled.
-    #[error("the call was cancelled")]
-    Cancelled,
-}
 
 /// The kind and message of a failed call.
 #[derive(Clone, Debug, PartialEq, Eq)]

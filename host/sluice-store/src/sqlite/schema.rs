@@ -8,7 +8,6 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use crate::StoreError;
 use crate::runner::process_token;
-use crate::sqlite::SqliteStore;
 
 /// The schema, one migration per version: migration `i` takes `PRAGMA user_version` from
 /// `i` to `i + 1` and runs in its own transaction. Append new versions; never edit one
@@ -125,11 +124,14 @@ CREATE TABLE config (
 ",
 ];
 
-/// Brings the schema of `conn` up to [`SqliteStore::SCHEMA_VERSION`], one transaction
+/// The newest schema version this build knows (`PRAGMA user_version`): one per migration.
+pub(crate) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Brings the schema of `conn` up to [`SCHEMA_VERSION`], one transaction
 /// per migration. Safe against another process migrating the same file at once: each
 /// step re-reads the version after taking the write lock.
 pub(crate) fn migrate(conn: &mut Connection, path: &str) -> Result<(), StoreError> {
-    let known = SqliteStore::SCHEMA_VERSION;
+    let known = SCHEMA_VERSION;
     let fail = |what: String, e: rusqlite::Error| StoreError::Database {
         path: path.to_owned(),
         message: format!("{what}: {e}"),

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use tokio::sync::watch;
 
-use crate::toolbox::Toolbox;
+use crate::call::toolbox::Toolbox;
 
 /// A toolbox that can be swapped atomically; see the module docs.
 pub struct LiveToolbox {

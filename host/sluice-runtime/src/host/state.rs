@@ -1,28 +1,20 @@
-//! What the host gives one call: its WASI context (preopens, env, captured stderr), its
-//! memory limiter, the descriptors it holds, and the interfaces it links: WASI 0.2 (with the
-//! host's own non-blocking `open-at` (the private `open_at` module), and `wasi:random` bounded by
-//! [`MAX_RANDOM_BYTES`], and `wasi:http` by the policy's allowlist ([`crate::http`])) and
-//! the `sluice:tools` interfaces (`budget`, `key-policy`, `listing` ([`crate::listing`])).
+//! What the host holds for one call (its store's data): the WASI context (preopens, env,
+//! captured stderr), the memory limiter, the budget the `sluice:tools` interfaces answer
+//! from, the descriptors it holds, its `wasi:http` hooks and its configuration.
 
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use wasmtime::component::{Linker, ResourceTable};
-use wasmtime::{ResourceLimiter, StoreContextMut};
+use wasmtime::ResourceLimiter;
+use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-use crate::http::HttpHooks;
-
-use crate::limits::{HostLimit, MAX_RANDOM_BYTES};
+use crate::host::http::HttpHooks;
 
 /// The WASI 0.2 release wasmtime-wasi 48 implements; guests importing any 0.2.x are served
 /// by it.
 pub(crate) const WASI_VERSION: &str = "0.2.12";
-
-/// File operations run on the calling thread (a pool thread) instead of a blocking-pool hop:
-/// measured 4× faster for file tools. Every descriptor a call opens is made with it.
-pub(crate) const ALLOW_BLOCKING_CURRENT_THREAD: bool = true;
 
 /// The store data of one tool call.
 pub struct CallState {
@@ -31,7 +23,7 @@ pub struct CallState {
     pub(crate) limiter: MemoryLimiter,
     pub(crate) budget: CallBudget,
     /// The guest's stderr, its last 64 KiB kept for error messages.
-    pub(crate) stderr: crate::stderr::StderrTail,
+    pub(crate) stderr: crate::host::stderr::StderrTail,
     /// The host files behind the descriptors the call opened; a descriptor is open while
     /// its file is alive (streams share it).
     pub(crate) descriptors: Vec<Weak<std::fs::File>>,
@@ -41,8 +33,8 @@ pub struct CallState {
     /// What the component's `wasi:config/store` holds (shared by its calls).
     pub(crate) config: Arc<crate::secrets::ComponentConfig>,
     /// The files none of the call's opens reaches, by name and by identity
-    /// ([`crate::refused`]).
-    pub(crate) refused: Arc<crate::refused::RefusedFiles>,
+    /// ([`crate::host::refused`]).
+    pub(crate) refused: Arc<crate::host::refused::RefusedFiles>,
 }
 
 impl WasiHttpView for CallState {
@@ -148,98 +140,4 @@ impl ResourceLimiter for MemoryLimiter {
     ) -> wasmtime::Result<bool> {
         Ok(desired <= MAX_TABLE_ELEMENTS)
     }
-}
-
-/// Adds WASI 0.2 (`wasi:http` included, sent by [`HttpHooks`]), `wasi:config/store` and the
-/// `sluice:tools` host interfaces to `linker`.
-///
-/// # Errors
-/// wasmtime's error when an interface is defined twice.
-pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    wasmtime_wasi::p2::add_to_linker_async(linker)?;
-    wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)?;
-    wasmtime_wasi_config::add_to_linker(linker, |s: &mut CallState| {
-        wasmtime_wasi_config::WasiConfig::from(&s.config.vars)
-    })?;
-    crate::open_at::shadow(linker)?;
-    crate::http_open::shadow(linker)?;
-    shadow_random(linker)?;
-    crate::bindings::add_to_linker(linker)?;
-    Ok(())
-}
-
-/// `sluice:tools/budget`: the call's cap, page budget and search time left.
-impl crate::bindings::budget::Host for CallState {
-    fn max_result_bytes(&mut self) -> u32 {
-        self.budget.max_result_bytes
-    }
-
-    fn page_bytes(&mut self, path: String) -> u32 {
-        sluice_pager::budget::page_bytes(self.budget.max_result_bytes, &path)
-            .map_or(0, |p| p as u32)
-    }
-
-    fn time_budget_ms(&mut self) -> u32 {
-        let left = self
-            .budget
-            .search_until
-            .saturating_duration_since(Instant::now());
-        u32::try_from(left.as_millis()).unwrap_or(u32::MAX)
-    }
-}
-
-/// `sluice:tools/key-policy`: the component's key-material name patterns, and the names of
-/// the files it may not read ([`crate::refused`]).
-impl crate::bindings::key_policy::Host for CallState {
-    fn is_key_name(&mut self, name: String, directory: bool) -> bool {
-        use sluice_keys::KeyNamePolicy;
-        let names = &self.budget.key_names;
-        if directory {
-            names.is_key_dir(&name)
-        } else {
-            // A secret's or key's source the configuration names is refused as a key file.
-            names.is_key_file(&name) || self.refused.is_refused_name(&name)
-        }
-    }
-}
-
-/// Replaces `get-random-bytes` and `get-insecure-random-bytes` of `wasi:random` with
-/// wasmtime-wasi's own, behind a check of [`MAX_RANDOM_BYTES`] that stops the call with
-/// [`HostLimit::RandomBytes`] (wasmtime-wasi's own limit, 64 MiB, traps with an error of
-/// no type).
-fn shadow_random(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    use wasmtime_wasi::p2::bindings::random::{insecure, random};
-    fn check(len: u64) -> wasmtime::Result<()> {
-        if len > MAX_RANDOM_BYTES {
-            return Err(HostLimit::RandomBytes { asked: len }.into());
-        }
-        Ok(())
-    }
-    linker.allow_shadowing(true);
-    linker
-        .instance(&format!("wasi:random/random@{WASI_VERSION}"))?
-        .func_wrap(
-            "get-random-bytes",
-            |mut store: StoreContextMut<'_, CallState>, (len,): (u64,)| {
-                check(len)?;
-                Ok((random::Host::get_random_bytes(
-                    store.data_mut().wasi.random(),
-                    len,
-                )?,))
-            },
-        )?;
-    linker
-        .instance(&format!("wasi:random/insecure@{WASI_VERSION}"))?
-        .func_wrap(
-            "get-insecure-random-bytes",
-            |mut store: StoreContextMut<'_, CallState>, (len,): (u64,)| {
-                check(len)?;
-                Ok((insecure::Host::get_insecure_random_bytes(
-                    store.data_mut().wasi.random(),
-                    len,
-                )?,))
-            },
-        )?;
-    linker.allow_shadowing(false);
-    Ok(())
 }

@@ -14,7 +14,7 @@
 //!   symlink), for every component: the guest sees `access` ("permission denied").
 //!
 //! Identities are taken when the component loads and again, at most once per
-//! [`RECHECK_INTERVAL`](crate::preopens::RECHECK_INTERVAL), at an open, so a file put in a
+//! [`RECHECK_INTERVAL`](crate::host::preopens::RECHECK_INTERVAL), at an open, so a file put in a
 //! secret's place later (a rotated secret) is refused too; a file that was refused stays
 //! refused for the life of the loaded component.
 //!
@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
-use crate::preopens::{FileId, RECHECK_INTERVAL, file_id};
+use crate::host::preopens::{FileId, RECHECK_INTERVAL, file_id};
 
 /// The refused files of one component, by name and by identity.
 #[derive(Debug)]

@@ -1,41 +1,17 @@
-//! What a component offers and asks for: its exported functions as tools (names, JSON
-//! schemas, descriptions), its imports, and whether the host provides them.
+//! A component's exported functions as tools: their names, JSON schemas and descriptions,
+//! reflected from its types.
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use wasmtime::component::types::{ComponentFunc, ComponentItem, Type};
 use wasmtime::component::{Component, ComponentExportIndex};
 
-use crate::docs::{ComponentDocs, FuncDocs};
+use crate::component::docs::{ComponentDocs, FuncDocs};
+use crate::component::names::{Export, Naming, TOOL_NAME_RULE, valid_tool_name};
+use crate::component::schema::{Unsupported, object_schema, schema_of};
+use crate::component::source::Source;
 use crate::engine::ToolEngine;
 use crate::error::RuntimeError;
 use crate::policy::ToolPolicy;
-use crate::schema::{Unsupported, object_schema, schema_of};
-use crate::toolbox::Source;
-
-pub use crate::names::MAX_TOOL_NAME_BYTES;
-use crate::names::{Export, Naming, TOOL_NAME_RULE, valid_tool_name};
-
-/// Interfaces the host provides to every component (the `sluice:tools` ones are linked
-/// from the WIT's `world host`, which a test holds this list to): WASI 0.2 (`wasi:cli`, `clocks`,
-/// `filesystem`, `http`, `io`, `random`, `sockets`; any 0.2.x), `wasi:config/store@0.2.0-rc.1`
-/// and `sluice:tools` `budget`, `key-policy` and `listing` (0.1.x). Grants decide what they
-/// reach: a tool sees only its preopens, allowed environment and granted config, every socket
-/// address is denied, and `wasi:http` requests reach only the hosts of the policy's `http`
-/// ([`crate::http`]; none by default).
-pub const PROVIDED_INTERFACES: &[&str] = &[
-    "wasi:cli/",
-    "wasi:clocks/",
-    "wasi:filesystem/",
-    "wasi:http/",
-    "wasi:io/",
-    "wasi:random/",
-    "wasi:sockets/",
-    "wasi:config/store@0.2.0-rc.1",
-    "sluice:tools/budget@0.1.",
-    "sluice:tools/key-policy@0.1.",
-    "sluice:tools/listing@0.1.",
-];
 
 /// Exports that a toolchain leaves in every component it builds and that are not tools, as
 /// (exported interface, function): componentize-py's pre-initialisation entry point, which
@@ -71,28 +47,6 @@ pub struct ToolInfo {
     pub open_world: bool,
 }
 
-/// One import of a component.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct ImportInfo {
-    /// The import's name, e.g. `wasi:filesystem/types@0.2.6`.
-    pub name: String,
-    /// The functions it needs from the host (empty for an interface of types only).
-    pub functions: Vec<String>,
-    /// Whether the host provides it.
-    pub provided: bool,
-}
-
-/// Everything `sluice tools inspect` shows about a component.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct Inspection {
-    /// The SHA-256 of the component, for a pin in its policy.
-    pub sha256: String,
-    /// The tools it would provide.
-    pub tools: Vec<ToolInfo>,
-    /// What it imports, and whether the host provides each.
-    pub imports: Vec<ImportInfo>,
-}
-
 /// The arguments of an export: the fields of its single record parameter, or its
 /// parameters.
 #[derive(Clone, Debug)]
@@ -123,78 +77,10 @@ pub(crate) struct ToolDef {
     pub(crate) exports_as: Vec<String>,
 }
 
-/// The lowercase hex SHA-256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    format!("{:x}", Sha256::digest(bytes))
-}
-
-/// Compiles `source` and describes it without instantiating it: its tools (as they would be
-/// offered under `policy`) and its imports.
-///
-/// # Errors
-/// A component that does not compile, or whose exports cannot be offered to a model.
-pub fn inspect(
-    engine: &ToolEngine,
-    source: &Source,
-    policy: &ToolPolicy,
-) -> Result<Inspection, RuntimeError> {
-    let wasm = source.bytes();
-    let component = engine.compile(&source.describe(), wasm)?;
-    let tools = reflect(engine, &component, source, policy)?
-        .into_iter()
-        .map(|d| d.info)
-        .collect();
-    Ok(Inspection {
-        sha256: sha256_hex(wasm),
-        tools,
-        imports: imports(engine, &component),
-    })
-}
-
-/// The imports of `component`.
-pub(crate) fn imports(engine: &ToolEngine, component: &Component) -> Vec<ImportInfo> {
-    let ty = component.component_type();
-    ty.imports(engine.engine())
-        .map(|(name, item)| {
-            let functions: Vec<String> = match &item.ty {
-                ComponentItem::ComponentInstance(inst) => inst
-                    .exports(engine.engine())
-                    .filter(|(_, e)| matches!(e.ty, ComponentItem::ComponentFunc(_)))
-                    .map(|(n, _)| n.to_string())
-                    .collect(),
-                ComponentItem::ComponentFunc(_) => vec![name.to_string()],
-                _ => Vec::new(),
-            };
-            let provided =
-                functions.is_empty() || PROVIDED_INTERFACES.iter().any(|p| provides(p, name));
-            ImportInfo {
-                name: name.to_string(),
-                functions,
-                provided,
-            }
-        })
-        .collect()
-}
-
-/// True when the provided-interface prefix `prefix` covers import `name` (WASI only at
-/// version 0.2.x).
-fn provides(prefix: &str, name: &str) -> bool {
-    name.starts_with(prefix) && (!prefix.starts_with("wasi:") || name.contains("@0.2."))
-}
-
-/// The names of the imports of `component` the host does not provide.
-pub(crate) fn missing_imports(engine: &ToolEngine, component: &Component) -> Vec<String> {
-    imports(engine, component)
-        .into_iter()
-        .filter(|i| !i.provided)
-        .map(|i| i.name)
-        .collect()
-}
-
 /// Makes a tool of every exported function of `component`: world-level functions are named
 /// `<function>`, functions of an exported interface `<interface>_<function>`, with `-`
 /// replaced by `_`; then the policy's `prefix` and `functions.<f>.name` apply
-/// ([`crate::names`]).
+/// ([`crate::component::names`]).
 pub(crate) fn reflect(
     engine: &ToolEngine,
     component: &Component,
@@ -206,7 +92,7 @@ pub(crate) fn reflect(
         // The Rust toolchain drops doc comments from components; the built-ins' come from
         // the WIT they are built from.
         Source::Builtin { name, .. } => {
-            ComponentDocs::from_wit(crate::docs::TOOLS_WIT, &name.replace('_', "-"))
+            ComponentDocs::from_wit(crate::component::docs::TOOLS_WIT, &name.replace('_', "-"))
                 .unwrap_or_default()
         }
         Source::Bytes { wasm, .. } => ComponentDocs::from_component(wasm),
@@ -339,7 +225,8 @@ impl Reflect<'_> {
             .or_else(|| self.policy.description.clone())
             .unwrap_or_else(|| format!("The {export_path} function of {}.", self.what));
         if !self.builtin
-            && let Some(mounts) = crate::mounts::sentence(shape.fields(), &self.policy.roots)
+            && let Some(mounts) =
+                crate::component::mounts::sentence(shape.fields(), &self.policy.roots)
         {
             description.push(' ');
             description.push_str(&mounts);
@@ -378,41 +265,5 @@ mod tests {
         assert!(is_toolchain_export("exports", "init"));
         assert!(!is_toolchain_export("exports", "summarize"));
         assert!(!is_toolchain_export("acme:tools/exports@0.1.0", "init"));
-    }
-
-    /// The host links `sluice:tools` from the WIT's `world host` (`crate::bindings`), so
-    /// what it reports as provided must cover every interface of that world, at the WIT's
-    /// version.
-    #[test]
-    fn every_interface_of_the_host_world_is_reported_as_provided() {
-        let mut resolve = wit_parser::Resolve::default();
-        let package = resolve
-            .push_str("sluice-tools.wit", crate::docs::TOOLS_WIT)
-            .unwrap();
-        let world = resolve.select_world(&[package], Some("host")).unwrap();
-        let mut with_functions = Vec::new();
-        for item in resolve.worlds[world].imports.values() {
-            let wit_parser::WorldItem::Interface { id, .. } = item else {
-                continue;
-            };
-            if resolve.interfaces[*id].functions.is_empty() {
-                continue;
-            }
-            let name = resolve.id_of(*id).unwrap();
-            assert!(
-                PROVIDED_INTERFACES.iter().any(|p| provides(p, &name)),
-                "{name} is linked but not in PROVIDED_INTERFACES"
-            );
-            with_functions.push(name);
-        }
-        with_functions.sort();
-        assert_eq!(
-            with_functions,
-            [
-                "sluice:tools/budget@0.1.2",
-                "sluice:tools/key-policy@0.1.2",
-                "sluice:tools/listing@0.1.2"
-            ]
-        );
     }
 }

@@ -26,8 +26,11 @@ use std::time::{Duration, Instant};
 use wasmtime_wasi::filesystem::WasiFilesystemCtx;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
-use crate::host::ALLOW_BLOCKING_CURRENT_THREAD;
 use crate::policy::RootGrant;
+
+/// File operations run on the calling thread (a pool thread) instead of a blocking-pool hop:
+/// measured 4× faster for file tools. Every descriptor a call opens is made with it.
+pub(crate) const ALLOW_BLOCKING_CURRENT_THREAD: bool = true;
 
 /// How long opened roots are used before their paths are checked again (1 s).
 pub(crate) const RECHECK_INTERVAL: Duration = Duration::from_secs(1);

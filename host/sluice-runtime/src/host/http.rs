@@ -40,7 +40,7 @@ use tokio::net::TcpStream;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 use crate::address::special_range;
-use crate::http_open::OpenRequests;
+use crate::host::open_requests::OpenRequests;
 use crate::policy::{HttpGrant, HttpHost};
 
 /// Documented kind of the tool error of a request the policy refused.
@@ -51,7 +51,7 @@ pub(crate) struct HttpHooks {
     grant: Arc<HttpGrant>,
     deadline: Instant,
     log: Arc<Mutex<HttpLog>>,
-    /// The requests open now ([`crate::http_open`]).
+    /// The requests open now ([`crate::host::open_requests`]).
     open: OpenRequests,
 }
 

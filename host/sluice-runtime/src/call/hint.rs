@@ -5,7 +5,8 @@
 
 use serde_json::Value;
 
-use crate::observation::DEFAULT_HINT;
+/// The hint of tools that have no paging arguments.
+pub const DEFAULT_HINT: &str = "a narrower query";
 
 /// The hint of the built-in `read_file` shape (`lineCount`, `startLine` and `offset`).
 pub const READ_HINT: &str =

@@ -10,7 +10,7 @@
 use serde_json::{Map, Value, json};
 use wasmtime::component::types::Type;
 
-use crate::docs::{ArgDocs, FuncDocs};
+use crate::component::docs::{ArgDocs, FuncDocs};
 
 /// The JSON name of a WIT name: kebab-case becomes camelCase (`start-line` → `startLine`).
 pub fn json_name(wit: &str) -> String {

@@ -17,27 +17,29 @@ use wasmtime::{Store, UpdateDeadline};
 use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi_http::WasiHttpCtx;
 
-use crate::failure::{Failure, Interrupt, explain};
-use crate::host::{ALLOW_BLOCKING_CURRENT_THREAD, CallBudget, CallState, MemoryLimiter};
-use crate::http::HttpHooks;
+use crate::call::failure::{Failure, explain};
+use crate::call::observation::{Draft, Observation, says_more_follows};
+use crate::call::value::{to_json, write_json};
+use crate::host::http::HttpHooks;
+use crate::host::preopens::ALLOW_BLOCKING_CURRENT_THREAD;
+use crate::host::state::{CallBudget, CallState, MemoryLimiter};
+use crate::host::stderr::{STDERR_BYTES, StderrTail};
+use crate::limits::Interrupt;
 use crate::limits::{MAX_LIFT_BYTES, MAX_RANDOM_BYTES, MAX_RESOURCES};
-use crate::observation::{Draft, Observation, says_more_follows};
 use crate::policy::{HttpGrant, ToolPolicy};
-use crate::stderr::{STDERR_BYTES, StderrTail};
-use crate::value::{to_json, write_json};
 
 /// What one call needs, moved to its pool thread.
 pub(crate) struct Call {
     pub(crate) pre: InstancePre<CallState>,
     pub(crate) policy: Arc<ToolPolicy>,
     /// The component's roots, opened when it was loaded.
-    pub(crate) preopens: Arc<crate::preopens::Preopens>,
+    pub(crate) preopens: Arc<crate::host::preopens::Preopens>,
     /// The policy's `wasi:http` grant, shared by the tool's calls.
     pub(crate) http: Arc<HttpGrant>,
     pub(crate) key_names: Arc<sluice_keys::KeyNames>,
     pub(crate) config: Arc<crate::secrets::ComponentConfig>,
     /// The files none of the call's opens reaches.
-    pub(crate) refused: Arc<crate::refused::RefusedFiles>,
+    pub(crate) refused: Arc<crate::host::refused::RefusedFiles>,
     pub(crate) export: ComponentExportIndex,
     pub(crate) result: Option<Type>,
     pub(crate) params: Vec<Val>,
@@ -102,7 +104,7 @@ impl Call {
     }
 
     /// The call's log line: the tool, how it ended, how long it took, and the HTTP requests
-    /// it made (`METHOD host:port STATUS BYTES`, see [`crate::http`]), the component's
+    /// it made (`METHOD host:port STATUS BYTES`, see [`crate::host::http`]), the component's
     /// secrets withheld from them ([`crate::logs`]). At `info` for a call that made
     /// requests, at `debug` otherwise.
     fn log_line(&self, store: &Store<CallState>, started: Instant, outcome: &str) {
@@ -215,7 +217,7 @@ fn is_paged(val: &Val) -> bool {
             v => v,
         };
         says_more_follows(
-            &crate::schema::json_name(name),
+            &crate::component::schema::json_name(name),
             matches!(v, Val::Bool(true)),
         )
     })

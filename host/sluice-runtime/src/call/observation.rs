@@ -7,7 +7,7 @@
 //! (a component, a built-in, an MCP client, a test fake) can store text that skipped them.
 //!
 //! ```compile_fail
-//! use sluice_runtime::observation::{CallStatus, Observation};
+//! use sluice_runtime::call::observation::{CallStatus, Observation};
 //! // A tool source cannot write an observation by hand: the fields are private.
 //! let observation = Observation {
 //!     text: "-----BEGIN OPENSSH PRIVATE KEY-----".to_string(),
@@ -34,9 +34,6 @@ pub const UNKNOWN_TOOL_LISTED: usize = 20;
 /// The most bytes the list of tool names of an unknown-tool observation takes, brackets
 /// included (half the smallest cap).
 pub const UNKNOWN_TOOL_LIST_BYTES: usize = 512;
-
-/// The hint of tools that have no paging arguments.
-pub const DEFAULT_HINT: &str = "a narrower query";
 
 /// What a tool call came to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,7 +125,7 @@ impl Observation {
     }
 
     /// `{"ok":true,"result":<result>}`, the result written by `write` as compact JSON text
-    /// (what [`crate::value::write_json`] writes); `paged` as [`Observation::success`]
+    /// (what [`crate::call::value::write_json`] writes); `paged` as [`Observation::success`]
     /// would judge the result. The same text as [`Observation::success`] of the parsed
     /// result, without building it as a [`Value`] first.
     pub(crate) fn success_written(write: impl FnOnce(&mut Vec<u8>), paged: bool) -> Draft {
@@ -181,11 +178,11 @@ impl Observation {
     /// 200 characters the observation fits the smallest cap; and how many were left out
     /// (`moreTools` only when some were).
     pub fn unknown_tool_among<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> Draft {
-        unknown(name, Some(crate::names::nearest(name, known)))
+        unknown(name, Some(crate::component::names::nearest(name, known)))
     }
 }
 
-fn unknown(name: &str, near: Option<crate::names::Nearest<'_>>) -> Draft {
+fn unknown(name: &str, near: Option<crate::component::names::Nearest<'_>>) -> Draft {
     let mut text = format!(
         "{{\"ok\":false,\"error\":\"unknown_tool\",\"name\":{}",
         Value::from(sluice_pager::error::quote(name))
@@ -297,7 +294,7 @@ impl Draft {
 /// rejection (docs/agent-loop.md#context-window-recovery).
 pub const SHRINK_MARKER_START: &str = "…[cut from ";
 
-pub use crate::hint::paging_hint;
+pub use crate::call::hint::{DEFAULT_HINT, paging_hint};
 
 /// Caps `text` at `cap` bytes: when it is longer, keeps the longest head that ends on a
 /// character boundary and leaves room for the marker

@@ -15,18 +15,19 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::component::types::Type;
 use wasmtime::component::{ComponentExportIndex, InstancePre, Linker, Val};
 
-use crate::component::{Shape, ToolInfo};
-use crate::docs::FuncDocs;
+use crate::call::integers::Literals;
+use crate::call::invoke::Call;
+use crate::call::observation::{DEFAULT_HINT, Draft, Observation};
+use crate::call::value::object_to_fields_with;
+use crate::component::docs::FuncDocs;
+use crate::component::reflect::{Shape, ToolInfo};
+use crate::component::source::ComponentSpec;
 use crate::engine::ToolEngine;
 use crate::error::RuntimeError;
-use crate::host::CallState;
-use crate::integers::Literals;
-use crate::invoke::Call;
-use crate::observation::{DEFAULT_HINT, Draft, Observation};
+use crate::host::state::CallState;
 use crate::policy::ToolPolicy;
 use crate::pool::PoolError;
 use crate::secrets::ComponentConfig;
-use crate::value::object_to_fields_with;
 
 /// How one call runs: the cap and, optionally, a cancellation token.
 ///
@@ -67,67 +68,17 @@ impl CallOptions {
     }
 }
 
-/// Where a tool's component comes from.
-#[derive(Clone, Debug)]
-pub enum Source {
-    /// A built-in tool (`read_file`, …): a component the binary embeds (`sluice-builtins`),
-    /// given by whoever assembles the toolbox. Its descriptions come from the WIT it is
-    /// built from ([`crate::docs::TOOLS_WIT`]): the Rust toolchain drops doc comments from
-    /// components.
-    Builtin {
-        /// The tool's name (`read_file`): the world of [`crate::docs::TOOLS_WIT`] it
-        /// implements, with `_` for `-`.
-        name: &'static str,
-        /// The component.
-        wasm: &'static [u8],
-    },
-    /// Component bytes, named for messages (usually a file path).
-    Bytes {
-        /// What to call it in messages.
-        name: String,
-        /// The component.
-        wasm: Arc<Vec<u8>>,
-    },
-}
-
-impl Source {
-    /// How messages name it: `built-in read_file`, or the name given.
-    pub fn describe(&self) -> String {
-        match self {
-            Source::Builtin { name, .. } => format!("built-in {name}"),
-            Source::Bytes { name, .. } => name.clone(),
-        }
-    }
-
-    /// The component's bytes.
-    pub fn bytes(&self) -> &[u8] {
-        match self {
-            Source::Builtin { wasm, .. } => wasm,
-            Source::Bytes { wasm, .. } => wasm.as_slice(),
-        }
-    }
-}
-
-/// A component to load and the policy its tools run under.
-#[derive(Clone, Debug)]
-pub struct ComponentSpec {
-    /// Where the component comes from.
-    pub source: Source,
-    /// What its tools may use.
-    pub policy: ToolPolicy,
-}
-
 struct Loaded {
     pre: InstancePre<CallState>,
     policy: Arc<ToolPolicy>,
     /// Its roots, opened once and shared by its calls.
-    preopens: Arc<crate::preopens::Preopens>,
+    preopens: Arc<crate::host::preopens::Preopens>,
     http: Arc<crate::policy::HttpGrant>,
     key_names: Arc<sluice_keys::KeyNames>,
     /// Its `wasi:config/store` and the secrets withheld from its observations.
     config: Arc<ComponentConfig>,
     /// The files none of its opens reaches: the policy's and its own secret files.
-    refused: Arc<crate::refused::RefusedFiles>,
+    refused: Arc<crate::host::refused::RefusedFiles>,
 }
 
 struct Tool {
@@ -138,7 +89,7 @@ struct Tool {
     result: Option<Type>,
     docs: FuncDocs,
     hint: String,
-    naming: crate::names::Naming,
+    naming: crate::component::names::Naming,
 }
 
 /// A component that could not be loaded, and why: its tools are not offered.
@@ -236,7 +187,7 @@ impl Toolbox {
                         name: tool.info.name.clone(),
                         first: first.info.source.clone(),
                         second: tool.info.source.clone(),
-                        fix: crate::names::collision_fix(&first.naming, &tool.naming),
+                        fix: crate::component::names::collision_fix(&first.naming, &tool.naming),
                     });
                 }
                 toolbox
@@ -365,7 +316,7 @@ fn lower_args(tool: &Tool, args: &Value, lits: &Literals) -> Result<Vec<Val>, St
     let obj = args.as_object().ok_or_else(|| {
         format!(
             "arguments must be a JSON object; got {}",
-            crate::value::short_json(args)
+            crate::call::value::short_json(args)
         )
     })?;
     let fields = object_to_fields_with(tool.shape.fields(), obj, Some(&tool.docs.args), lits)?;
@@ -385,7 +336,7 @@ fn load_component(
     let what = spec.source.describe();
     let wasm = spec.source.bytes();
     if let Some(expected) = &spec.policy.sha256 {
-        let actual = crate::component::sha256_hex(wasm);
+        let actual = crate::component::source::sha256_hex(wasm);
         if !actual.eq_ignore_ascii_case(expected.trim()) {
             return Err(RuntimeError::Pin {
                 what,
@@ -404,7 +355,7 @@ fn load_component(
         })?;
     let component = engine.compile(&what, wasm)?;
     let pre = linker.instantiate_pre(&component).map_err(|e| {
-        let missing = crate::component::missing_imports(engine, &component);
+        let missing = crate::component::imports::missing_imports(engine, &component);
         if missing.is_empty() {
             RuntimeError::Load {
                 what: what.clone(),
@@ -426,18 +377,18 @@ fn load_component(
             })?,
         ),
         policy: Arc::new(spec.policy.clone()),
-        preopens: Arc::new(crate::preopens::Preopens::new(&spec.policy.roots)),
+        preopens: Arc::new(crate::host::preopens::Preopens::new(&spec.policy.roots)),
         http: Arc::new(spec.policy.http.clone()),
         config: Arc::new(config),
-        refused: Arc::new(crate::refused::RefusedFiles::new(refused_files(
+        refused: Arc::new(crate::host::refused::RefusedFiles::new(refused_files(
             &spec.policy,
         ))),
     });
-    let defs = crate::component::reflect(engine, &component, &spec.source, &spec.policy)?;
+    let defs = crate::component::reflect::reflect(engine, &component, &spec.source, &spec.policy)?;
     Ok(defs
         .into_iter()
         .map(|def| Tool {
-            hint: crate::hint::paging_hint(&def.info.input_schema),
+            hint: crate::call::hint::paging_hint(&def.info.input_schema),
             info: def.info,
             loaded: loaded.clone(),
             export: def.export,

@@ -12,7 +12,7 @@ use wit_parser::{Docs, Resolve, Type, TypeDefKind, WorldId, WorldItem, WorldKey}
 /// The `sluice:tools` WIT package (`wit/sluice-tools.wit`): the host's interfaces and one
 /// world per built-in tool, whose doc comments are the built-ins' descriptions
 /// ([`Source::Builtin`](crate::Source::Builtin)).
-pub const TOOLS_WIT: &str = include_str!("../../../wit/sluice-tools.wit");
+pub const TOOLS_WIT: &str = include_str!("../../../../wit/sluice-tools.wit");
 
 /// Documentation of every exported function, keyed by export path: `func` for a
 /// world-level function, `<interface export name>/<func>` for one inside an interface.

@@ -8,13 +8,13 @@ use serde_json::{Map, Value};
 use wasmtime::component::Val;
 use wasmtime::component::types::Type;
 
-use crate::docs::ArgDocs;
-use crate::integers::{Bounds, Literals, integer};
-use crate::schema::{integer_bounds, json_name};
+use crate::call::integers::{Bounds, Literals, integer};
+use crate::component::docs::ArgDocs;
+use crate::component::schema::{integer_bounds, json_name};
 
 /// Lowers `json` into a value of type `ty`. `name` is the argument's path for messages
 /// (`startLine`, `items[2].name`); `docs` may narrow an integer's bounds. Integers are
-/// JSON integers or decimal strings ([`crate::integers`]).
+/// JSON integers or decimal strings ([`crate::call::integers`]).
 ///
 /// # Errors
 /// A message naming the argument, what was expected and what was given.

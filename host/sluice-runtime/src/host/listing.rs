@@ -29,7 +29,7 @@ use std::time::Instant;
 use cap_primitives::fs::FollowSymlinks;
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemCtxView};
 
-use crate::host::CallState;
+use crate::host::state::CallState;
 
 /// The most entries one `list-chunk` call returns.
 pub const MAX_CHUNK_ENTRIES: u32 = 65_536;
@@ -53,9 +53,9 @@ const DEADLINE_CHECK_ENTRIES: usize = 1024;
 const SORT_HERE_ENTRIES: usize = 16_384;
 
 /// The WIT types of `sluice:tools/listing`, generated from `wit/sluice-tools.wit`
-/// (`crate::bindings`): `entry-kind`, `listed-entry`, `listing-chunk`, `listing-error`,
+/// (`crate::host::bindings`): `entry-kind`, `listed-entry`, `listing-chunk`, `listing-error`,
 /// `named-entry`, `name-listing`.
-pub use crate::bindings::listing::{
+pub use crate::host::bindings::listing::{
     EntryKind, ListedEntry, ListingChunk, ListingError, NameListing, NamedEntry,
 };
 
@@ -129,11 +129,11 @@ type Key = (u64, u64, i128, i128, u64);
 /// The snapshots kept, most recently used last.
 static CACHE: Mutex<Vec<(Key, Arc<Snapshot>)>> = Mutex::new(Vec::new());
 
-/// `sluice:tools/listing`, linked by [`crate::bindings::add_to_linker`]. A directory still
+/// `sluice:tools/listing`, linked by [`crate::host::bindings::add_to_linker`]. A directory still
 /// being read when the call's deadline passes ends the call with its timeout, as the epoch
 /// ends guest code: a host call cannot be interrupted, and one that ran on would hold the
 /// call's thread past the deadline (the pool would take it for stuck in a system call).
-impl crate::bindings::listing::Host for CallState {
+impl crate::host::bindings::listing::Host for CallState {
     fn list_chunk(
         &mut self,
         dir: String,
@@ -165,7 +165,7 @@ impl crate::bindings::listing::Host for CallState {
 fn answer<T>(listed: std::io::Result<T>) -> wasmtime::Result<Result<T, ListingError>> {
     match listed {
         Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
-            Err(crate::failure::Interrupt::Timeout.into())
+            Err(crate::limits::Interrupt::Timeout.into())
         }
         other => Ok(other.map_err(ListingError::from)),
     }
@@ -647,8 +647,8 @@ mod tests {
         );
         let ended = answer::<NameListing>(Err(e)).unwrap_err();
         assert_eq!(
-            ended.downcast_ref::<crate::failure::Interrupt>(),
-            Some(&crate::failure::Interrupt::Timeout)
+            ended.downcast_ref::<crate::limits::Interrupt>(),
+            Some(&crate::limits::Interrupt::Timeout)
         );
         let e = list_chunk(&root, "", 0, 10, past).unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);

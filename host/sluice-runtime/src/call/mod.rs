@@ -1,0 +1,15 @@
+//! Calling a tool: the [`toolbox::Toolbox`] (tool name → loaded component), the model's JSON
+//! arguments lowered to component values ([`value`], [`integers`]), one call on a pool
+//! thread (the private `invoke` module) and what a failure tells the model (`failure`), the
+//! result lifted back to JSON, and the [`observation`]: the key scan and the cap, applied in
+//! one place, with the hint of a cut marker ([`hint`]). [`live::LiveToolbox`] swaps a whole
+//! toolbox atomically for live reload.
+
+mod failure;
+pub mod hint;
+pub mod integers;
+mod invoke;
+pub mod live;
+pub mod observation;
+pub mod toolbox;
+pub mod value;
