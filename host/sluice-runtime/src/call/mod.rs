@@ -10,6 +10,7 @@ pub mod hint;
 pub mod integers;
 mod invoke;
 pub mod live;
+mod load;
 pub mod observation;
 pub mod toolbox;
 pub mod value;

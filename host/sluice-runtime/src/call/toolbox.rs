@@ -13,10 +13,11 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::types::Type;
-use wasmtime::component::{ComponentExportIndex, InstancePre, Linker, Val};
+use wasmtime::component::{Linker, Val};
 
 use crate::call::integers::Literals;
 use crate::call::invoke::Call;
+use crate::call::load::{Loaded, NotCompiled, load_component};
 use crate::call::observation::{DEFAULT_HINT, Draft, Observation};
 use crate::call::value::object_to_fields_with;
 use crate::component::docs::FuncDocs;
@@ -24,10 +25,7 @@ use crate::component::reflect::{Shape, ToolInfo};
 use crate::component::source::ComponentSpec;
 use crate::engine::ToolEngine;
 use crate::error::RuntimeError;
-use crate::host::state::CallState;
-use crate::policy::ToolPolicy;
 use crate::pool::PoolError;
-use crate::secrets::ComponentConfig;
 
 /// How one call runs: the cap and, optionally, a cancellation token.
 ///
@@ -68,23 +66,11 @@ impl CallOptions {
     }
 }
 
-struct Loaded {
-    pre: InstancePre<CallState>,
-    policy: Arc<ToolPolicy>,
-    /// Its roots, opened once and shared by its calls.
-    preopens: Arc<crate::host::preopens::Preopens>,
-    http: Arc<crate::policy::HttpGrant>,
-    key_names: Arc<sluice_keys::KeyNames>,
-    /// Its `wasi:config/store` and the secrets withheld from its observations.
-    config: Arc<ComponentConfig>,
-    /// The files none of its opens reaches: the policy's and its own secret files.
-    refused: Arc<crate::host::refused::RefusedFiles>,
-}
-
 struct Tool {
     info: ToolInfo,
     loaded: Arc<Loaded>,
-    export: ComponentExportIndex,
+    /// Its place among the exports of its component's [`Linked`] code.
+    at: usize,
     shape: Shape,
     result: Option<Type>,
     docs: FuncDocs,
@@ -164,6 +150,7 @@ impl Toolbox {
         let mut linker = Linker::new(engine.engine());
         crate::host::add_to_linker(&mut linker)
             .map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
+        let linker = Arc::new(linker);
         let mut toolbox = Toolbox {
             engine: engine.clone(),
             tools: Vec::new(),
@@ -171,16 +158,30 @@ impl Toolbox {
             unavailable: Vec::new(),
             secrets: Arc::default(),
         };
+        let mut compiling = Vec::new();
         for spec in specs {
-            let tools = match load_component(&engine, &linker, spec) {
-                Ok(tools) => tools,
+            let (loaded, defs) = match load_component(&engine, &linker, spec) {
+                Ok(loaded) => loaded,
                 Err(e) if !strict => {
                     toolbox.mark_unavailable(spec.source.describe(), e.to_string());
                     continue;
                 }
                 Err(e) => return Err(e),
             };
-            for tool in tools {
+            if strict && loaded.compiled.is_compiling() {
+                compiling.push(loaded.clone());
+            }
+            for (at, def) in defs.into_iter().enumerate() {
+                let tool = Tool {
+                    hint: crate::call::hint::paging_hint(&def.info.input_schema),
+                    info: def.info,
+                    loaded: loaded.clone(),
+                    at,
+                    shape: def.shape,
+                    result: def.result,
+                    docs: def.docs,
+                    naming: def.naming,
+                };
                 if let Some(&i) = toolbox.by_name.get(&tool.info.name) {
                     let first = &toolbox.tools[i];
                     return Err(RuntimeError::DuplicateTool {
@@ -195,6 +196,17 @@ impl Toolbox {
                     .insert(tool.info.name.clone(), toolbox.tools.len());
                 toolbox.tools.push(tool);
             }
+        }
+        // Strictly, every component compiles before the toolbox is used (all at once, on
+        // the engine's compile threads); the first that fails, in order, is the error.
+        for loaded in compiling {
+            loaded
+                .compiled
+                .wait_blocking()
+                .map_err(|reason| RuntimeError::Load {
+                    what: loaded.what.clone(),
+                    reason: reason.to_string(),
+                })?;
         }
         toolbox.secrets = Arc::new(crate::secrets::Secrets::union(
             toolbox.tools.iter().map(|t| &*t.loaded.config.secrets),
@@ -213,6 +225,20 @@ impl Toolbox {
     /// [`Toolbox::load`]).
     pub fn unavailable(&self) -> &[Unavailable] {
         &self.unavailable
+    }
+
+    /// The components whose code is still being compiled in the background, in load order,
+    /// named as messages name them; their tools are listed, and a call of one waits for the
+    /// code.
+    pub fn compiling(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        for tool in &self.tools {
+            let what = tool.loaded.what.as_str();
+            if tool.loaded.compiled.is_compiling() && names.last() != Some(&what) {
+                names.push(what);
+            }
+        }
+        names
     }
 
     /// The tools, in load order.
@@ -275,22 +301,37 @@ impl Toolbox {
             Ok(p) => p,
             Err(message) => return Observation::error(&message, Some("invalid-argument")),
         };
+        let cancel = options.cancel.clone().unwrap_or_default();
+        let linked = match tool.loaded.compiled.wait(&cancel).await {
+            Ok(linked) => linked,
+            Err(NotCompiled::Failed(reason)) => {
+                return Observation::error(
+                    &format!("the tool's component could not be compiled: {reason}"),
+                    Some("host-error"),
+                );
+            }
+            Err(NotCompiled::Cancelled { waited }) => {
+                return Observation::cancelled(&format!(
+                    "the call was cancelled while its component was still being compiled ({} ms)",
+                    waited.as_millis()
+                ));
+            }
+        };
         let policy = tool.loaded.policy.clone();
         let call = Call {
-            pre: tool.loaded.pre.clone(),
+            pre: linked.pre.clone(),
             policy: policy.clone(),
             preopens: tool.loaded.preopens.clone(),
             http: tool.loaded.http.clone(),
             key_names: tool.loaded.key_names.clone(),
             config: tool.loaded.config.clone(),
             refused: tool.loaded.refused.clone(),
-            export: tool.export,
+            export: linked.exports[tool.at],
             result: tool.result.clone(),
             params,
             cap: options.cap,
             tool: tool.info.name.clone(),
         };
-        let cancel = options.cancel.clone().unwrap_or_default();
         let ran = self
             .engine
             .pool()
@@ -324,88 +365,4 @@ fn lower_args(tool: &Tool, args: &Value, lits: &Literals) -> Result<Vec<Val>, St
         Shape::Record(_) => vec![Val::Record(fields)],
         Shape::Params(_) => fields.into_iter().map(|(_, v)| v).collect(),
     })
-}
-
-/// Loads one component: checks its pin, compiles it, resolves its imports, and makes a tool
-/// of every exported function.
-fn load_component(
-    engine: &ToolEngine,
-    linker: &Linker<CallState>,
-    spec: &ComponentSpec,
-) -> Result<Vec<Tool>, RuntimeError> {
-    let what = spec.source.describe();
-    let wasm = spec.source.bytes();
-    if let Some(expected) = &spec.policy.sha256 {
-        let actual = crate::component::source::sha256_hex(wasm);
-        if !actual.eq_ignore_ascii_case(expected.trim()) {
-            return Err(RuntimeError::Pin {
-                what,
-                expected: expected.clone(),
-                actual,
-            });
-        }
-    }
-    let config =
-        crate::secrets::resolve(&spec.policy.config, &spec.policy.secrets, &|var: &str| {
-            std::env::var_os(var)
-        })
-        .map_err(|e| RuntimeError::Load {
-            what: what.clone(),
-            reason: e.to_string(),
-        })?;
-    let component = engine.compile(&what, wasm)?;
-    let pre = linker.instantiate_pre(&component).map_err(|e| {
-        let missing = crate::component::imports::missing_imports(engine, &component);
-        if missing.is_empty() {
-            RuntimeError::Load {
-                what: what.clone(),
-                reason: format!("{e:#}"),
-            }
-        } else {
-            RuntimeError::MissingImports {
-                what: what.clone(),
-                missing,
-            }
-        }
-    })?;
-    let loaded = Arc::new(Loaded {
-        pre,
-        key_names: Arc::new(
-            sluice_keys::KeyNames::new(&spec.policy.key_names).map_err(|e| RuntimeError::Tool {
-                what: what.clone(),
-                reason: format!("its key-material name patterns are invalid: {e}"),
-            })?,
-        ),
-        policy: Arc::new(spec.policy.clone()),
-        preopens: Arc::new(crate::host::preopens::Preopens::new(&spec.policy.roots)),
-        http: Arc::new(spec.policy.http.clone()),
-        config: Arc::new(config),
-        refused: Arc::new(crate::host::refused::RefusedFiles::new(refused_files(
-            &spec.policy,
-        ))),
-    });
-    let defs = crate::component::reflect::reflect(engine, &component, &spec.source, &spec.policy)?;
-    Ok(defs
-        .into_iter()
-        .map(|def| Tool {
-            hint: crate::call::hint::paging_hint(&def.info.input_schema),
-            info: def.info,
-            loaded: loaded.clone(),
-            export: def.export,
-            shape: def.shape,
-            result: def.result,
-            docs: def.docs,
-            naming: def.naming,
-        })
-        .collect())
-}
-
-/// The files `policy` refuses to every open: [`ToolPolicy::refused_files`] and the
-/// component's own secret files.
-fn refused_files(policy: &ToolPolicy) -> impl Iterator<Item = std::path::PathBuf> + '_ {
-    let own = policy.secrets.values().filter_map(|s| match s {
-        crate::secrets::SecretSource::File(path) => Some(path.clone()),
-        crate::secrets::SecretSource::Env(_) => None,
-    });
-    policy.refused_files.iter().cloned().chain(own)
 }

@@ -29,13 +29,14 @@ pub fn inspect(
     policy: &ToolPolicy,
 ) -> Result<Inspection, RuntimeError> {
     let wasm = source.bytes();
-    let component = engine.compile(&source.describe(), wasm)?;
+    let sha256 = sha256_hex(wasm);
+    let component = engine.compile(&source.describe(), wasm, &sha256)?;
     let tools = reflect(engine, &component, source, policy)?
         .into_iter()
         .map(|d| d.info)
         .collect();
     Ok(Inspection {
-        sha256: sha256_hex(wasm),
+        sha256,
         tools,
         imports: imports(engine, &component),
     })

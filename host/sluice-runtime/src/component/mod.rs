@@ -11,5 +11,6 @@ pub mod names;
 pub mod reflect;
 pub mod schema;
 pub mod source;
+pub(crate) mod stand_in;
 
 pub use names::MAX_TOOL_NAME_BYTES;

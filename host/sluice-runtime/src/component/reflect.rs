@@ -65,10 +65,41 @@ impl Shape {
     }
 }
 
+/// Where an exported function is: in the component's world, or in one of its exported
+/// instances. The same in a component and in its [stand-in](crate::component::stand_in).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ExportPath {
+    /// The exported instance (`acme:tools/query@0.1.0`), or `None` at the world's level.
+    pub(crate) instance: Option<String>,
+    /// The function's name.
+    pub(crate) function: String,
+}
+
+impl ExportPath {
+    /// The export's index in `component`, if it has it.
+    pub(crate) fn index(&self, component: &Component) -> Option<ComponentExportIndex> {
+        let instance = match &self.instance {
+            Some(name) => Some(component.get_export_index(None, name)?),
+            None => None,
+        };
+        component.get_export_index(instance.as_ref(), &self.function)
+    }
+}
+
+impl std::fmt::Display for ExportPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.instance {
+            Some(instance) => write!(f, "{instance}/{}", self.function),
+            None => f.write_str(&self.function),
+        }
+    }
+}
+
 /// A tool as reflected from a component's types.
 pub(crate) struct ToolDef {
     pub(crate) info: ToolInfo,
-    pub(crate) export: ComponentExportIndex,
+    /// Its export.
+    pub(crate) path: ExportPath,
     pub(crate) shape: Shape,
     pub(crate) result: Option<Type>,
     pub(crate) docs: FuncDocs,
@@ -109,13 +140,17 @@ pub(crate) fn reflect(
         match item.ty {
             ComponentItem::ComponentFunc(f) => {
                 let index = component.get_export_index(None, export);
+                let at = ExportPath {
+                    instance: None,
+                    function: export.to_string(),
+                };
                 let e = Export {
                     derived: export.replace('-', "_"),
                     function: export,
                     path: export,
                     world_level: true,
                 };
-                tools.push(cx.tool(index, &e, &f)?);
+                tools.push(cx.tool(index, at, &e, &f)?);
             }
             ComponentItem::ComponentInstance(inst) => {
                 let Some(inst_index) = component.get_export_index(None, export) else {
@@ -129,14 +164,18 @@ pub(crate) fn reflect(
                     }
                     if let ComponentItem::ComponentFunc(f) = fitem.ty {
                         let index = component.get_export_index(Some(&inst_index), fname);
-                        let path = format!("{export}/{fname}");
+                        let at = ExportPath {
+                            instance: Some(export.to_string()),
+                            function: fname.to_string(),
+                        };
+                        let path = at.to_string();
                         let e = Export {
                             derived: format!("{short}_{fname}").replace('-', "_"),
                             function: fname,
                             path: &path,
                             world_level: false,
                         };
-                        tools.push(cx.tool(index, &e, &f)?);
+                        tools.push(cx.tool(index, at, &e, &f)?);
                     }
                 }
             }
@@ -177,6 +216,7 @@ impl Reflect<'_> {
     fn tool(
         &self,
         index: Option<ComponentExportIndex>,
+        at: ExportPath,
         e: &Export<'_>,
         func: &ComponentFunc,
     ) -> Result<ToolDef, RuntimeError> {
@@ -196,7 +236,9 @@ impl Reflect<'_> {
                 naming.fix()
             )));
         }
-        let export = index.ok_or_else(|| fail("the export cannot be found".into()))?;
+        if index.is_none() {
+            return Err(fail("the export cannot be found".into()));
+        }
         let params: Vec<(String, Type)> = func.params().map(|(n, t)| (n.to_string(), t)).collect();
         let shape = match params.as_slice() {
             [(_, Type::Record(r))] => {
@@ -240,7 +282,7 @@ impl Reflect<'_> {
                 destructive: self.policy.is_destructive(),
                 open_world: !self.policy.http.allow.is_empty(),
             },
-            export,
+            path: at,
             shape,
             result,
             docs,

@@ -1,19 +1,25 @@
 //! The wasmtime engine every tool runs on: epoch interruption with a ticker thread, the
-//! pooling allocator (with a fallback to on-demand allocation), and the on-disk cache of
-//! compiled components.
+//! pooling allocator (with a fallback to on-demand allocation), the on-disk cache of
+//! compiled components ([`cache`]) and the compiles that run in the background
+//! (`compile_queue`).
 
-use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
+use crate::engine::cache::{CompiledCache, Lookup};
+use crate::engine::compile_queue::CompileQueue;
 use crate::error::RuntimeError;
 use crate::pool::{CallPool, PoolOptions};
+
+pub mod cache;
+mod compile_queue;
+
+pub use cache::{CacheRefused, DEFAULT_MAX_CACHE_BYTES};
 
 /// How often the ticker thread advances the engine's epoch, in ms. A call's deadline is
 /// counted in these ticks, so a timeout overshoots by at most one tick.
@@ -31,10 +37,16 @@ pub const POOLED_INSTANCES: u32 = 128;
 /// Options for [`ToolEngine::new`].
 #[derive(Clone, Debug, Default)]
 pub struct EngineOptions {
-    /// Where compiled components are cached (`None`: no cache, every start compiles).
+    /// Where compiled components are cached (`None`: no cache, every start compiles). The
+    /// directory must be private to this user ([`cache`]); one that is not is not used.
     pub cache_dir: Option<PathBuf>,
+    /// The most bytes of compiled components the cache keeps (`None`:
+    /// [`DEFAULT_MAX_CACHE_BYTES`]).
+    pub cache_max_bytes: Option<u64>,
     /// Never use the pooling allocator (it reserves a lot of virtual address space).
     pub on_demand_allocation: bool,
+    /// Compiles that run at once in the background (`None`: one per core).
+    pub compile_threads: Option<usize>,
     /// The call pool: calls at once (`runtime.max_concurrent_calls`) and the wait for a
     /// slot (`runtime.queue_timeout_ms`).
     pub pool: PoolOptions,
@@ -48,7 +60,9 @@ pub struct EngineOptions {
 /// Dropping it stops the ticker.
 pub struct ToolEngine {
     engine: Engine,
-    cache_dir: Option<PathBuf>,
+    cache: Option<CompiledCache>,
+    /// Compiles started by [`ToolEngine::compile_in_background`].
+    compiles: CompileQueue,
     pooling: bool,
     /// Components loaded from the cache / compiled, since the engine started.
     cache_hits: std::sync::atomic::AtomicUsize,
@@ -62,7 +76,7 @@ pub struct ToolEngine {
 impl std::fmt::Debug for ToolEngine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolEngine")
-            .field("cache_dir", &self.cache_dir)
+            .field("cache", &self.cache)
             .field("pooling", &self.pooling)
             .field("pool", &self.pool)
             .finish_non_exhaustive()
@@ -97,9 +111,17 @@ impl ToolEngine {
         let ticker = Ticker::start(engine.clone()).map_err(|e| {
             RuntimeError::Engine(format!("could not start the epoch ticker thread: {e}"))
         })?;
+        let cache = options.cache_dir.and_then(|dir| {
+            let max = options.cache_max_bytes.unwrap_or(DEFAULT_MAX_CACHE_BYTES);
+            CompiledCache::open(dir, &engine, max)
+                .inspect_err(|e| tracing::warn!("{e}"))
+                .ok()
+        });
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
         Ok(ToolEngine {
             engine,
-            cache_dir: options.cache_dir,
+            cache,
+            compiles: CompileQueue::new(options.compile_threads.unwrap_or(cores)),
             pooling,
             cache_hits: Default::default(),
             compiled: Default::default(),
@@ -132,32 +154,49 @@ impl ToolEngine {
         )
     }
 
-    /// Compiles `wasm`, or loads it from the cache when this engine compiled the same bytes
-    /// before. `what` names the component in errors.
+    /// The cache of compiled components: its directory, and how many artifacts it holds
+    /// in how many bytes (`None` without a cache, or when the directory was refused).
+    pub fn cache_usage(&self) -> Option<(&Path, usize, u64)> {
+        self.cache.as_ref().map(|c| {
+            let (count, bytes) = c.usage();
+            (c.dir(), count, bytes)
+        })
+    }
+
+    /// The component whose bytes have SHA-256 `sha256`, from the cache, when this engine
+    /// compiled it before and the artifact passes the cache's checks ([`cache`]); `what`
+    /// names it in the log.
+    pub fn cached(&self, what: &str, sha256: &str) -> Option<Component> {
+        match self.cache.as_ref()?.load(&self.engine, sha256) {
+            Lookup::Hit(component) => {
+                self.cache_hits.fetch_add(1, Ordering::Relaxed);
+                Some(component)
+            }
+            Lookup::Miss => None,
+            Lookup::Rejected(why) => {
+                tracing::warn!(
+                    component = what,
+                    "recompiling: the compiled component {why}"
+                );
+                None
+            }
+        }
+    }
+
+    /// Compiles `wasm` (whose SHA-256 is `sha256`), or loads it from the cache when this
+    /// engine compiled the same bytes before; a compiled component is cached. `what` names
+    /// the component in errors and the log.
     ///
     /// # Errors
     /// [`RuntimeError::Load`] when the bytes are not a valid component.
-    pub fn compile(&self, what: &str, wasm: &[u8]) -> Result<Component, RuntimeError> {
-        let cached = self
-            .cache_dir
-            .as_deref()
-            .map(|dir| self.cache_path(dir, wasm));
-        if let Some(path) = &cached
-            && path.exists()
-        {
-            // SAFETY: the file was written by `Component::serialize` of an engine with the
-            // same compatibility hash (it is part of the file name) into the operator's own
-            // cache directory; a file that fails validation is recompiled below.
-            #[allow(unsafe_code)]
-            match unsafe { Component::deserialize_file(&self.engine, path) } {
-                Ok(component) => {
-                    self.cache_hits.fetch_add(1, Ordering::Relaxed);
-                    return Ok(component);
-                }
-                Err(e) => {
-                    tracing::warn!(path = %path.display(), error = %e, "ignoring a bad cached component")
-                }
-            }
+    pub fn compile(
+        &self,
+        what: &str,
+        wasm: &[u8],
+        sha256: &str,
+    ) -> Result<Component, RuntimeError> {
+        if let Some(component) = self.cached(what, sha256) {
+            return Ok(component);
         }
         if let Some(reason) = not_a_component(wasm) {
             return Err(RuntimeError::Load {
@@ -165,34 +204,36 @@ impl ToolEngine {
                 reason: reason.to_string(),
             });
         }
+        let started = Instant::now();
         let component = Component::new(&self.engine, wasm).map_err(|e| RuntimeError::Load {
             what: what.to_string(),
             reason: format!("{e:#}"),
         })?;
         self.compiled.fetch_add(1, Ordering::Relaxed);
-        if let Some(path) = &cached
-            && let Err(e) = store_atomically(path, &component)
+        tracing::info!(
+            component = what,
+            bytes = wasm.len(),
+            ms = started.elapsed().as_millis() as u64,
+            "compiled"
+        );
+        if let Some(cache) = &self.cache
+            && let Err(e) = cache.store(sha256, &component)
         {
-            tracing::warn!(path = %path.display(), error = %e, "could not cache a compiled component");
+            tracing::warn!(dir = %cache.dir().display(), error = %e, "could not cache a compiled component");
         }
         Ok(component)
     }
 
-    /// `<cache>/<sha256 of the component>-<engine compatibility hash>.cwasm`.
-    fn cache_path(&self, dir: &Path, wasm: &[u8]) -> PathBuf {
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        self.engine
-            .precompile_compatibility_hash()
-            .hash(&mut hasher);
-        let digest = Sha256::digest(wasm);
-        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-        dir.join(format!("{hex}-{:016x}.cwasm", hasher.finish()))
+    /// Runs `job` (a compile) on one of the engine's compile threads, at most one per core
+    /// at once, in the order submitted.
+    pub fn compile_in_background(&self, job: impl FnOnce() + Send + 'static) {
+        self.compiles.submit(job);
     }
 }
 
 /// Why `wasm` cannot be a component, judged by its preamble (`\0asm`, version `0x0d`,
 /// layer 1, from the component model's binary format), or `None` when it may be one.
-fn not_a_component(wasm: &[u8]) -> Option<&'static str> {
+pub(crate) fn not_a_component(wasm: &[u8]) -> Option<&'static str> {
     match wasm.get(..8) {
         Some([0, b'a', b's', b'm', 0x0d, 0, 1, 0]) => None,
         Some([0, b'a', b's', b'm', 1, 0, 0, 0]) => Some(
@@ -202,19 +243,6 @@ fn not_a_component(wasm: &[u8]) -> Option<&'static str> {
             "it is not a WebAssembly component (a component starts with `\\0asm` and the component layer)",
         ),
     }
-}
-
-/// Writes the compiled `component` to `path` through a temporary file and a rename, so a
-/// reader never sees half a file.
-fn store_atomically(path: &Path, component: &Component) -> std::io::Result<()> {
-    let bytes = component
-        .serialize()
-        .map_err(|e| std::io::Error::other(e.to_string()))?;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    std::io::Write::write_all(&mut tmp, &bytes)?;
-    tmp.persist(path).map(drop).map_err(|e| e.error)
 }
 
 /// Bytes of each pooled linear memory kept resident between calls (see [`config`]).

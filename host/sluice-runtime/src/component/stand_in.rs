@@ -1,0 +1,34 @@
+//! A component's types without its code (docs/components.md#compiled-components): a
+//! stand-in component with the same imports and exports as the real one and functions that
+//! do nothing, built from the WIT world the real one carries. Compiling it takes
+//! milliseconds where the real one takes seconds (a componentize-py tool: tens of seconds),
+//! so its tools (names, schemas, descriptions) and whether the host provides its imports
+//! are known at once, while the real code compiles in the background.
+
+use wasmtime::component::Component;
+use wit_component::{ComponentEncoder, StringEncoding, dummy_module, embed_component_metadata};
+use wit_parser::decoding::{DecodedWasm, decode};
+use wit_parser::{LiftLowerAbi, ManglingAndAbi};
+
+use crate::engine::ToolEngine;
+
+/// The stand-in of the component `wasm`, compiled for `engine`; or why there is none (the
+/// bytes are not a component whose type is a WIT world), in which case the caller compiles
+/// the real component to find out more.
+pub(crate) fn stand_in(engine: &ToolEngine, wasm: &[u8]) -> Result<Component, String> {
+    if let Some(reason) = crate::engine::not_a_component(wasm) {
+        return Err(reason.to_string());
+    }
+    let (resolve, world) = match decode(wasm).map_err(|e| format!("{e:#}"))? {
+        DecodedWasm::Component(resolve, world) => (resolve, world),
+        DecodedWasm::WitPackage(..) => return Err("it is a WIT package, not a component".into()),
+    };
+    let mut module = dummy_module(&resolve, world, ManglingAndAbi::Legacy(LiftLowerAbi::Sync));
+    embed_component_metadata(&mut module, &resolve, world, StringEncoding::UTF8)
+        .map_err(|e| format!("{e:#}"))?;
+    let bytes = ComponentEncoder::default()
+        .module(&module)
+        .and_then(|encoder| encoder.validate(true).encode())
+        .map_err(|e| format!("{e:#}"))?;
+    Component::new(engine.engine(), &bytes).map_err(|e| format!("{e:#}"))
+}
