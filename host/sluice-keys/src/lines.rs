@@ -17,9 +17,9 @@ pub enum LineClass {
     KeyBody,
     /// A blank line (or only decoration), an RFC 1421 header of a traditionally encrypted
     /// key (`Proc-Type: …`, `DEK-Info: …`), an OpenPGP armor header (`Version: …`,
-    /// `Comment: …`, `Hash: …`, `Charset: …`, `MessageID: …`), or the second part of an
-    /// armor line split across lines (`KEY-----`, `  RSA PRIVATE KEY-----`): it neither
-    /// clears a refusal nor counts as key body.
+    /// `Comment: …`, `Hash: …`, `Charset: …`, `MessageID: …`), or either part of an armor
+    /// line split across lines (`-----BEGIN RSA PRIV`, `-----END`; `KEY-----`, `--`,
+    /// `  RSA PRIVATE KEY-----`): it neither clears a refusal nor counts as key body.
     Neutral,
     /// Anything else: ordinary text, which clears the fail-closed refusal.
     Ordinary,
@@ -94,20 +94,19 @@ fn undecorated(text: &[u8]) -> &[u8] {
 }
 
 /// True when `text` can be the second part of an armor line split across two lines, the
-/// part a look-back window that starts just after the break sees alone: the end of
-/// `PRIVATE KEY-----` (or `PRIVATE KEY BLOCK-----`) from its dashes on, or label
-/// characters followed by all of it. Without this, such a line would read as ordinary
-/// text and clear the fail-closed rule inside a long key whose header is split.
+/// part a look-back window that starts just after the break sees alone: any end of
+/// `PRIVATE KEY-----` (or `PRIVATE KEY BLOCK-----`), down to its last dash (`--`, a line
+/// split inside the closing dashes), or label characters followed by all of it. Without
+/// this, such a line would read as ordinary text and clear the fail-closed rule inside a
+/// long key whose header is split.
 fn is_armor_rest(text: &[u8]) -> bool {
     [&b"PRIVATE KEY-----"[..], b"PRIVATE KEY BLOCK-----"]
         .iter()
         .any(|full| {
-            (text.len() >= 5 && full.ends_with(text))
-                || text.strip_suffix(*full).is_some_and(|label| {
-                    label
-                        .iter()
-                        .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b' ' | b'_' | b'-'))
-                })
+            (!text.is_empty() && full.ends_with(text))
+                || text
+                    .strip_suffix(*full)
+                    .is_some_and(|label| label.iter().all(|&b| is_label(b)))
         })
 }
 
@@ -217,7 +216,10 @@ mod tests {
             (b"KEY=\"-----BEGIN", Neutral),
             (b"x -----END EC PRIVATE KEY----", Neutral),
             (b"-\0-\0-\0-\0-\0E\0N\0D\0", Neutral),
-            (b"---", Ordinary),
+            // The end of the closing dashes, split off the line.
+            (b"---", Neutral),
+            (b"  -", Neutral),
+            (b"------", Ordinary),
             (b"-----END CERTIFICATE-----", Ordinary),
             (b"-----BEGIN PUBLIC KEY-----  ", Ordinary),
             (b"-----BEGINNING", Ordinary),

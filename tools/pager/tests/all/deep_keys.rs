@@ -160,3 +160,50 @@ fn split_armor_lines_with_labels_longer_than_the_look_back_serve_nothing_of_the_
     }
     assert_eq!(calls, 3 * 2 * (3072 + 272));
 }
+
+/// A key whose BEGIN and END lines are split inside their closing dashes
+/// (`-----BEGIN RSA PRIVATE KEY---` on one line, `--` on the next), over a body longer than
+/// the look-back: the pages whose look-back starts anywhere in the split BEGIN line, where
+/// the window sees no marker, are refused as key material, for every split of the dashes
+/// and each line ending.
+#[test]
+fn armor_lines_split_inside_their_closing_dashes_serve_no_body() {
+    let fx = Fixture::new();
+    let mut calls = 0;
+    for nl in ["\n", "\r\n", r"\n"] {
+        for dashes in 1..=4 {
+            let armor = |kind: &str| {
+                let line = format!("  -----{kind} RSA PRIVATE KEY-----");
+                let (first, second) = line.split_at(line.len() - dashes);
+                format!("{first}{nl}  {second}{nl}")
+            };
+            let mut text = String::from("some ordinary text before the key\nKEY=\"");
+            let begin = text.len();
+            text.push_str(&armor("BEGIN"));
+            let body = text.len();
+            for i in 0..2100 {
+                text.push_str(&format!("  {}{nl}", body_line(i)));
+            }
+            text.push_str(&armor("END"));
+            text.push_str("\"\nafter the key\n");
+            fx.write("k.txt", &text);
+            let ctx = fx.ctx(1024);
+            for offset in begin + LOOK_BACK_BYTES as usize..=body + LOOK_BACK_BYTES as usize {
+                let args = ReadFileArgs {
+                    path: "k.txt".into(),
+                    offset: Some(offset as u64),
+                    ..Default::default()
+                };
+                calls += 1;
+                match read_file(&ctx, &args) {
+                    Err(e) => assert_eq!(e.kind, ErrorKind::KeyMaterial, "{}", e.message),
+                    Ok(page) => panic!(
+                        "nl {nl:?} dashes {dashes}: read_file at {offset} served {:?}…",
+                        &page.content[..page.content.len().min(40)]
+                    ),
+                }
+            }
+        }
+    }
+    assert_eq!(calls, 472);
+}
