@@ -5,7 +5,9 @@
 //! the look-back starts in the key's first lines and at depths through the key, at two caps;
 //! tail_file on the key with its END line cut off. No observation may hold a body line.
 //! Before the rules for line breaks, cut armor lines and neutral armor headers, 3,302 of
-//! these 7,296 calls served body.
+//! these 7,296 calls served body. Then two shapes of split armor lines
+//! (docs/keys.md#key-body-and-neutral-lines): a label longer than the look-back, and a
+//! split inside the closing dashes.
 
 use sluice_pager::keys::LOOK_BACK_BYTES;
 use sluice_pager::{ErrorKind, ReadFileArgs, TailFileArgs, read_file, tail_file};
