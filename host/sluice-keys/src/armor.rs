@@ -32,9 +32,9 @@ pub(crate) const BEGIN: &[u8] = b"-----BEGIN ";
 pub(crate) const END: &[u8] = b"-----END ";
 /// What the first part of a split BEGIN line starts with: the space after the keyword may
 /// be the line break itself.
-const SPLIT_BEGIN: &[u8] = b"-----BEGIN";
+pub(crate) const SPLIT_BEGIN: &[u8] = b"-----BEGIN";
 /// What the first part of a split END line starts with.
-const SPLIT_END: &[u8] = b"-----END";
+pub(crate) const SPLIT_END: &[u8] = b"-----END";
 
 /// One armor line: `bytes[start..end]` is its text from the marker to the closing `-----`
 /// (for a split line, from the marker on one line to the `-----` on the next).

@@ -3,6 +3,9 @@
 
 use std::borrow::Cow;
 
+use memchr::memmem;
+
+use crate::armor::{SPLIT_BEGIN, SPLIT_END, is_label};
 use crate::breaks;
 
 /// What one line is to the fail-closed rule (docs/keys.md#key-body-and-neutral-lines; see
@@ -14,9 +17,9 @@ pub enum LineClass {
     KeyBody,
     /// A blank line (or only decoration), an RFC 1421 header of a traditionally encrypted
     /// key (`Proc-Type: …`, `DEK-Info: …`), an OpenPGP armor header (`Version: …`,
-    /// `Comment: …`, `Hash: …`, `Charset: …`, `MessageID: …`), or the second part of an
-    /// armor line split across lines (`KEY-----`, `  RSA PRIVATE KEY-----`): it neither
-    /// clears a refusal nor counts as key body.
+    /// `Comment: …`, `Hash: …`, `Charset: …`, `MessageID: …`), or either part of an armor
+    /// line split across lines (`-----BEGIN RSA PRIV`, `-----END`; `KEY-----`, `--`,
+    /// `  RSA PRIVATE KEY-----`): it neither clears a refusal nor counts as key body.
     Neutral,
     /// Anything else: ordinary text, which clears the fail-closed refusal.
     Ordinary,
@@ -46,7 +49,11 @@ pub fn classify_line(line: &[u8]) -> LineClass {
         line.into()
     };
     let text = undecorated(&visible);
-    if text.is_empty() || HEADERS.iter().any(|h| text.starts_with(h)) || is_armor_rest(text) {
+    if text.is_empty()
+        || HEADERS.iter().any(|h| text.starts_with(h))
+        || is_armor_rest(text)
+        || is_armor_start(&visible)
+    {
         return LineClass::Neutral;
     }
     let base64 = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=');
@@ -87,21 +94,46 @@ fn undecorated(text: &[u8]) -> &[u8] {
 }
 
 /// True when `text` can be the second part of an armor line split across two lines, the
-/// part a look-back window that starts just after the break sees alone: the end of
-/// `PRIVATE KEY-----` (or `PRIVATE KEY BLOCK-----`) from its dashes on, or label
-/// characters followed by all of it. Without this, such a line would read as ordinary
-/// text and clear the fail-closed rule inside a long key whose header is split.
+/// part a look-back window that starts just after the break sees alone: any end of
+/// `PRIVATE KEY-----` (or `PRIVATE KEY BLOCK-----`), down to its last dash (`--`, a line
+/// split inside the closing dashes), or label characters followed by all of it. Without
+/// this, such a line would read as ordinary text and clear the fail-closed rule inside a
+/// long key whose header is split.
 fn is_armor_rest(text: &[u8]) -> bool {
     [&b"PRIVATE KEY-----"[..], b"PRIVATE KEY BLOCK-----"]
         .iter()
         .any(|full| {
-            (text.len() >= 5 && full.ends_with(text))
-                || text.strip_suffix(*full).is_some_and(|label| {
-                    label
-                        .iter()
-                        .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b' ' | b'_' | b'-'))
-                })
+            (!text.is_empty() && full.ends_with(text))
+                || text
+                    .strip_suffix(*full)
+                    .is_some_and(|label| label.iter().all(|&b| is_label(b)))
         })
+}
+
+/// True when `line` (without NUL bytes) can be the first part of an armor line split across
+/// two lines, the part a window that ends before the second part's end sees alone: it ends
+/// (trailing spaces and a `\r` left out) with `-----BEGIN` or `-----END` and then nothing,
+/// or a space and label characters, that does not end in five dashes (`-----END`,
+/// `-----BEGIN RSA PRIV`, `KEY="-----BEGIN`). Without this, the line would read as ordinary
+/// text and clear the fail-closed rule on the pages inside the second part of a split
+/// armor line whose label is longer than the window, which no armor rule recognises there.
+/// A complete line of other armor (`-----END CERTIFICATE-----`) ends in five dashes: it
+/// stays ordinary, so a bundle of certificates is served.
+fn is_armor_start(line: &[u8]) -> bool {
+    let mut line = line.strip_suffix(b"\r").unwrap_or(line);
+    while let Some(rest) = line.strip_suffix(b" ") {
+        line = rest;
+    }
+    if line.ends_with(b"-----") {
+        return false;
+    }
+    // The marker is made of label characters: it lies in the run of them ending the line.
+    let run = &line[line.len() - line.iter().rev().take_while(|&&b| is_label(b)).count()..];
+    let marker_end = |marker: &[u8]| memmem::rfind(run, marker).map(|at| at + marker.len());
+    let Some(end) = marker_end(SPLIT_BEGIN).max(marker_end(SPLIT_END)) else {
+        return false;
+    };
+    matches!(run.get(end), None | Some(b' '))
 }
 
 /// True for a key-body line (docs/keys.md#key-body-and-neutral-lines): see
@@ -176,8 +208,24 @@ mod tests {
             (b"-----", Neutral),
             (b"ATE KEY BLOCK-----", Neutral),
             (b"KEY-----\"", Neutral),
-            (b"---", Ordinary),
+            // The first part of a split armor line, whatever stands before its marker.
+            (b"-----END", Neutral),
+            (b"-----BEGIN", Neutral),
+            (b"  -----END  ", Neutral),
+            (b"-----BEGIN RSA PRIV", Neutral),
+            (b"KEY=\"-----BEGIN", Neutral),
+            (b"x -----END EC PRIVATE KEY----", Neutral),
+            (b"-\0-\0-\0-\0-\0E\0N\0D\0", Neutral),
+            // The end of the closing dashes, split off the line.
+            (b"---", Neutral),
+            (b"  -", Neutral),
+            (b"------", Ordinary),
             (b"-----END CERTIFICATE-----", Ordinary),
+            (b"-----BEGIN PUBLIC KEY-----  ", Ordinary),
+            (b"-----BEGINNING", Ordinary),
+            (b"-----END.", Ordinary),
+            (b"-----END\t", Ordinary),
+            (b"----END", Ordinary),
             (b"proc-type: 4,ENCRYPTED", Ordinary),
             (b"version: GnuPG v2", Ordinary),
             (b"Proc-Type 4,ENCRYPTED", Ordinary),
@@ -228,6 +276,12 @@ mod tests {
         assert!(fails(&format!("x\n{headers}{body}"), false));
         assert!(!fails(&format!("x\n{headers}"), false));
         assert!(!fails("x\n\n\n\n", false));
+        // The first part of a split armor line is neutral; a line of other armor is not.
+        assert!(fails(&format!("x\n{body}{body}-----END\n CCCC"), false));
+        assert!(!fails(
+            &format!("x\n{body}-----END CERTIFICATE-----\n{body}"),
+            false
+        ));
         let pgp = "Version: GnuPG v2\nComment: made for a test\n\n";
         assert!(fails(&format!("Y BLOCK-----\n{pgp}{body}{body}"), false));
         // The first line is whole when the look-back starts at a line start.

@@ -5,10 +5,12 @@
 //! the look-back starts in the key's first lines and at depths through the key, at two caps;
 //! tail_file on the key with its END line cut off. No observation may hold a body line.
 //! Before the rules for line breaks, cut armor lines and neutral armor headers, 3,302 of
-//! these 7,296 calls served body.
+//! these 7,296 calls served body. Then two shapes of split armor lines
+//! (docs/keys.md#key-body-and-neutral-lines): a label longer than the look-back, and a
+//! split inside the closing dashes.
 
 use sluice_pager::keys::LOOK_BACK_BYTES;
-use sluice_pager::{ReadFileArgs, TailFileArgs, read_file, tail_file};
+use sluice_pager::{ErrorKind, ReadFileArgs, TailFileArgs, read_file, tail_file};
 
 use crate::support::{Fixture, obs};
 
@@ -112,4 +114,98 @@ fn deep_keys_of_every_shape_serve_no_body() {
         served.len(),
         &served[..served.len().min(8)]
     );
+}
+
+/// A key whose BEGIN and END lines are split after their keyword (`-----BEGIN` on one line,
+/// ` <label>PRIVATE KEY-----` on the next) and whose label is longer than the look-back,
+/// over a body longer than the look-back too: the look-back of a page around the END line
+/// then holds neither armor line whole (docs/keys.md#fail-closed). Every page from 300
+/// bytes before the END line to 700 bytes into it, and every 509th through the rest of it,
+/// is refused as key material, for each line ending and at two caps: none shows a body line
+/// or a byte of the END line.
+#[test]
+fn split_armor_lines_with_labels_longer_than_the_look_back_serve_nothing_of_the_key() {
+    let fx = Fixture::new();
+    let label = format!("{} ", "C".repeat(140_000));
+    let mut calls = 0;
+    for nl in ["\n", "\r\n", r"\n"] {
+        let mut text = String::from("some ordinary text before the key\nKEY=\"");
+        text.push_str(&format!("-----BEGIN{nl} {label}PRIVATE KEY-----{nl}"));
+        for i in 0..2100 {
+            text.push_str(&format!("{}{nl}", body_line(i)));
+        }
+        let end = text.len();
+        text.push_str(&format!("-----END{nl} {label}PRIVATE KEY-----"));
+        let key_end = text.len();
+        text.push_str("\"\nafter the key\n");
+        fx.write("k.txt", &text);
+        let offsets = (end - 300..end + 700).chain((end + 700..key_end).step_by(509));
+        for cap in [1024, 4096] {
+            let ctx = fx.ctx(cap);
+            for offset in offsets.clone() {
+                let args = ReadFileArgs {
+                    path: "k.txt".into(),
+                    offset: Some(offset as u64),
+                    ..Default::default()
+                };
+                calls += 1;
+                match read_file(&ctx, &args) {
+                    Err(e) => assert_eq!(e.kind, ErrorKind::KeyMaterial, "{}", e.message),
+                    Ok(page) => panic!(
+                        "nl {nl:?} cap {cap}: read_file at {offset} served {} bytes ({}…) of the key's END line",
+                        page.content.len(),
+                        &page.content[..page.content.len().min(24)]
+                    ),
+                }
+            }
+        }
+    }
+    assert_eq!(calls, 3 * 2 * (1000 + 274));
+}
+
+/// A key whose BEGIN and END lines are split inside their closing dashes
+/// (`-----BEGIN RSA PRIVATE KEY---` on one line, `--` on the next), over a body longer than
+/// the look-back: the pages whose look-back starts anywhere in the split BEGIN line, where
+/// the window sees no marker, are refused as key material, for every split of the dashes
+/// and each line ending.
+#[test]
+fn armor_lines_split_inside_their_closing_dashes_serve_no_body() {
+    let fx = Fixture::new();
+    let mut calls = 0;
+    for nl in ["\n", "\r\n", r"\n"] {
+        for dashes in 1..=4 {
+            let armor = |kind: &str| {
+                let line = format!("  -----{kind} RSA PRIVATE KEY-----");
+                let (first, second) = line.split_at(line.len() - dashes);
+                format!("{first}{nl}  {second}{nl}")
+            };
+            let mut text = String::from("some ordinary text before the key\nKEY=\"");
+            let begin = text.len();
+            text.push_str(&armor("BEGIN"));
+            let body = text.len();
+            for i in 0..2100 {
+                text.push_str(&format!("  {}{nl}", body_line(i)));
+            }
+            text.push_str(&armor("END"));
+            text.push_str("\"\nafter the key\n");
+            fx.write("k.txt", &text);
+            let ctx = fx.ctx(1024);
+            for offset in begin + LOOK_BACK_BYTES as usize..=body + LOOK_BACK_BYTES as usize {
+                let args = ReadFileArgs {
+                    path: "k.txt".into(),
+                    offset: Some(offset as u64),
+                    ..Default::default()
+                };
+                calls += 1;
+                match read_file(&ctx, &args) {
+                    Err(e) => assert_eq!(e.kind, ErrorKind::KeyMaterial, "{}", e.message),
+                    Ok(page) => panic!(
+                        "nl {nl:?} dashes {dashes}: read_file at {offset} served {:?}…",
+                        &page.content[..page.content.len().min(40)]
+                    ),
+                }
+            }
+        }
+    }
+    assert_eq!(calls, 472);
 }

@@ -1,12 +1,16 @@
 //! Property tests of the key rules and the line rules: no served page of read_file,
-//! tail_file or grep_files ever holds a byte of a PEM key, whatever shape the key has
+//! tail_file or grep_files ever holds a byte of a PEM key (but the marker and label
+//! characters of an armor line too long to be recognised), whatever shape the key has
 //! (lines ended by `\n`, `\r\n`, a lone `\r` or escaped `\n` on one line; indented or
-//! not; trailing blanks; PGP armor headers; labels up to 200,000 characters; bodies deeper
-//! than the look-back, read at any depth) (d);
+//! not; trailing blanks; PGP armor headers; armor lines whole or split across two lines;
+//! labels up to 200,000 characters, split lines too; bodies deeper than the look-back, read
+//! at any depth) (d);
 //! a `startLine` past the last line is always the empty page (e); grep matches and returns
 //! each line without its terminator (f); armor on one line is found exactly when the
 //! pattern of docs/keys.md#armor is there, whatever the label's length and with NULs
 //! interleaved (g).
+
+use std::ops::Range;
 
 use proptest::prelude::*;
 use sluice_pager::keys::has_armor;
@@ -14,9 +18,13 @@ use sluice_pager::{GrepFilesArgs, ReadFileArgs, TailFileArgs, grep_files, read_f
 
 use crate::support::{Fixture, assert_fits, follow_grep};
 
+/// `cases` cases, or as many as `PROPTEST_CASES` says when it is set (for a longer run).
 fn config(cases: u32) -> ProptestConfig {
     ProptestConfig {
-        cases,
+        cases: std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(cases),
         failure_persistence: None,
         ..ProptestConfig::default()
     }
@@ -72,9 +80,8 @@ struct KeyShape {
     /// A PGP block: ` BLOCK` after `PRIVATE KEY`, and the armor headers `Version:`,
     /// `Comment:`, `Hash:` and an empty line after BEGIN.
     pgp: bool,
-    /// The BEGIN and END lines split this many bytes after their `-----BEGIN` or
-    /// `-----END`, when given (and the line is longer).
-    split_at: Option<usize>,
+    /// Where the BEGIN and END lines are split across two lines, when they are.
+    split: Option<Split>,
     /// What ends every line of the key.
     ending: Ending,
     /// Every line indented by this (none, two spaces, a tab).
@@ -96,26 +103,36 @@ fn key_shape() -> impl Strategy<Value = KeyShape> {
         prop_oneof![4 => 1usize..6, 1 => 2030usize..2100],
         any::<bool>(),
         any::<bool>(),
-        prop::option::of(0usize..40),
+        prop::option::of(prop_oneof![
+            4 => (0usize..40).prop_map(Split::After),
+            1 => Just(Split::BeforeKey),
+        ]),
         prop::sample::select(vec![Ending::Lf, Ending::CrLf, Ending::Cr, Ending::Escaped]),
         prop::sample::select(vec!["", "  ", "\t"]),
         prop::sample::select(vec!["", " ", "  \t"]),
     )
         .prop_map(
-            |(label, lines, encrypted, pgp, split_at, ending, indent, trailing)| KeyShape {
-                // A split armor line whose label is longer than the look-back is the known
-                // gap of docs/keys.md#known-gap (the last body lines before its END can be
-                // served); it is left out here until it is closed, not hidden.
-                split_at: split_at.filter(|_| label.len() < 64 << 10),
+            |(label, lines, encrypted, pgp, split, ending, indent, trailing)| KeyShape {
                 label,
                 lines,
                 encrypted,
                 pgp,
+                split,
                 ending,
                 indent,
                 trailing,
             },
         )
+}
+
+/// Where an armor line is split across two lines.
+#[derive(Clone, Copy, Debug)]
+enum Split {
+    /// This many bytes after its `-----BEGIN` or `-----END` (when the line is longer): the
+    /// label, however long, on the second line.
+    After(usize),
+    /// Just before `PRIVATE KEY`: the label, however long, on the first line.
+    BeforeKey,
 }
 
 /// One block of a file: a line of text, or a key.
@@ -139,14 +156,23 @@ fn block() -> impl Strategy<Value = Block> {
     ]
 }
 
-/// A file and, for every key in it, its byte range (from its BEGIN marker to the end of
-/// its END line's `-----`), its body lines, and, for a label of 1,000 characters or more,
-/// where its BEGIN line's `PRIVATE KEY-----` starts: the pages that cut such a label may be
-/// served up to there (docs/keys.md#the-look-back: read_file reads 1 KiB past a page, and an
-/// armor line that ends beyond it is not recognised by those pages).
+/// A file and the keys in it.
 struct KeyFile {
     bytes: Vec<u8>,
-    keys: Vec<(std::ops::Range<usize>, Vec<String>, Option<usize>)>,
+    keys: Vec<Key>,
+}
+
+/// One key of a [`KeyFile`].
+struct Key {
+    /// Its bytes, from its BEGIN marker to the end of its END line's `-----`.
+    range: Range<usize>,
+    /// Its body lines.
+    body: Vec<String>,
+    /// For a label of 1,000 characters or more, the bytes of each armor line from its
+    /// marker to its `PRIVATE KEY-----`: a page that shows only those may be served
+    /// (docs/keys.md#the-look-back: read_file reads 1 KiB past a page, and an armor line
+    /// that ends beyond it is not recognised by the pages that cut its label).
+    labels: Vec<Range<usize>>,
 }
 
 fn build(blocks: &[Block]) -> KeyFile {
@@ -164,7 +190,11 @@ fn build(blocks: &[Block]) -> KeyFile {
                 let block = if s.pgp { " BLOCK" } else { "" };
                 let armor = |kind: &str| {
                     let line = format!("-----{kind} {}PRIVATE KEY{block}-----", s.label);
-                    match s.split_at.map(|k| 5 + kind.len() + k) {
+                    let at = s.split.map(|split| match split {
+                        Split::After(k) => 5 + kind.len() + k,
+                        Split::BeforeKey => line.len() - "PRIVATE KEY-----".len() - block.len(),
+                    });
+                    match at {
                         Some(at) if at < line.len() => {
                             format!("{indent}{}{nl}{indent}{}{nl}", &line[..at], &line[at..])
                         }
@@ -176,11 +206,20 @@ fn build(blocks: &[Block]) -> KeyFile {
                 if quoted {
                     out.push_str("KEY=\"");
                 }
-                let start = out.len() + indent.len();
-                out.push_str(&armor("BEGIN"));
-                // A split lands inside a label this long, so `PRIVATE KEY-----` ends the line.
-                let label_end = (s.label.len() >= 1000)
-                    .then(|| out.len() - nl.len() - "PRIVATE KEY-----".len() - block.len());
+                // A split lands inside a label this long or just before `PRIVATE KEY`, so
+                // `PRIVATE KEY-----` ends the line.
+                let mut labels = Vec::new();
+                let mut push_armor = |out: &mut String, kind: &str| {
+                    let marker = out.len() + indent.len();
+                    out.push_str(&armor(kind));
+                    if s.label.len() >= 1000 {
+                        labels.push(
+                            marker..out.len() - nl.len() - "PRIVATE KEY-----".len() - block.len(),
+                        );
+                    }
+                    marker
+                };
+                let start = push_armor(&mut out, "BEGIN");
                 if s.encrypted {
                     out.push_str(&format!(
                         "{indent}Proc-Type: 4,ENCRYPTED{nl}{indent}DEK-Info: AES-128-CBC,00112233445566778899AABBCCDDEEFF{nl}{nl}"
@@ -198,12 +237,16 @@ fn build(blocks: &[Block]) -> KeyFile {
                     out.push_str(s.trailing);
                     out.push_str(nl);
                 }
-                out.push_str(&armor("END"));
+                push_armor(&mut out, "END");
                 let end = out.len() - nl.len();
                 if quoted {
                     out.push_str("\"\n");
                 }
-                keys.push((start..end, body, label_end));
+                keys.push(Key {
+                    range: start..end,
+                    body,
+                    labels,
+                });
             }
         }
     }
@@ -218,7 +261,7 @@ fn build(blocks: &[Block]) -> KeyFile {
 fn serves_body(file: &KeyFile, text: &str) -> bool {
     file.keys
         .iter()
-        .any(|(_, body, _)| body.iter().any(|b| text.contains(b.as_str())))
+        .any(|key| key.body.iter().any(|b| text.contains(b.as_str())))
 }
 
 fn key_file() -> impl Strategy<Value = Vec<Block>> {
@@ -229,7 +272,8 @@ proptest! {
     #![proptest_config(config(40))]
 
     /// (d) Pages at any offset or line, and tails of any length, are refused or hold no
-    /// byte of a key.
+    /// byte of a key but the marker and label characters of an armor line whose label is
+    /// too long to be recognised from the page (see `Key::labels`).
     #[test]
     fn no_served_page_holds_a_key(
         blocks in key_file(),
@@ -252,7 +296,7 @@ proptest! {
             asks.push(ReadFileArgs { path: "f.txt".into(), start_line: Some(1 + at.index(total_lines.max(1) as usize) as u64), line_count, ..Default::default() });
         }
         // Every key's first body line and the line after its END line.
-        for (range, _, _) in &file.keys {
+        for Key { range, .. } in &file.keys {
             let line = file.bytes[..range.start].iter().filter(|&&b| b == b'\n').count() as u64 + 1;
             for l in [line + 1, line + 2, line + 3] {
                 asks.push(ReadFileArgs { path: "f.txt".into(), start_line: Some(l), line_count: Some(1), ..Default::default() });
@@ -275,12 +319,12 @@ proptest! {
             assert_fits(&result, cap);
             let Ok(page) = result else { continue };
             let end = page.next_offset.unwrap_or(size as u64) as usize;
-            for (range, _, label_end) in &file.keys {
+            for Key { range, labels, .. } in &file.keys {
                 let shown = (page.offset as usize).max(range.start)..end.min(range.end);
                 // Nothing of the key, or only the marker and label characters of an armor
-                // line too long to be recognised from the page (see `KeyFile`).
+                // line too long to be recognised from the page (see `Key::labels`).
                 prop_assert!(
-                    shown.is_empty() || label_end.is_some_and(|l| shown.end <= l),
+                    shown.is_empty() || labels.iter().any(|l| l.start <= shown.start && shown.end <= l.end),
                     "{args:?} served {}..{end}, which overlaps the key at {range:?}", page.offset
                 );
             }
