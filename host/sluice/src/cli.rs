@@ -52,9 +52,10 @@ pub(crate) struct Global {
     #[arg(long, global = true, value_name = "N")]
     pub(crate) max_concurrent_calls: Option<String>,
 
-    /// Refuse to start when a tool component fails to load (`strict = true` in sluice.toml).
-    /// Without it, the failure is reported on stderr, `sluice tools` lists the component as
-    /// unavailable with its reason, and the other tools start.
+    /// Refuse to start when a tool component fails to load (`strict = true` in sluice.toml);
+    /// a strict start also waits until every component has compiled. Without it, the failure
+    /// is reported on stderr, `sluice tools` lists the component as unavailable with its
+    /// reason, and the other tools start (while components compile in the background).
     #[arg(long, global = true)]
     pub(crate) strict: bool,
 

@@ -933,6 +933,9 @@ fn ctrl_c_stops_a_run_whose_guest_sleeps() {
         .arg(&config)
         .arg("--store")
         .arg(&db)
+        // Strict: the component has compiled before the run starts, so the call below is
+        // the guest asleep in the host, not a call waiting for its code.
+        .arg("--strict")
         .args([
             "run",
             "--model",

@@ -93,7 +93,11 @@ pub(crate) enum Lookup {
     Hit(Component),
     /// No artifact for this component and engine.
     Miss,
-    /// An artifact that failed a check; it was removed. The reason, for the log.
+    /// An artifact with no digest record (one an older Sluice wrote, or one put there
+    /// without Sluice); it was removed. The reason, for the log.
+    Unrecorded(String),
+    /// An artifact that does not match its record or that wasmtime refuses; it was
+    /// removed. The reason, for the log.
     Rejected(String),
 }
 
@@ -192,7 +196,13 @@ impl CompiledCache {
         };
         let recorded = match fs::read_to_string(Self::record(&path)) {
             Ok(text) => text.trim().to_string(),
-            Err(e) => return self.reject(&path, format!("has no digest record: {e}")),
+            Err(e) => {
+                let _ = fs::remove_file(&path);
+                return Lookup::Unrecorded(format!(
+                    "{} has no digest record ({e})",
+                    path.display()
+                ));
+            }
         };
         let actual = hex(&Sha256::digest(&bytes));
         if recorded != actual {
@@ -421,7 +431,7 @@ mod tests {
         cache.store("bb", &component).unwrap();
         fs::remove_file(CompiledCache::record(&cache.artifact("bb"))).unwrap();
         match cache.load(&engine, "bb") {
-            Lookup::Rejected(why) => assert!(why.contains("has no digest record"), "{why}"),
+            Lookup::Unrecorded(why) => assert!(why.contains("has no digest record"), "{why}"),
             other => panic!("{other:?}"),
         }
     }

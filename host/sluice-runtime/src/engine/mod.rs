@@ -1,7 +1,7 @@
 //! The wasmtime engine every tool runs on: epoch interruption with a ticker thread, the
 //! pooling allocator (with a fallback to on-demand allocation), the on-disk cache of
 //! compiled components ([`cache`]) and the compiles that run in the background
-//! (`compile_queue`).
+//! (`compile_pool`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,12 +12,12 @@ use wasmtime::component::Component;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use crate::engine::cache::{CompiledCache, Lookup};
-use crate::engine::compile_queue::CompileQueue;
+use crate::engine::compile_pool::CompilePool;
 use crate::error::RuntimeError;
 use crate::pool::{CallPool, PoolOptions};
 
 pub mod cache;
-mod compile_queue;
+mod compile_pool;
 
 pub use cache::{CacheRefused, DEFAULT_MAX_CACHE_BYTES};
 
@@ -62,7 +62,7 @@ pub struct ToolEngine {
     engine: Engine,
     cache: Option<CompiledCache>,
     /// Compiles started by [`ToolEngine::compile_in_background`].
-    compiles: CompileQueue,
+    compiles: CompilePool,
     pooling: bool,
     /// Components loaded from the cache / compiled, since the engine started.
     cache_hits: std::sync::atomic::AtomicUsize,
@@ -121,7 +121,7 @@ impl ToolEngine {
         Ok(ToolEngine {
             engine,
             cache,
-            compiles: CompileQueue::new(options.compile_threads.unwrap_or(cores)),
+            compiles: CompilePool::new(options.compile_threads.unwrap_or(cores)),
             pooling,
             cache_hits: Default::default(),
             compiled: Default::default(),
@@ -173,6 +173,14 @@ impl ToolEngine {
                 Some(component)
             }
             Lookup::Miss => None,
+            // Older Sluice versions wrote artifacts without records: not worth a warning.
+            Lookup::Unrecorded(why) => {
+                tracing::debug!(
+                    component = what,
+                    "recompiling: the compiled component {why}"
+                );
+                None
+            }
             Lookup::Rejected(why) => {
                 tracing::warn!(
                     component = what,

@@ -1,0 +1,103 @@
+//! Compiles that run in the background (docs/components.md#compiled-components): a thread
+//! pool of their own, one thread per core by default.
+//!
+//! wasmtime compiles a component's functions in parallel on rayon's pool of the thread that
+//! compiles. A compile started on this pool keeps all of that work on this pool's threads,
+//! so background compiles never queue ahead of a compile the caller waits for (a stand-in's,
+//! on the caller's thread and rayon's global pool), and take at most this pool's threads.
+
+use rayon::{ThreadPool, ThreadPoolBuilder};
+
+/// The pool; see the module docs.
+pub(crate) struct CompilePool {
+    pool: Option<ThreadPool>,
+}
+
+impl std::fmt::Debug for CompilePool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompilePool")
+            .field(
+                "threads",
+                &self.pool.as_ref().map(ThreadPool::current_num_threads),
+            )
+            .finish()
+    }
+}
+
+impl CompilePool {
+    /// A pool of `threads` threads (at least 1). When no thread can be started, compiles run
+    /// on the thread that submits them (with a warning).
+    pub(crate) fn new(threads: usize) -> CompilePool {
+        let pool = ThreadPoolBuilder::new()
+            .num_threads(threads.max(1))
+            .thread_name(|i| format!("sluice-compile-{i}"))
+            // A job that panics must not take the process with it (rayon's default aborts).
+            .panic_handler(|_| tracing::error!("a background compile panicked"))
+            .build()
+            .inspect_err(|e| {
+                tracing::warn!(error = %e, "no compile threads; compiling on the caller's thread");
+            })
+            .ok();
+        CompilePool { pool }
+    }
+
+    /// Runs `job` on the pool, after the jobs submitted before it have started.
+    pub(crate) fn submit(&self, job: impl FnOnce() + Send + 'static) {
+        match &self.pool {
+            Some(pool) => pool.spawn_fifo(job),
+            None => job(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, mpsc};
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn jobs_run_at_most_threads_at_once_and_a_panic_leaves_the_pool_working() {
+        let pool = CompilePool::new(2);
+        pool.submit(|| panic!("boom"));
+        let running = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let (done, finished) = mpsc::channel();
+        for i in 0..6 {
+            let (running, most, done) = (running.clone(), most.clone(), done.clone());
+            pool.submit(move || {
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(20));
+                running.fetch_sub(1, Ordering::SeqCst);
+                done.send(i).unwrap();
+            });
+        }
+        let mut ran: Vec<i32> = (0..6)
+            .map(|_| finished.recv_timeout(Duration::from_secs(10)).unwrap())
+            .collect();
+        ran.sort();
+        assert_eq!(ran, (0..6).collect::<Vec<_>>());
+        assert!(most.load(Ordering::SeqCst) <= 2);
+    }
+
+    #[test]
+    fn two_threads_run_two_jobs_at_once() {
+        let pool = CompilePool::new(2);
+        // Each job waits for the other: they finish only if both run at once.
+        let both = Arc::new(std::sync::Barrier::new(2));
+        let (done, finished) = mpsc::channel();
+        for _ in 0..2 {
+            let (both, done) = (both.clone(), done.clone());
+            pool.submit(move || {
+                both.wait();
+                done.send(()).unwrap();
+            });
+        }
+        for _ in 0..2 {
+            finished.recv_timeout(Duration::from_secs(10)).unwrap();
+        }
+    }
+}
