@@ -15,11 +15,31 @@ use anyhow::Context as _;
 use sluice_config::{Config, Overrides};
 use sluice_server::reload::ReloadOptions;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, Options};
 
 /// Runs the command.
 pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
-    let (max_turns, auto_approve, model, allowed_hosts) = match &cli.command {
+    match cli.command {
+        // The one command that reads no configuration.
+        Command::Wit { dir } => wit(dir),
+        command => configured(cli.options, command),
+    }
+}
+
+/// `sluice wit [DIR]`: prints the paths written.
+fn wit(dir: Option<std::path::PathBuf>) -> anyhow::Result<()> {
+    let dir = dir.unwrap_or_else(|| "wit".into());
+    let mut out = std::io::stdout().lock();
+    for path in sluice_builtins::wit::write_wit(&dir)? {
+        writeln!(out, "{}", path.display())?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// Runs a command that resolves the configuration first.
+fn configured(options: Options, command: Command) -> anyhow::Result<()> {
+    let (max_turns, auto_approve, model, allowed_hosts) = match &command {
         Command::Run(r) => (
             r.max_turns.clone(),
             r.auto_approve,
@@ -34,28 +54,28 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
         ),
         _ => (None, false, None, Vec::new()),
     };
-    let allow_destructive = match &cli.command {
+    let allow_destructive = match &command {
         Command::Serve(s) => s.allow_destructive,
         Command::Mcp(m) => m.allow_destructive,
         _ => false,
     };
     let overrides = Overrides {
-        roots: cli.global.roots.clone(),
-        max_tool_result_bytes: cli.global.max_tool_result_bytes.clone(),
-        tools_dir: cli.global.tools_dir.clone(),
+        roots: options.tools.roots,
+        max_tool_result_bytes: options.calls.max_tool_result_bytes,
+        tools_dir: options.tools.tools_dir,
         max_turns,
         auto_approve,
-        store: cli.global.store.clone(),
-        store_url: cli.global.store_url.clone(),
+        store: options.store.store,
+        store_url: options.store.store_url,
         model,
-        max_concurrent_calls: cli.global.max_concurrent_calls.clone(),
+        max_concurrent_calls: options.calls.max_concurrent_calls,
         allowed_hosts,
         allow_destructive,
-        strict: cli.global.strict,
+        strict: options.tools.strict,
     };
     sluice_config::check_environment(&|k| std::env::var_os(k))?;
     let config = Config::resolve(
-        cli.global.config.as_deref(),
+        options.config.file.as_deref(),
         &|k| std::env::var(k).ok(),
         &overrides,
     )?;
@@ -64,11 +84,11 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
         .build()
         .context("failed to start the async runtime")?;
     let reload = ReloadOptions {
-        config_file: cli.global.config.clone(),
+        config_file: options.config.file,
         overrides,
     };
     let mut out = std::io::stdout().lock();
-    match cli.command {
+    match command {
         Command::Run(args) => {
             drop(out);
             return runtime.block_on(run::run(&config, args));
@@ -85,28 +105,23 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
             runtime.shutdown_background();
             return result;
         }
-        Command::Session { command } => {
+        Command::Session { command, .. } => {
             drop(out);
             return runtime.block_on(session::run(&config, command));
         }
-        Command::Store { command } => {
+        Command::Store { command, .. } => {
             drop(out);
             return runtime.block_on(store::run(&config, command));
         }
-        Command::Call { tool, args } => {
+        Command::Call { tool, args, .. } => {
             let toolbox = runtime.block_on(sluice_wiring::load_tools(&config, Some(&tool)))?;
             let args = args.unwrap_or_default();
             let observation =
                 runtime.block_on(toolbox.call(&tool, &args, config.agent.max_tool_result_bytes));
             writeln!(out, "{}", observation.text())?;
         }
-        Command::Wit { dir } => {
-            let dir = dir.unwrap_or_else(|| "wit".into());
-            for path in sluice_builtins::wit::write_wit(&dir)? {
-                writeln!(out, "{}", path.display())?;
-            }
-        }
-        Command::Tools { command: None } => {
+        Command::Wit { dir } => return wit(dir),
+        Command::Tools { command: None, .. } => {
             let toolbox = runtime.block_on(sluice_wiring::load_tools(&config, None))?;
             let mut tools: Vec<_> = toolbox
                 .tools()
@@ -121,6 +136,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Tools {
             command: Some(command),
+            ..
         } => {
             let value = runtime.block_on(tools::run(&config, command))?;
             serde_json::to_writer_pretty(&mut out, &value)?;

@@ -15,12 +15,15 @@ use crate::cli::{RegistryArgs, ToolsCommand};
 /// Runs one `sluice tools` subcommand and returns what it prints.
 pub(crate) async fn run(config: &Config, command: ToolsCommand) -> anyhow::Result<Value> {
     match command {
-        ToolsCommand::Inspect { target, registry } => inspect(config, &target, &registry).await,
+        ToolsCommand::Inspect {
+            target, registry, ..
+        } => inspect(config, &target, &registry).await,
         ToolsCommand::Pull {
             reference,
             registry,
+            ..
         } => pull(config, &reference, &registry).await,
-        ToolsCommand::Update => update(config).await,
+        ToolsCommand::Update { .. } => update(config).await,
     }
 }
 

@@ -17,15 +17,19 @@ pub(crate) struct Listening {
     _dir: tempfile::TempDir,
 }
 
-/// Starts `sluice --root DIR <args…>` (`serve` or `mcp --listen 127.0.0.1:0`) and waits
-/// for the address it prints on stderr.
+/// Starts `sluice --root DIR <args…>` (`serve` or `mcp --listen 127.0.0.1:0`; `serve` with
+/// `--store FILE` too, in the same directory) and waits for the address it prints on stderr.
 pub(crate) async fn listen(args: &[&str], env: &[(&str, &str)]) -> Listening {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("f.txt"), "one\ntwo\n").unwrap();
     std::fs::write(dir.path().join("app.log"), "INFO a\nERROR b\n").unwrap();
     let root = root_flag(dir.path());
     let store = dir.path().join("sessions.db").display().to_string();
-    let mut all = vec!["--root", root.as_str(), "--store", store.as_str()];
+    let mut all = vec!["--root", root.as_str()];
+    // `mcp` has no sessions, so no store.
+    if args.first() == Some(&"serve") {
+        all.extend(["--store", store.as_str()]);
+    }
     all.extend(args);
     let mut cmd = command(&all);
     for (k, v) in env {

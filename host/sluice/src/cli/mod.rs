@@ -1,75 +1,93 @@
 //! The command line, as clap parses it. Values are checked later, once, by
 //! `sluice_config::Config::resolve`.
 
+mod options;
+
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::error::ErrorKind;
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
+
+pub(crate) use options::{CallArgs, ConfigArgs, Options, StoreArgs, ToolArgs};
 
 /// The command line of this process, parsed; exits with clap's message (and code 2) when
 /// it does not parse, and prints help or the version when asked.
 pub(crate) fn parse() -> Cli {
-    Cli::parse()
+    parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit())
+}
+
+/// `args` (the program's name first) parsed: the shared options given before the command
+/// and after it merged into [`Cli::options`], those after it winning. An option given before
+/// a command that does not take it is refused, as clap refuses it after the command.
+pub(crate) fn parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let mut command = Cli::command();
+    let matches = command.try_get_matches_from_mut(args)?;
+    check_before(&mut command, &matches)?;
+    let mut cli = Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))?;
+    let before = std::mem::take(&mut cli.options);
+    cli.options = cli.command.take_options().or(before);
+    Ok(cli)
+}
+
+/// Refuses an option given before the command (`sluice --store FILE wit`) that the command
+/// (its last subcommand) does not take: its `--help` lists what it takes.
+fn check_before(command: &mut clap::Command, matches: &ArgMatches) -> Result<(), clap::Error> {
+    // Propagates the options a command gives its subcommands (`session`'s to `session list`).
+    command.build();
+    let mut leaf: &clap::Command = command;
+    let mut path = vec![leaf.get_name().to_string()];
+    let mut leaf_matches = matches;
+    while let Some((name, sub)) = leaf_matches.subcommand() {
+        let Some(next) = leaf.find_subcommand(name) else {
+            break;
+        };
+        leaf = next;
+        leaf_matches = sub;
+        path.push(name.to_string());
+    }
+    let refused = command.get_arguments().find(|a| {
+        matches.value_source(a.get_id().as_str()) == Some(ValueSource::CommandLine)
+            && !leaf.get_arguments().any(|b| b.get_id() == a.get_id())
+    });
+    let Some(arg) = refused else {
+        return Ok(());
+    };
+    let message = format!(
+        "`sluice {}` does not take --{}; `sluice {} --help` lists what it takes",
+        path[1..].join(" "),
+        arg.get_long().unwrap_or(arg.get_id().as_str()),
+        path[1..].join(" "),
+    );
+    Err(command.error(ErrorKind::ArgumentConflict, message))
+}
+
+/// Makes an option of a command with subcommands global to them, so that `sluice session
+/// list --store FILE` and `sluice session --store FILE list` both take it.
+fn global(arg: clap::Arg) -> clap::Arg {
+    arg.global(true)
 }
 
 /// Sluice runs an LLM agent whose tools are sandboxed WebAssembly components, and caps
 /// every tool result so that no result can overflow the model's context window.
 #[derive(Debug, Parser)]
-#[command(name = "sluice", version, propagate_version = true)]
+#[command(
+    name = "sluice",
+    version,
+    propagate_version = true,
+    after_help = "An option given before COMMAND applies to it when it takes it (`sluice COMMAND --help` lists what it takes); given both before and after COMMAND, the one after wins."
+)]
 pub(crate) struct Cli {
+    /// The shared options: given before the command, until [`parse`] merges in those the
+    /// command was given; after it, every one the command was given, wherever.
     #[command(flatten)]
-    pub(crate) global: Global,
+    pub(crate) options: Options,
     #[command(subcommand)]
     pub(crate) command: Command,
-}
-
-/// Flags every command takes.
-#[derive(Debug, Args)]
-pub(crate) struct Global {
-    /// Configuration file (sluice.toml). Flags override its values, and `SLUICE_*`
-    /// environment variables override it too.
-    #[arg(long, global = true, value_name = "FILE")]
-    pub(crate) config: Option<PathBuf>,
-
-    /// A directory the file tools may read: `DIR` (named after its last component) or
-    /// `NAME=DIR`. Repeat for more; the first is the default. Default: the current
-    /// directory.
-    #[arg(long = "root", global = true, value_name = "DIR|NAME=DIR")]
-    pub(crate) roots: Vec<String>,
-
-    /// The cap on every tool result stored in the transcript, in bytes (1024 to 1048576;
-    /// default 65536; env SLUICE_AGENT_MAX_TOOL_RESULT_BYTES).
-    #[arg(long, global = true, value_name = "BYTES")]
-    pub(crate) max_tool_result_bytes: Option<String>,
-
-    /// A directory of tool components: every `*.wasm` in it is loaded, each under its
-    /// sibling `*.toml` policy, or with nothing granted when there is none.
-    #[arg(long = "tools", global = true, value_name = "DIR")]
-    pub(crate) tools_dir: Option<PathBuf>,
-
-    /// Tool calls that may run at once, on threads of their own (1 to 1024; default twice
-    /// the cores; env SLUICE_RUNTIME_MAX_CONCURRENT_CALLS). A call that finds every slot taken
-    /// waits up to `runtime.queue_timeout_ms`, then fails with a `busy` tool error.
-    #[arg(long, global = true, value_name = "N")]
-    pub(crate) max_concurrent_calls: Option<String>,
-
-    /// Refuse to start when a tool component fails to load (`strict = true` in sluice.toml);
-    /// a strict start also waits until every component has compiled. Without it, the failure
-    /// is reported on stderr, `sluice tools` lists the component as unavailable with its
-    /// reason, and the other tools start (while components compile in the background).
-    #[arg(long, global = true)]
-    pub(crate) strict: bool,
-
-    /// The session database (SQLite). Default: `$SLUICE_STORE`, else
-    /// `$XDG_DATA_HOME/sluice/sessions.db` (`~/.local/share/sluice/sessions.db`).
-    #[arg(long, global = true, value_name = "FILE")]
-    pub(crate) store: Option<PathBuf>,
-
-    /// The session database in PostgreSQL, `postgres://USER:PASSWORD@HOST:PORT/DATABASE`,
-    /// shared by several `sluice serve` replicas and the CLI (env SLUICE_STORE_URL; store.url
-    /// in sluice.toml). Replaces the SQLite file; never shown with its password. Prefer the
-    /// environment variable or the file to keep the password out of the process list.
-    #[arg(long, global = true, value_name = "URL")]
-    pub(crate) store_url: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -83,6 +101,12 @@ pub(crate) enum Command {
         tool: String,
         /// The arguments as a JSON object. Default `{}`.
         args: Option<String>,
+        #[command(flatten)]
+        config: ConfigArgs,
+        #[command(flatten)]
+        tools: ToolArgs,
+        #[command(flatten)]
+        calls: CallArgs,
     },
     /// Run the agent on a prompt: the final answer goes to stdout, progress to stderr.
     ///
@@ -110,14 +134,24 @@ pub(crate) enum Command {
     /// allow_destructive = true`), and then run without Sluice's approval pause.
     Mcp(McpArgs),
     /// Sessions: list them, show a transcript, show the audit, resolve approvals.
+    #[command(mut_args = global)]
     Session {
         #[command(subcommand)]
         command: SessionCommand,
+        #[command(flatten)]
+        config: ConfigArgs,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// The session store itself: `migrate` applies its schema migrations and exits.
+    #[command(mut_args = global)]
     Store {
         #[command(subcommand)]
         command: StoreCommand,
+        #[command(flatten)]
+        config: ConfigArgs,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Write the WIT a tool author builds against into DIR (default `wit`): the
     /// `sluice:tools` package (`sluice-tools.wit`) and the WASI 0.2 packages the host
@@ -130,10 +164,95 @@ pub(crate) enum Command {
         dir: Option<PathBuf>,
     },
     /// List the tools with the JSON schemas of their arguments.
+    // Its options are the listing's: `inspect`, `pull` and `update` take their own.
+    #[command(args_conflicts_with_subcommands = true)]
     Tools {
         #[command(subcommand)]
         command: Option<ToolsCommand>,
+        #[command(flatten)]
+        config: ConfigArgs,
+        #[command(flatten)]
+        tools: ToolArgs,
     },
+}
+
+impl Command {
+    /// The shared options given after the command's name, moved out (the rest default).
+    fn take_options(&mut self) -> Options {
+        use std::mem::take;
+        match self {
+            Command::Call {
+                config,
+                tools,
+                calls,
+                ..
+            } => Options {
+                config: take(config),
+                tools: take(tools),
+                calls: take(calls),
+                ..Options::default()
+            },
+            Command::Run(RunArgs {
+                config,
+                tools,
+                calls,
+                store,
+                ..
+            })
+            | Command::Serve(ServeArgs {
+                config,
+                tools,
+                calls,
+                store,
+                ..
+            }) => Options {
+                config: take(config),
+                tools: take(tools),
+                calls: take(calls),
+                store: take(store),
+            },
+            Command::Mcp(McpArgs {
+                config,
+                tools,
+                calls,
+                ..
+            }) => Options {
+                config: take(config),
+                tools: take(tools),
+                calls: take(calls),
+                ..Options::default()
+            },
+            Command::Session { config, store, .. } | Command::Store { config, store, .. } => {
+                Options {
+                    config: take(config),
+                    store: take(store),
+                    ..Options::default()
+                }
+            }
+            Command::Wit { .. } => Options::default(),
+            Command::Tools {
+                command: None,
+                config,
+                tools,
+            } => Options {
+                config: take(config),
+                tools: take(tools),
+                ..Options::default()
+            },
+            Command::Tools {
+                command:
+                    Some(
+                        ToolsCommand::Inspect { config, .. }
+                        | ToolsCommand::Pull { config, .. }
+                        | ToolsCommand::Update { config },
+                    ),
+                ..
+            } => Options {
+                config: take(config),
+                ..Options::default()
+            },
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -157,6 +276,8 @@ pub(crate) enum ToolsCommand {
         target: String,
         #[command(flatten)]
         registry: RegistryArgs,
+        #[command(flatten)]
+        config: ConfigArgs,
     },
     /// Fetch a component from a registry into the cache, verify it (with --key), and pin
     /// its digest in sluice.lock (beside sluice.toml). Prints the digest, the pinned
@@ -166,10 +287,15 @@ pub(crate) enum ToolsCommand {
         reference: String,
         #[command(flatten)]
         registry: RegistryArgs,
+        #[command(flatten)]
+        config: ConfigArgs,
     },
     /// Resolve the tags of every `oci://` component of the configuration again, fetch and
     /// verify what they name now, and rewrite sluice.lock.
-    Update,
+    Update {
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
 }
 
 /// How to reach and trust a registry (for the commands that name a reference).
@@ -223,6 +349,15 @@ pub(crate) struct RunArgs {
     /// of the answer alone.
     #[arg(long)]
     pub(crate) json: bool,
+
+    #[command(flatten)]
+    pub(crate) config: ConfigArgs,
+    #[command(flatten)]
+    pub(crate) tools: ToolArgs,
+    #[command(flatten)]
+    pub(crate) calls: CallArgs,
+    #[command(flatten)]
+    pub(crate) store: StoreArgs,
 }
 
 #[derive(Debug, Args)]
@@ -272,6 +407,15 @@ pub(crate) struct ServeArgs {
     /// start afterwards).
     #[arg(long)]
     pub(crate) no_reload: bool,
+
+    #[command(flatten)]
+    pub(crate) config: ConfigArgs,
+    #[command(flatten)]
+    pub(crate) tools: ToolArgs,
+    #[command(flatten)]
+    pub(crate) calls: CallArgs,
+    #[command(flatten)]
+    pub(crate) store: StoreArgs,
 }
 
 #[derive(Debug, Args)]
@@ -308,6 +452,13 @@ pub(crate) struct McpArgs {
     /// notifications/tools/list_changed).
     #[arg(long)]
     pub(crate) no_reload: bool,
+
+    #[command(flatten)]
+    pub(crate) config: ConfigArgs,
+    #[command(flatten)]
+    pub(crate) tools: ToolArgs,
+    #[command(flatten)]
+    pub(crate) calls: CallArgs,
 }
 
 #[derive(Debug, Subcommand)]
