@@ -20,7 +20,7 @@ pub(crate) fn parse() -> Cli {
 /// `args` (the program's name first) parsed: the shared options given before the command
 /// and after it merged into [`Cli::options`], those after it winning. An option given before
 /// a command that does not take it is refused, as clap refuses it after the command.
-pub(crate) fn parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+fn parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
@@ -82,8 +82,8 @@ fn global(arg: clap::Arg) -> clap::Arg {
     after_help = "An option given before COMMAND applies to it when it takes it (`sluice COMMAND --help` lists what it takes); given both before and after COMMAND, the one after wins."
 )]
 pub(crate) struct Cli {
-    /// The shared options: given before the command, until [`parse`] merges in those the
-    /// command was given; after it, every one the command was given, wherever.
+    /// The shared options: as given before the command, until [`parse_from`] merges in
+    /// those given after it; from then on, every one given, wherever.
     #[command(flatten)]
     pub(crate) options: Options,
     #[command(subcommand)]
