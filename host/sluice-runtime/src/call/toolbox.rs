@@ -1,7 +1,7 @@
 //! The tools of a session: components turned into named tools with JSON schemas, and the
 //! call path from a model's JSON arguments to a capped observation.
 //!
-//! One [`InstancePre`] per component (imports resolved once), a fresh store per call (a
+//! One `InstancePre` per component (imports resolved once), a fresh store per call (a
 //! trapped instance is poisoned, and calls must not share state), with the policy's
 //! preopens, memory limit, deadline, the host's resource limits ([`crate::limits`]) and a
 //! bound on the bytes lifted out of the guest. Calls run on the engine's

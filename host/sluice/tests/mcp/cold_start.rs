@@ -33,7 +33,10 @@ fn example(stem: &str) -> Option<PathBuf> {
         path.display()
     );
     assert!(std::env::var("CI").as_deref() != Ok("true"), "{reason}");
-    eprintln!("skipped: {reason}");
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!("skipped: {reason}");
+    }
     None
 }
 
@@ -142,10 +145,14 @@ async fn a_cold_start_answers_the_handshake_while_interpreter_tools_compile() {
     let observation: Value = serde_json::from_str(text).unwrap();
     assert_eq!(observation["ok"], true, "{observation}");
     assert!(compiled("csv_summary"), "{:?}", log.lock().unwrap());
-    eprintln!(
-        "cold start: tools/list answered after {answered:?}; the first csv_summary call after {:?}",
-        started.elapsed()
-    );
+    // For the record, with `--nocapture`.
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!(
+            "cold start: tools/list answered after {answered:?}; the first csv_summary call after {:?}",
+            started.elapsed()
+        );
+    }
     drop(stdin);
     let _ = tokio::time::timeout(Duration::from_secs(30), child.wait()).await;
 }
