@@ -37,6 +37,10 @@ use tokio_util::sync::CancellationToken;
 
 pub use sluice_protocol::limits::DEFAULT_QUEUE_TIMEOUT_MS;
 
+/// What a call cancelled while it ran says, whether the call stopped itself or its caller
+/// stopped waiting for it.
+pub const CANCELLED_WHILE_RUNNING: &str = "the call was cancelled before the tool finished (its run was cancelled); it may have done part of its work";
+
 /// The largest `runtime.max_concurrent_calls`.
 pub const MAX_MAX_CONCURRENT_CALLS: usize = 1024;
 
@@ -79,8 +83,9 @@ pub enum PoolError {
         held_by_stuck: usize,
     },
     /// The call was cancelled: before it started, or while it waited for a slot (`running`
-    /// false), or while it ran.
-    #[error("the call was cancelled {}", if *.running { "before the tool finished" } else { "before it started" })]
+    /// false), or while it ran. The message is the one the call itself gives when it stops
+    /// ([`CANCELLED_WHILE_RUNNING`]), whichever side sees the cancellation first.
+    #[error("{}", if *.running { CANCELLED_WHILE_RUNNING } else { "the call was cancelled before it started" })]
     Cancelled {
         /// The call had started.
         running: bool,

@@ -60,10 +60,7 @@ impl Failure {
 
     /// The call was cancelled while it ran.
     pub(crate) fn cancelled() -> Self {
-        Failure::new(
-            "the call was cancelled before the tool finished (its run was cancelled); it may have done part of its work".into(),
-            "cancelled",
-        )
+        Failure::new(crate::pool::CANCELLED_WHILE_RUNNING.into(), "cancelled")
     }
 }
 

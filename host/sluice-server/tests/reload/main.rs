@@ -166,10 +166,42 @@ impl std::io::Write for Lines {
     }
 }
 
+/// A process-wide subscriber that keeps every call site's interest open ("sometimes") and
+/// enables nothing itself, so that a subscriber set for one thread (`set_default`) sees the
+/// events of the call sites other tests reached first: with a single subscriber in the
+/// process, tracing-core caches a call site as never wanted when a thread without one
+/// reaches it first (tokio-rs/tracing#3611).
+fn keep_call_sites_open() {
+    use tracing::subscriber::Interest;
+    use tracing::{Event, Metadata, span};
+    struct Undecided;
+    impl tracing::Subscriber for Undecided {
+        fn register_callsite(&self, _: &'static Metadata<'static>) -> Interest {
+            Interest::sometimes()
+        }
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            false
+        }
+        fn new_span(&self, _: &span::Attributes<'_>) -> span::Id {
+            span::Id::from_u64(1)
+        }
+        fn record(&self, _: &span::Id, _: &span::Record<'_>) {}
+        fn record_follows_from(&self, _: &span::Id, _: &span::Id) {}
+        fn event(&self, _: &Event<'_>) {}
+        fn enter(&self, _: &span::Id) {}
+        fn exit(&self, _: &span::Id) {}
+    }
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = tracing::subscriber::set_global_default(Undecided);
+    });
+}
+
 /// A name collision that persists (a second component whose tool is named like the first
 /// one's) is logged once, however many changes it outlives, and its fix once.
 #[tokio::test(flavor = "current_thread")]
 async fn a_persisting_failure_is_logged_once_and_its_fix_once() {
+    keep_call_sites_open();
     let lines = Lines::default();
     let sink = lines.clone();
     let subscriber = tracing_subscriber::fmt()
