@@ -235,7 +235,7 @@ fn a_component_that_cannot_load_leaves_the_builtins_running() {
     assert_eq!(unavailable[0].source, "sluice_test_needs_missing.wasm");
     assert_eq!(
         unavailable[0].reason,
-        "failed to load sluice_test_needs_missing.wasm: it imports interfaces the host does not provide: acme:missing/clock@1.0.0; the host provides WASI 0.2 (cli, clocks, filesystem, http, io, random, sockets), wasi:config/store@0.2.0-rc.1 and sluice:tools/budget, key-policy and listing"
+        "failed to load sluice_test_needs_missing.wasm: it imports interfaces the host does not provide: acme:missing/clock@1.0.0; the host provides WASI 0.2 (cli, clocks, filesystem, http, io, random, sockets), wasi:config/store@0.2.0-rc.1 and sluice:tools/budget, key-policy, listing and tool-calls"
     );
     let obs = block_on(toolbox.call("read_file", r#"{"path":"notes.txt"}"#, 65_536));
     assert_eq!(obs.status(), CallStatus::Ok);

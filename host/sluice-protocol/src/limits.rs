@@ -34,3 +34,23 @@ pub const MAX_OPEN_DESCRIPTORS: usize = 256;
 /// `http_max_connections` when a tool policy does not set it: the most `wasi:http` requests
 /// one call may have open at once.
 pub const DEFAULT_HTTP_MAX_CONNECTIONS: usize = 16;
+
+/// `code_mode.inner_max_result_bytes` when not set: the cap on each observation a script's
+/// tool call returns to the script, in bytes (4 MiB). Inner observations never enter the
+/// transcript, so they may be larger than `agent.max_tool_result_bytes`.
+pub const DEFAULT_INNER_MAX_RESULT_BYTES: u32 = 4 << 20;
+
+/// The largest `code_mode.inner_max_result_bytes`, in bytes (16 MiB, what the host lifts
+/// out of a guest in one go).
+pub const MAX_INNER_MAX_RESULT_BYTES: u32 = 16 << 20;
+
+/// `code_mode.max_inner_calls` when not set: the most tool calls one script may make.
+pub const DEFAULT_MAX_INNER_CALLS: u32 = 1_000;
+
+/// `code_mode.max_inner_bytes` when not set: the most bytes of observations one script's
+/// tool calls may return in all (1 GiB).
+pub const DEFAULT_MAX_INNER_BYTES: u64 = 1 << 30;
+
+/// The timeout of the built-in `run_script` when its policy sets none, in ms (a script
+/// reads many pages; its inner calls count against it).
+pub const DEFAULT_SCRIPT_TIMEOUT_MS: u64 = 30_000;

@@ -49,7 +49,7 @@ pub enum RuntimeError {
     },
     /// The component imports interfaces the host does not provide.
     #[error(
-        "failed to load {what}: it imports interfaces the host does not provide: {}; the host provides WASI 0.2 (cli, clocks, filesystem, http, io, random, sockets), wasi:config/store@0.2.0-rc.1 and sluice:tools/budget, key-policy and listing",
+        "failed to load {what}: it imports interfaces the host does not provide: {}; the host provides WASI 0.2 (cli, clocks, filesystem, http, io, random, sockets), wasi:config/store@0.2.0-rc.1 and sluice:tools/budget, key-policy, listing and tool-calls",
         missing.join(", ")
     )]
     MissingImports {

@@ -70,6 +70,24 @@ pub enum HostLimit {
         /// The length it asked for, in bytes.
         asked: u64,
     },
+    /// A script made one tool call more than `code_mode.max_inner_calls`.
+    #[error(
+        "the script made {max} tool calls and started another; a script may make at most {max} (code_mode.max_inner_calls): do more per call (larger pages, a narrower grep), or raise the limit"
+    )]
+    InnerCalls {
+        /// `code_mode.max_inner_calls`.
+        max: u32,
+    },
+    /// A script's tool calls returned more than `code_mode.max_inner_bytes` in all.
+    #[error(
+        "the script's tool calls returned {bytes} bytes, past the {max} a script may read in all (code_mode.max_inner_bytes): read less (tail_file, grep_files, offsets), or raise the limit"
+    )]
+    InnerBytes {
+        /// The bytes returned so far, the last call's included.
+        bytes: u64,
+        /// `code_mode.max_inner_bytes`.
+        max: u64,
+    },
 }
 
 /// Why the host stopped a call that was still running (raised by the epoch callback while

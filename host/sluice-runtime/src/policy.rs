@@ -73,6 +73,9 @@ pub struct ToolPolicy {
     /// (a hard link, a symlink); the component's own secret files are refused without
     /// being listed here (docs/keys.md#secret-files). Default: none.
     pub refused_files: Vec<PathBuf>,
+    /// Whether its calls may call the toolbox's other tools (`sluice:tools/tool-calls`), and
+    /// within which limits: set for the built-in `run_script` only (`None`: they may not).
+    pub tool_calls: Option<ToolCallLimits>,
 }
 
 /// `http_max_response_bytes` when not configured: 10 MiB.
@@ -248,6 +251,32 @@ impl Default for ToolPolicy {
             config: BTreeMap::new(),
             secrets: BTreeMap::new(),
             refused_files: Vec::new(),
+            tool_calls: None,
+        }
+    }
+}
+
+/// What a tool that calls other tools (the built-in `run_script`) may take through them
+/// (`[code_mode]`, docs/code-mode.md#limits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ToolCallLimits {
+    /// `code_mode.inner_max_result_bytes`: the cap on each observation a call returns to
+    /// the script, in bytes (default 4 MiB, at most 16 MiB).
+    pub inner_max_result_bytes: u32,
+    /// `code_mode.max_inner_calls`: the most tool calls one script may make (default 1,000).
+    pub max_calls: u32,
+    /// `code_mode.max_inner_bytes`: the most bytes of observations one script's calls may
+    /// return in all (default 1 GiB).
+    pub max_bytes: u64,
+}
+
+impl Default for ToolCallLimits {
+    fn default() -> Self {
+        use sluice_protocol::limits as l;
+        ToolCallLimits {
+            inner_max_result_bytes: l::DEFAULT_INNER_MAX_RESULT_BYTES,
+            max_calls: l::DEFAULT_MAX_INNER_CALLS,
+            max_bytes: l::DEFAULT_MAX_INNER_BYTES,
         }
     }
 }

@@ -48,7 +48,7 @@ fn a_component_that_cannot_load_is_reported_and_the_builtins_still_run() {
     let config = config.display().to_string();
     let wasm = d.path().join("tools/clock.wasm").display().to_string();
     let reason = format!(
-        "failed to load {wasm}: it imports interfaces the host does not provide: acme:missing/clock@1.0.0; the host provides WASI 0.2 (cli, clocks, filesystem, http, io, random, sockets), wasi:config/store@0.2.0-rc.1 and sluice:tools/budget, key-policy and listing"
+        "failed to load {wasm}: it imports interfaces the host does not provide: acme:missing/clock@1.0.0; the host provides WASI 0.2 (cli, clocks, filesystem, http, io, random, sockets), wasi:config/store@0.2.0-rc.1 and sluice:tools/budget, key-policy, listing and tool-calls"
     );
 
     let o = sluice(&["--config", &config, "tools"]);

@@ -1,4 +1,4 @@
-//! The guest side of `sluice:tools@0.1.2` for Rust tools built on [`sluice_pager`].
+//! The guest side of `sluice:tools@0.1.3` for Rust tools built on [`sluice_pager`].
 //!
 //! [`bindings`] holds the bindings of the shared interfaces (`types`, `files`, `budget`,
 //! `key-policy`, `listing`), generated once here; each tool crate generates its own world with
@@ -21,11 +21,11 @@ pub mod bindings {
         inline: "
             package sluice:guest-support;
             world guest-support {
-                import sluice:tools/types@0.1.2;
-                import sluice:tools/files@0.1.2;
-                import sluice:tools/budget@0.1.2;
-                import sluice:tools/key-policy@0.1.2;
-                import sluice:tools/listing@0.1.2;
+                import sluice:tools/types@0.1.3;
+                import sluice:tools/files@0.1.3;
+                import sluice:tools/budget@0.1.3;
+                import sluice:tools/key-policy@0.1.3;
+                import sluice:tools/listing@0.1.3;
             }
         ",
         generate_all,

@@ -19,11 +19,12 @@ use wasmtime_wasi_http::WasiHttpCtx;
 
 use crate::call::failure::{Failure, explain};
 use crate::call::observation::{Draft, Observation, says_more_follows};
-use crate::call::value::{to_json, write_json};
+use crate::call::value::{to_json, write_json_marking};
 use crate::host::http::HttpHooks;
 use crate::host::preopens::ALLOW_BLOCKING_CURRENT_THREAD;
 use crate::host::state::{CallBudget, CallState, MemoryLimiter};
 use crate::host::stderr::{STDERR_BYTES, StderrTail};
+use crate::host::tool_calls::ToolCaller;
 use crate::limits::Interrupt;
 use crate::limits::{MAX_LIFT_BYTES, MAX_RANDOM_BYTES, MAX_RESOURCES};
 use crate::policy::{HttpGrant, ToolPolicy};
@@ -47,17 +48,22 @@ pub(crate) struct Call {
     pub(crate) cap: u32,
     /// The tool's name, for the call's log line.
     pub(crate) tool: String,
+    /// The string fields of its result shown as the JSON they hold (`@json`).
+    pub(crate) json_fields: Vec<String>,
+    /// What answers its `sluice:tools/tool-calls` (`run_script`'s calls), if anything.
+    pub(crate) tool_caller: Option<Box<dyn ToolCaller>>,
 }
 
 impl Call {
     /// Runs the call until it returns, its timeout passes or `cancel` fires.
-    pub(crate) async fn run(self, cancel: CancellationToken) -> Draft {
+    pub(crate) async fn run(mut self, cancel: CancellationToken) -> Draft {
         if cancel.is_cancelled() {
             return failed(Failure::cancelled());
         }
         let started = Instant::now();
         let deadline = started + self.policy.timeout;
-        let mut store = match self.store(deadline, &cancel) {
+        let tool_caller = self.tool_caller.take();
+        let mut store = match self.store(deadline, &cancel, tool_caller) {
             Ok(s) => s,
             Err(message) => return Observation::error(&message, Some("io")),
         };
@@ -91,7 +97,7 @@ impl Call {
                 (Observation::error(&message, Some(kind)), kind)
             }
             Ok(Ok(())) => (
-                lift_result(results.first(), self.result.as_ref()),
+                lift_result(results.first(), self.result.as_ref(), &self.json_fields),
                 "returned",
             ),
             Ok(Err(e)) => (
@@ -124,6 +130,7 @@ impl Call {
         &self,
         deadline: Instant,
         cancel: &CancellationToken,
+        tool_caller: Option<Box<dyn ToolCaller>>,
     ) -> Result<Store<CallState>, String> {
         let policy = &self.policy;
         let mut wasi = WasiCtxBuilder::new();
@@ -149,6 +156,7 @@ impl Call {
             http: HttpHooks::new(self.http.clone(), deadline),
             config: self.config.clone(),
             refused: self.refused.clone(),
+            tool_caller,
         };
         let mut store = Store::new(self.pre.engine(), state);
         store.limiter(|s| &mut s.limiter);
@@ -181,9 +189,13 @@ fn failed(failure: Failure) -> Draft {
 /// Turns what the guest returned into an observation draft: `result<T, E>` becomes ok or
 /// error, anything else is the result. A result is written straight to the observation's
 /// JSON text ([`write_json`]).
-fn lift_result(val: Option<&Val>, ty: Option<&Type>) -> Draft {
-    let success =
-        |v: &Val, t: &Type| Observation::success_written(|out| write_json(v, t, out), is_paged(v));
+fn lift_result(val: Option<&Val>, ty: Option<&Type>, json_fields: &[String]) -> Draft {
+    let success = |v: &Val, t: &Type| {
+        Observation::success_written(
+            |out| write_json_marking(v, t, json_fields, out),
+            is_paged(v),
+        )
+    };
     match (val, ty) {
         (Some(Val::Result(Ok(v))), Some(Type::Result(r))) => match (v, r.ok()) {
             (Some(v), Some(t)) => success(v, &t),

@@ -3,7 +3,8 @@
 //! thread (the private `invoke` module) and what a failure tells the model (`failure`), the
 //! result lifted back to JSON, and the [`observation`]: the key scan and the cap, applied in
 //! one place, with the hint of a cut marker ([`hint`]). [`live::LiveToolbox`] swaps a whole
-//! toolbox atomically for live reload.
+//! toolbox atomically for live reload. A script's tool calls (code mode) are answered by
+//! [`script`] over the same path (`tool_set`).
 
 mod failure;
 pub mod hint;
@@ -12,5 +13,7 @@ mod invoke;
 pub mod live;
 mod load;
 pub mod observation;
+pub mod script;
+mod tool_set;
 pub mod toolbox;
 pub mod value;

@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::call::script::ScriptRecord;
 use crate::secrets::Secrets;
 
 /// The start of the marker that ends a capped observation.
@@ -61,6 +62,7 @@ pub struct Observation {
     status: CallStatus,
     paged: bool,
     withheld: Vec<String>,
+    script: Option<Arc<ScriptRecord>>,
 }
 
 /// Whether a result field says more can be had: a present field whose JSON name starts with
@@ -104,6 +106,12 @@ impl Observation {
         self.paged
     }
 
+    /// What the script of a `run_script` call did: its program and its tool calls, for the
+    /// audit (docs/code-mode.md#the-audit); `None` for any other call.
+    pub fn script(&self) -> Option<&ScriptRecord> {
+        self.script.as_deref()
+    }
+
     /// The config keys whose secret values were found and withheld, in the order scanned
     /// (each occurrence replaced by `[secret withheld: KEY]`); empty when none was.
     pub fn withheld(&self) -> &[String] {
@@ -121,6 +129,7 @@ impl Observation {
             status: CallStatus::Ok,
             paged,
             secrets: None,
+            script: None,
         }
     }
 
@@ -140,6 +149,7 @@ impl Observation {
             status: CallStatus::Ok,
             paged,
             secrets: None,
+            script: None,
         }
     }
 
@@ -155,6 +165,7 @@ impl Observation {
             status: CallStatus::ToolError,
             paged: false,
             secrets: None,
+            script: None,
         }
     }
 
@@ -219,6 +230,7 @@ fn unknown(name: &str, near: Option<crate::component::names::Nearest<'_>>) -> Dr
         status: CallStatus::UnknownTool,
         paged: false,
         secrets: None,
+        script: None,
     }
 }
 
@@ -230,6 +242,8 @@ pub struct Draft {
     paged: bool,
     /// The secrets of the component that made it, withheld by [`Draft::finish`].
     secrets: Option<Arc<Secrets>>,
+    /// What the script of a `run_script` call did (code mode).
+    script: Option<Arc<ScriptRecord>>,
 }
 
 impl Draft {
@@ -256,11 +270,13 @@ impl Draft {
             self.text = text;
             withheld = keys;
         }
+        let script = self.script.take();
         let Draft {
             text,
             status,
             paged,
             secrets: _,
+            script: _,
         } = if sluice_keys::has_armor(self.text.as_bytes()) {
             let refusal = format!(
                 "refusing to return key material: the result of {} holds a PEM private key",
@@ -281,7 +297,15 @@ impl Draft {
             status,
             paged,
             withheld,
+            script,
         }
+    }
+
+    /// The same draft, with what its script did (a `run_script` call's record, for the
+    /// audit; not part of the text).
+    pub(crate) fn with_script(mut self, record: ScriptRecord) -> Self {
+        self.script = Some(Arc::new(record));
+        self
     }
 
     fn with_status(mut self, status: CallStatus) -> Self {

@@ -10,22 +10,16 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use wasmtime::component::types::Type;
-use wasmtime::component::{Linker, Val};
+use wasmtime::component::Linker;
 
-use crate::call::integers::Literals;
-use crate::call::invoke::Call;
-use crate::call::load::{Loaded, NotCompiled, load_component};
-use crate::call::observation::{DEFAULT_HINT, Draft, Observation};
-use crate::call::value::object_to_fields_with;
-use crate::component::docs::FuncDocs;
-use crate::component::reflect::{Shape, ToolInfo};
+use crate::call::load::load_component;
+use crate::call::observation::Observation;
+use crate::call::tool_set::{Place, Run, Tool, ToolSet};
+use crate::component::reflect::ToolInfo;
 use crate::component::source::ComponentSpec;
 use crate::engine::ToolEngine;
 use crate::error::RuntimeError;
-use crate::pool::PoolError;
 
 /// How one call runs: the cap and, optionally, a cancellation token.
 ///
@@ -50,12 +44,27 @@ pub struct CallOptions {
     /// within milliseconds (its store dropped), and the observation is a `cancelled` tool
     /// error. `None`: never cancelled.
     pub cancel: Option<CancellationToken>,
+    /// Whether a script the call runs (`run_script`) may call destructive tools: true when
+    /// the run approves calls without asking (`agent.auto_approve`, `mcp.allow_destructive`).
+    /// Default false.
+    pub allow_destructive: bool,
 }
 
 impl CallOptions {
-    /// Options with cap `cap` (bytes) and no cancellation.
+    /// Options with cap `cap` (bytes), no cancellation, and no destructive calls from scripts.
     pub fn new(cap: u32) -> Self {
-        CallOptions { cap, cancel: None }
+        CallOptions {
+            cap,
+            cancel: None,
+            allow_destructive: false,
+        }
+    }
+
+    /// The same options; scripts may call destructive tools when `allowed`.
+    #[must_use]
+    pub fn with_destructive_allowed(mut self, allowed: bool) -> Self {
+        self.allow_destructive = allowed;
+        self
     }
 
     /// The same options, cancelled when `token` fires.
@@ -64,18 +73,6 @@ impl CallOptions {
         self.cancel = Some(token);
         self
     }
-}
-
-struct Tool {
-    info: ToolInfo,
-    loaded: Arc<Loaded>,
-    /// Its place among the exports of its component's [`Linked`] code.
-    at: usize,
-    shape: Shape,
-    result: Option<Type>,
-    docs: FuncDocs,
-    hint: String,
-    naming: crate::component::names::Naming,
 }
 
 /// A component that could not be loaded, and why: its tools are not offered.
@@ -99,19 +96,14 @@ impl std::fmt::Display for Unavailable {
 
 /// A set of named tools ready to call.
 pub struct Toolbox {
-    engine: Arc<ToolEngine>,
-    tools: Vec<Tool>,
-    by_name: HashMap<String, usize>,
+    set: Arc<ToolSet>,
     unavailable: Vec<Unavailable>,
-    /// The secrets of every loaded component: withheld from the observations of every tool,
-    /// since a built-in granted the directory of a secret file could otherwise read it.
-    secrets: Arc<crate::secrets::Secrets>,
 }
 
 impl std::fmt::Debug for Toolbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Toolbox")
-            .field("tools", &self.by_name.keys().collect::<Vec<_>>())
+            .field("tools", &self.set.by_name.keys().collect::<Vec<_>>())
             .finish()
     }
 }
@@ -151,19 +143,22 @@ impl Toolbox {
         crate::host::add_to_linker(&mut linker)
             .map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
         let linker = Arc::new(linker);
-        let mut toolbox = Toolbox {
+        let mut set = ToolSet {
             engine: engine.clone(),
             tools: Vec::new(),
             by_name: HashMap::new(),
-            unavailable: Vec::new(),
             secrets: Arc::default(),
         };
+        let mut unavailable = Vec::new();
         let mut compiling = Vec::new();
         for spec in specs {
             let (loaded, defs) = match load_component(&engine, &linker, spec) {
                 Ok(loaded) => loaded,
                 Err(e) if !strict => {
-                    toolbox.mark_unavailable(spec.source.describe(), e.to_string());
+                    unavailable.push(Unavailable {
+                        source: spec.source.describe(),
+                        reason: e.to_string(),
+                    });
                     continue;
                 }
                 Err(e) => return Err(e),
@@ -182,8 +177,7 @@ impl Toolbox {
                     docs: def.docs,
                     naming: def.naming,
                 };
-                if let Some(&i) = toolbox.by_name.get(&tool.info.name) {
-                    let first = &toolbox.tools[i];
+                if let Some(first) = set.tool(&tool.info.name) {
                     return Err(RuntimeError::DuplicateTool {
                         name: tool.info.name.clone(),
                         first: first.info.source.clone(),
@@ -191,10 +185,8 @@ impl Toolbox {
                         fix: crate::component::names::collision_fix(&first.naming, &tool.naming),
                     });
                 }
-                toolbox
-                    .by_name
-                    .insert(tool.info.name.clone(), toolbox.tools.len());
-                toolbox.tools.push(tool);
+                set.by_name.insert(tool.info.name.clone(), set.tools.len());
+                set.tools.push(tool);
             }
         }
         // Strictly, every component compiles before the toolbox is used (all at once, on
@@ -208,10 +200,13 @@ impl Toolbox {
                     reason: reason.to_string(),
                 })?;
         }
-        toolbox.secrets = Arc::new(crate::secrets::Secrets::union(
-            toolbox.tools.iter().map(|t| &*t.loaded.config.secrets),
+        set.secrets = Arc::new(crate::secrets::Secrets::union(
+            set.tools.iter().map(|t| &*t.loaded.config.secrets),
         ));
-        Ok(toolbox)
+        Ok(Toolbox {
+            set: Arc::new(set),
+            unavailable,
+        })
     }
 
     /// Records that component `source` is unavailable because of `reason` (for a
@@ -232,7 +227,7 @@ impl Toolbox {
     /// code.
     pub fn compiling(&self) -> Vec<&str> {
         let mut names: Vec<&str> = Vec::new();
-        for tool in &self.tools {
+        for tool in &self.set.tools {
             let what = tool.loaded.what.as_str();
             if tool.loaded.compiled.is_compiling() && names.last() != Some(&what) {
                 names.push(what);
@@ -243,7 +238,7 @@ impl Toolbox {
 
     /// The tools, in load order.
     pub fn tools(&self) -> impl Iterator<Item = &ToolInfo> {
-        self.tools.iter().map(|t| &t.info)
+        self.set.tools.iter().map(|t| &t.info)
     }
 
     /// Calls tool `name` with the JSON text `args` under the cap `cap` (bytes) and returns
@@ -260,21 +255,17 @@ impl Toolbox {
     /// milliseconds of a cancellation. A call that finds no free slot within
     /// `runtime.queue_timeout_ms` is a `busy` tool error.
     pub async fn call_with(&self, name: &str, args: &str, options: &CallOptions) -> Observation {
-        let Some(&i) = self.by_name.get(name) else {
-            let known = self.tools.iter().map(|t| t.info.name.as_str());
-            return Observation::unknown_tool_among(name, known).finish(
-                name,
-                options.cap as usize,
-                DEFAULT_HINT,
-            );
+        let Some(tool) = self.set.tool(name) else {
+            return self.set.unknown(name, options.cap);
         };
-        let tool = &self.tools[i];
-        let draft = self.invoke(tool, args, options).await;
-        let observation = draft.withholding(self.secrets.clone()).finish(
-            &tool.info.name,
-            options.cap as usize,
-            &tool.hint,
-        );
+        let run = Run {
+            cap: options.cap,
+            cancel: options.cancel.clone().unwrap_or_default(),
+            allow_destructive: options.allow_destructive,
+            place: Place::Pool,
+        };
+        let draft = self.set.invoke(tool, args, &run).await;
+        let observation = self.set.finish(tool, draft, options.cap);
         tracing::debug!(
             tool = name,
             status = ?observation.status(),
@@ -285,84 +276,4 @@ impl Toolbox {
         );
         observation
     }
-
-    async fn invoke(&self, tool: &Tool, args: &str, options: &CallOptions) -> Draft {
-        let text = if args.trim().is_empty() { "{}" } else { args };
-        let args: Value = match serde_json::from_str(text) {
-            Ok(v) => v,
-            Err(e) => {
-                return Observation::error(
-                    &format!("arguments are not valid JSON: {e}"),
-                    Some("invalid-argument"),
-                );
-            }
-        };
-        let params = match lower_args(tool, &args, &Literals::of(text, &args)) {
-            Ok(p) => p,
-            Err(message) => return Observation::error(&message, Some("invalid-argument")),
-        };
-        let cancel = options.cancel.clone().unwrap_or_default();
-        let linked = match tool.loaded.compiled.wait(&cancel).await {
-            Ok(linked) => linked,
-            Err(NotCompiled::Failed(reason)) => {
-                return Observation::error(
-                    &format!("the tool's component could not be compiled: {reason}"),
-                    Some("host-error"),
-                );
-            }
-            Err(NotCompiled::Cancelled { waited }) => {
-                return Observation::cancelled(&format!(
-                    "the call was cancelled while its component was still being compiled ({} ms)",
-                    waited.as_millis()
-                ));
-            }
-        };
-        let policy = tool.loaded.policy.clone();
-        let call = Call {
-            pre: linked.pre.clone(),
-            policy: policy.clone(),
-            preopens: tool.loaded.preopens.clone(),
-            http: tool.loaded.http.clone(),
-            key_names: tool.loaded.key_names.clone(),
-            config: tool.loaded.config.clone(),
-            refused: tool.loaded.refused.clone(),
-            export: linked.exports[tool.at],
-            result: tool.result.clone(),
-            params,
-            cap: options.cap,
-            tool: tool.info.name.clone(),
-        };
-        let ran = self
-            .engine
-            .pool()
-            .run(&cancel, policy.timeout, move |token| call.run(token))
-            .await;
-        match ran {
-            Ok(draft) => draft,
-            Err(e @ PoolError::Busy { .. }) => Observation::error(&e.to_string(), Some("busy")),
-            Err(e @ PoolError::Cancelled { .. }) => Observation::cancelled(&e.to_string()),
-            Err(e @ PoolError::Stuck { .. }) => Observation::error(
-                &format!(
-                    "the tool ran past its timeout of {} ms: {e}",
-                    policy.timeout.as_millis()
-                ),
-                Some("timeout"),
-            ),
-            Err(e) => Observation::error(&e.to_string(), Some("host-error")),
-        }
-    }
-}
-
-fn lower_args(tool: &Tool, args: &Value, lits: &Literals) -> Result<Vec<Val>, String> {
-    let obj = args.as_object().ok_or_else(|| {
-        format!(
-            "arguments must be a JSON object; got {}",
-            crate::call::value::short_json(args)
-        )
-    })?;
-    let fields = object_to_fields_with(tool.shape.fields(), obj, Some(&tool.docs.args), lits)?;
-    Ok(match tool.shape {
-        Shape::Record(_) => vec![Val::Record(fields)],
-        Shape::Params(_) => fields.into_iter().map(|(_, v)| v).collect(),
-    })
 }

@@ -370,6 +370,39 @@ pub fn to_json(val: &Val, ty: &Type) -> Value {
     }
 }
 
+/// [`write_json`] of a result value, except that the string fields named in `json_fields`
+/// (the `@json` fields of its record, component/docs.rs) are written as the JSON text they
+/// hold, when it is JSON; otherwise (or for any other value) as [`write_json`] writes them.
+pub fn write_json_marking(val: &Val, ty: &Type, json_fields: &[String], out: &mut Vec<u8>) {
+    let (Val::Record(fields), Type::Record(r), false) = (val, ty, json_fields.is_empty()) else {
+        return write_json(val, ty, out);
+    };
+    out.push(b'{');
+    let mut first = true;
+    for ((name, v), field) in fields.iter().zip(r.fields()) {
+        if matches!(v, Val::Option(None)) {
+            continue;
+        }
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        write_str(&json_name(name), out);
+        out.push(b':');
+        match (v, &field.ty) {
+            (Val::String(text), _)
+                if json_fields.iter().any(|f| f == name)
+                    && serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() =>
+            {
+                out.extend_from_slice(text.trim().as_bytes());
+            }
+            (Val::Option(Some(v)), Type::Option(o)) => write_json(v, &o.ty(), out),
+            (v, t) => write_json(v, t, out),
+        }
+    }
+    out.push(b'}');
+}
+
 /// Writes `val` (of type `ty`) to `out` as compact JSON text: exactly the text of
 /// `to_json(val, ty).to_string()`, without building the [`Value`] first (a result's strings
 /// are escaped once, straight from the lifted value, instead of copied into a `Value` and

@@ -1,6 +1,7 @@
 //! WIT documentation of a component's exports: the descriptions the model reads, and the
-//! `@minimum N` / `@maximum N` annotations that refine an argument's JSON schema, and
-//! `@saturate`, which lets an integer above the maximum count as the maximum.
+//! `@minimum N` / `@maximum N` annotations that refine an argument's JSON schema,
+//! `@saturate`, which lets an integer above the maximum count as the maximum, and `@json` on
+//! a string field of the result, which shows the string as the JSON it holds.
 //!
 //! Documentation comes from the component's own embedded WIT (`wit_parser::decoding`) when
 //! it carries doc comments, or from a WIT source (the built-in tools' `wit/` package).
@@ -28,6 +29,9 @@ pub struct FuncDocs {
     pub description: Option<String>,
     /// Per argument (WIT field or parameter name): docs and bounds.
     pub args: HashMap<String, ArgDocs>,
+    /// The string fields of its result record (its `ok` record, for a `result`) whose doc
+    /// comment has a line `@json`: the string is JSON text, shown as that JSON.
+    pub json_fields: Vec<String>,
 }
 
 /// Documentation of one argument.
@@ -116,7 +120,38 @@ fn func_docs(resolve: &Resolve, f: &wit_parser::Function) -> FuncDocs {
     FuncDocs {
         description: text(&f.docs),
         args,
+        json_fields: json_fields(resolve, f.result.as_ref()),
     }
+}
+
+/// The fields of the result record of a function returning `result` (its `ok` type, for a
+/// WIT `result`) whose doc comment has a line `@json`.
+fn json_fields(resolve: &Resolve, result: Option<&Type>) -> Vec<String> {
+    let Some(mut ty) = result.copied() else {
+        return Vec::new();
+    };
+    if let Type::Id(id) = ty
+        && let TypeDefKind::Result(r) = &resolve.types[id].kind
+    {
+        match r.ok {
+            Some(ok) => ty = ok,
+            None => return Vec::new(),
+        }
+    }
+    record_of(resolve, &ty).map_or_else(Vec::new, |record| {
+        record
+            .fields
+            .iter()
+            .filter(|f| matches!(f.ty, Type::String))
+            .filter(|f| {
+                f.docs
+                    .contents
+                    .as_deref()
+                    .is_some_and(|d| d.lines().any(|l| l.trim() == "@json"))
+            })
+            .map(|f| f.name.clone())
+            .collect()
+    })
 }
 
 /// The record behind `ty`, following type aliases.
@@ -191,5 +226,13 @@ mod tests {
         );
         assert_eq!(f.args["offset"].minimum, Some(0));
         assert_eq!(f.args["path"].minimum, None);
+        assert!(f.json_fields.is_empty());
+    }
+
+    #[test]
+    fn a_json_string_field_of_the_result_is_marked() {
+        let docs = ComponentDocs::from_wit(TOOLS_WIT, "run-script").unwrap();
+        let f = docs.func("run-script").unwrap();
+        assert_eq!(f.json_fields, ["result"]);
     }
 }

@@ -8,7 +8,7 @@ use crate::engine::ToolEngine;
 /// Interfaces the host provides to every component (the `sluice:tools` ones are linked
 /// from the WIT's `world host`, which a test holds this list to): WASI 0.2 (`wasi:cli`, `clocks`,
 /// `filesystem`, `http`, `io`, `random`, `sockets`; any 0.2.x), `wasi:config/store@0.2.0-rc.1`
-/// and `sluice:tools` `budget`, `key-policy` and `listing` (0.1.x). Grants decide what they
+/// and `sluice:tools` `budget`, `key-policy`, `listing` and `tool-calls` (0.1.x). Grants decide what they
 /// reach: a tool sees only its preopens, allowed environment and granted config, every socket
 /// address is denied, and `wasi:http` requests reach only the hosts of the policy's `http`
 /// ([`crate::host::http`]; none by default).
@@ -24,6 +24,7 @@ pub const PROVIDED_INTERFACES: &[&str] = &[
     "sluice:tools/budget@0.1.",
     "sluice:tools/key-policy@0.1.",
     "sluice:tools/listing@0.1.",
+    "sluice:tools/tool-calls@0.1.",
 ];
 
 /// One import of a component.
@@ -110,9 +111,10 @@ mod tests {
         assert_eq!(
             with_functions,
             [
-                "sluice:tools/budget@0.1.2",
-                "sluice:tools/key-policy@0.1.2",
-                "sluice:tools/listing@0.1.2"
+                "sluice:tools/budget@0.1.3",
+                "sluice:tools/key-policy@0.1.3",
+                "sluice:tools/listing@0.1.3",
+                "sluice:tools/tool-calls@0.1.3"
             ]
         );
     }

@@ -22,12 +22,15 @@ mod generated {
             // stops the call rather than answering the guest.
             "sluice:tools/listing.list-chunk": trappable,
             "sluice:tools/listing.list-names": trappable,
+            // A script's tool call awaits the tool, on the script's own thread; a call past
+            // the script's limits ends the script.
+            "sluice:tools/tool-calls.call": async | trappable,
         },
         additional_derives: [PartialEq, Eq],
     });
 }
 
-pub(crate) use generated::sluice::tools::{budget, files, key_policy, listing};
+pub(crate) use generated::sluice::tools::{budget, files, key_policy, listing, tool_calls};
 
 /// Adds `sluice:tools/budget`, `key-policy` and `listing` (at the WIT's version) to
 /// `linker`, answered from each call's [`CallState`].
@@ -90,10 +93,10 @@ mod tests {
 
     #[test]
     fn a_component_built_against_an_older_listing_links() {
-        links("0.1.1", LISTING_0_1_1).expect("a 0.1.1 component links against 0.1.2");
+        links("0.1.1", LISTING_0_1_1).expect("a 0.1.1 component links against 0.1.3");
         // The import's version is matched by its minor version (wasmtime's semver rule for
         // 0.x), so any 0.1.x release links; another minor version does not.
-        links("0.1.0", LISTING_0_1_1).expect("a 0.1.0 import links against 0.1.2");
+        links("0.1.0", LISTING_0_1_1).expect("a 0.1.0 import links against 0.1.3");
         let e = links("0.2.0", LISTING_0_1_1).expect_err("0.2 is not 0.1");
         assert!(
             e.contains("sluice:tools/listing@0.2.0"),

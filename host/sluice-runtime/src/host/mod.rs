@@ -10,6 +10,7 @@
 //! - `wasi:config/store` from the policy's values and secrets;
 //! - the `sluice:tools` interfaces (`bindings`): `budget` and `key-policy`
 //!   (`budget`) and `listing` ([`listing`]);
+//! - `sluice:tools/tool-calls`, answered for `run_script` only (`tool_calls`);
 //! - the guest's stderr, its tail kept for messages (`stderr`).
 
 use wasmtime::component::Linker;
@@ -28,6 +29,7 @@ mod random;
 pub(crate) mod refused;
 pub mod state;
 pub(crate) mod stderr;
+pub(crate) mod tool_calls;
 
 /// Adds WASI 0.2 (`wasi:http` included, sent by [`HttpHooks`](crate::host::http::HttpHooks)), `wasi:config/store` and the
 /// `sluice:tools` host interfaces to `linker`.

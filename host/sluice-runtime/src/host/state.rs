@@ -35,6 +35,8 @@ pub struct CallState {
     /// The files none of the call's opens reaches, by name and by identity
     /// ([`crate::host::refused`]).
     pub(crate) refused: Arc<crate::host::refused::RefusedFiles>,
+    /// What answers `sluice:tools/tool-calls` for this call (`run_script`'s), if anything.
+    pub(crate) tool_caller: Option<Box<dyn crate::host::tool_calls::ToolCaller>>,
 }
 
 impl WasiHttpView for CallState {

@@ -1,0 +1,187 @@
+//! Code mode (docs/code-mode.md): the tool calls of a script. A call of a tool whose policy
+//! grants `tool_calls` (the built-in `run_script`) gets a [`ScriptCalls`], which answers its
+//! `sluice:tools/tool-calls.call` with the observations of the toolbox's other tools, each
+//! made by the same path as a call from the model (policy, timeout, limits, key scan,
+//! secrets withheld) with the inner cap, on the script's own thread, and recorded for the
+//! audit ([`ScriptRecord`]). Inner observations go back to the script only, never into the
+//! transcript.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::call::observation::{CallStatus, Observation};
+use crate::call::tool_set::{Place, Run, ToolSet};
+use crate::host::tool_calls::ToolCaller;
+use crate::limits::HostLimit;
+use crate::policy::ToolCallLimits;
+
+/// What a script did: its program and each tool call it made, for the audit (an operator
+/// sees what it did; the transcript keeps only the script's observation).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ScriptRecord {
+    /// The program (the `script` argument).
+    pub program: String,
+    /// Its tool calls, in order.
+    pub calls: Vec<InnerCall>,
+}
+
+/// One tool call of a script.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InnerCall {
+    /// The tool called.
+    pub tool: String,
+    /// Its arguments, as the script gave them (JSON text).
+    pub arguments: String,
+    /// What the call came to.
+    #[serde(serialize_with = "status_name")]
+    pub status: CallStatus,
+    /// The bytes of the observation the script got.
+    pub bytes: usize,
+    /// True when the inner cap cut it.
+    pub truncated: bool,
+}
+
+fn status_name<S: serde::Serializer>(status: &CallStatus, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(match status {
+        CallStatus::Ok => "ok",
+        CallStatus::ToolError => "tool-error",
+        CallStatus::UnknownTool => "unknown-tool",
+        CallStatus::KeyMaterial => "key-material",
+        CallStatus::Cancelled => "cancelled",
+    })
+}
+
+/// The record a script's calls write and its caller takes when the script ends.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RecordHandle(Arc<Mutex<ScriptRecord>>);
+
+impl RecordHandle {
+    /// What was recorded, leaving the record empty.
+    pub(crate) fn take(&self) -> ScriptRecord {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn push(&self, call: InnerCall) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .calls
+            .push(call);
+    }
+}
+
+/// What answers one script's tool calls.
+pub(crate) struct ScriptCalls {
+    set: Arc<ToolSet>,
+    /// The script's own tool (`run_script`), which its calls may not call.
+    caller: String,
+    limits: ToolCallLimits,
+    /// The script's cancellation and whether it may call destructive tools.
+    run: Run,
+    calls: u32,
+    bytes: u64,
+    record: RecordHandle,
+}
+
+impl ScriptCalls {
+    /// The calls of one script (`program`) of tool `caller`, run as `run` says.
+    pub(crate) fn new(
+        set: Arc<ToolSet>,
+        caller: &str,
+        program: &str,
+        limits: ToolCallLimits,
+        run: &Run,
+    ) -> ScriptCalls {
+        let record = RecordHandle::default();
+        record
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .program = program.to_string();
+        ScriptCalls {
+            set,
+            caller: caller.to_string(),
+            run: Run {
+                cap: limits.inner_max_result_bytes,
+                place: Place::Inline,
+                ..run.clone()
+            },
+            limits,
+            calls: 0,
+            bytes: 0,
+            record,
+        }
+    }
+
+    /// The record its calls write.
+    pub(crate) fn record(&self) -> RecordHandle {
+        self.record.clone()
+    }
+
+    /// One tool call of the script: its observation (within the inner cap), or a limit it
+    /// passed, which ends the script.
+    async fn call_tool(&mut self, name: String, arguments: String) -> wasmtime::Result<String> {
+        if self.calls >= self.limits.max_calls {
+            return Err(HostLimit::InnerCalls {
+                max: self.limits.max_calls,
+            }
+            .into());
+        }
+        self.calls += 1;
+        let cap = self.run.cap;
+        let observation = match self.set.tool(&name) {
+            None => self.set.unknown(&name, cap),
+            Some(tool) if tool.loaded.policy.tool_calls.is_some() => denied(
+                &format!(
+                    "a script cannot call {name}: {} runs scripts, and one script cannot start another",
+                    self.caller
+                ),
+                cap,
+            ),
+            Some(tool) if tool.info.destructive && !self.run.allow_destructive => denied(
+                &format!(
+                    "a script cannot call {name}: it is destructive, and this run does not approve calls without asking (agent.auto_approve, or mcp.allow_destructive over MCP); call it directly instead"
+                ),
+                cap,
+            ),
+            Some(tool) => {
+                let set = self.set.clone();
+                let draft = set.invoke(tool, &arguments, &self.run).await;
+                set.finish(tool, draft, cap)
+            }
+        };
+        self.bytes += observation.text().len() as u64;
+        self.record.push(InnerCall {
+            tool: name,
+            arguments,
+            status: observation.status(),
+            bytes: observation.text().len(),
+            truncated: observation.truncated(),
+        });
+        if self.bytes > self.limits.max_bytes {
+            return Err(HostLimit::InnerBytes {
+                bytes: self.bytes,
+                max: self.limits.max_bytes,
+            }
+            .into());
+        }
+        Ok(observation.into_text())
+    }
+}
+
+impl ToolCaller for ScriptCalls {
+    fn call<'a>(
+        &'a mut self,
+        name: String,
+        arguments: String,
+    ) -> Pin<Box<dyn Future<Output = wasmtime::Result<String>> + Send + 'a>> {
+        Box::pin(self.call_tool(name, arguments))
+    }
+}
+
+/// A `denied` tool error, capped at `cap`.
+fn denied(message: &str, cap: u32) -> Observation {
+    Observation::error(message, Some("denied")).finish("run_script", cap as usize, "")
+}

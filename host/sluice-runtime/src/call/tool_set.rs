@@ -1,0 +1,196 @@
+//! The tools behind a [`Toolbox`](crate::Toolbox) and the path of one call: the model's JSON
+//! arguments lowered to the export's values, the component's code (waiting for a background
+//! compile), one [`Call`] on the engine's pool (or, for a script's tool call, on the
+//! script's own thread), and the draft observation, which [`ToolSet::finish`] withholds,
+//! key-scans and caps.
+//!
+//! Shared (`Arc`) so that a call of `run_script` can call the other tools of the set it
+//! belongs to (docs/code-mode.md).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use wasmtime::component::Val;
+use wasmtime::component::types::Type;
+
+use crate::call::integers::Literals;
+use crate::call::invoke::Call;
+use crate::call::load::{Loaded, NotCompiled};
+use crate::call::observation::{DEFAULT_HINT, Draft, Observation};
+use crate::call::script::ScriptCalls;
+use crate::call::value::object_to_fields_with;
+use crate::component::docs::FuncDocs;
+use crate::component::reflect::{Shape, ToolInfo};
+use crate::engine::ToolEngine;
+use crate::pool::PoolError;
+use crate::secrets::Secrets;
+
+/// One tool: what the model is told, and what a call of it needs.
+pub(crate) struct Tool {
+    pub(crate) info: ToolInfo,
+    pub(crate) loaded: Arc<Loaded>,
+    /// Its place among the exports of its component's linked code.
+    pub(crate) at: usize,
+    pub(crate) shape: Shape,
+    pub(crate) result: Option<Type>,
+    pub(crate) docs: FuncDocs,
+    pub(crate) hint: String,
+    pub(crate) naming: crate::component::names::Naming,
+}
+
+/// The tools of a toolbox, by name.
+pub(crate) struct ToolSet {
+    pub(crate) engine: Arc<ToolEngine>,
+    pub(crate) tools: Vec<Tool>,
+    pub(crate) by_name: HashMap<String, usize>,
+    /// The secrets of every loaded component: withheld from the observations of every tool,
+    /// since a built-in granted the directory of a secret file could otherwise read it.
+    pub(crate) secrets: Arc<Secrets>,
+}
+
+/// How one call runs (the crate's view of [`CallOptions`](crate::CallOptions)).
+#[derive(Clone, Debug)]
+pub(crate) struct Run {
+    /// The cap on its observation, in bytes.
+    pub(crate) cap: u32,
+    /// Fires to cancel it.
+    pub(crate) cancel: CancellationToken,
+    /// Whether a script it runs may call destructive tools (the run is auto-approved).
+    pub(crate) allow_destructive: bool,
+    /// Where the call runs.
+    pub(crate) place: Place,
+}
+
+/// Where a call's guest code runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// On the engine's call pool, in a slot of its own (a call from the model).
+    Pool,
+    /// On the calling thread: a script's tool call, inside the script's own slot and
+    /// deadline.
+    Inline,
+}
+
+impl ToolSet {
+    /// The tool called `name`, if any.
+    pub(crate) fn tool(&self, name: &str) -> Option<&Tool> {
+        self.by_name.get(name).map(|&i| &self.tools[i])
+    }
+
+    /// The unknown-tool observation for `name`, capped at `cap`.
+    pub(crate) fn unknown(&self, name: &str, cap: u32) -> Observation {
+        let known = self.tools.iter().map(|t| t.info.name.as_str());
+        Observation::unknown_tool_among(name, known).finish(name, cap as usize, DEFAULT_HINT)
+    }
+
+    /// `draft` of a call of `tool` made an observation: the secrets withheld, the key scan,
+    /// the cap `cap`.
+    pub(crate) fn finish(&self, tool: &Tool, draft: Draft, cap: u32) -> Observation {
+        draft
+            .withholding(self.secrets.clone())
+            .finish(&tool.info.name, cap as usize, &tool.hint)
+    }
+
+    /// Runs one call of `tool` with the JSON text `args` as `run` says, and returns its draft
+    /// observation.
+    pub(crate) async fn invoke(self: &Arc<Self>, tool: &Tool, args: &str, run: &Run) -> Draft {
+        let text = if args.trim().is_empty() { "{}" } else { args };
+        let args: Value = match serde_json::from_str(text) {
+            Ok(v) => v,
+            Err(e) => {
+                return Observation::error(
+                    &format!("arguments are not valid JSON: {e}"),
+                    Some("invalid-argument"),
+                );
+            }
+        };
+        let params = match lower_args(tool, &args, &Literals::of(text, &args)) {
+            Ok(p) => p,
+            Err(message) => return Observation::error(&message, Some("invalid-argument")),
+        };
+        let linked = match tool.loaded.compiled.wait(&run.cancel).await {
+            Ok(linked) => linked,
+            Err(NotCompiled::Failed(reason)) => {
+                return Observation::error(
+                    &format!("the tool's component could not be compiled: {reason}"),
+                    Some("host-error"),
+                );
+            }
+            Err(NotCompiled::Cancelled { waited }) => {
+                return Observation::cancelled(&format!(
+                    "the call was cancelled while its component was still being compiled ({} ms)",
+                    waited.as_millis()
+                ));
+            }
+        };
+        let policy = tool.loaded.policy.clone();
+        // A tool that calls tools (run_script) gets this set, under its limits.
+        let script = policy.tool_calls.map(|limits| {
+            let program = args.get("script").and_then(Value::as_str).unwrap_or("");
+            ScriptCalls::new(self.clone(), &tool.info.name, program, limits, run)
+        });
+        let record = script.as_ref().map(ScriptCalls::record);
+        let call = Call {
+            pre: linked.pre.clone(),
+            policy: policy.clone(),
+            preopens: tool.loaded.preopens.clone(),
+            http: tool.loaded.http.clone(),
+            key_names: tool.loaded.key_names.clone(),
+            config: tool.loaded.config.clone(),
+            refused: tool.loaded.refused.clone(),
+            export: linked.exports[tool.at],
+            result: tool.result.clone(),
+            params,
+            cap: run.cap,
+            tool: tool.info.name.clone(),
+            json_fields: tool.docs.json_fields.clone(),
+            tool_caller: script.map(|s| Box::new(s) as _),
+        };
+        let draft = match run.place {
+            Place::Inline => call.run(run.cancel.clone()).await,
+            Place::Pool => {
+                let ran = self
+                    .engine
+                    .pool()
+                    .run(&run.cancel, policy.timeout, move |token| call.run(token))
+                    .await;
+                match ran {
+                    Ok(draft) => draft,
+                    Err(e @ PoolError::Busy { .. }) => {
+                        Observation::error(&e.to_string(), Some("busy"))
+                    }
+                    Err(e @ PoolError::Cancelled { .. }) => Observation::cancelled(&e.to_string()),
+                    Err(e @ PoolError::Stuck { .. }) => Observation::error(
+                        &format!(
+                            "the tool ran past its timeout of {} ms: {e}",
+                            policy.timeout.as_millis()
+                        ),
+                        Some("timeout"),
+                    ),
+                    Err(e) => Observation::error(&e.to_string(), Some("host-error")),
+                }
+            }
+        };
+        match record {
+            Some(record) => draft.with_script(record.take()),
+            None => draft,
+        }
+    }
+}
+
+/// The model's arguments as the export's parameters.
+fn lower_args(tool: &Tool, args: &Value, lits: &Literals) -> Result<Vec<Val>, String> {
+    let obj = args.as_object().ok_or_else(|| {
+        format!(
+            "arguments must be a JSON object; got {}",
+            crate::call::value::short_json(args)
+        )
+    })?;
+    let fields = object_to_fields_with(tool.shape.fields(), obj, Some(&tool.docs.args), lits)?;
+    Ok(match tool.shape {
+        Shape::Record(_) => vec![Val::Record(fields)],
+        Shape::Params(_) => fields.into_iter().map(|(_, v)| v).collect(),
+    })
+}
