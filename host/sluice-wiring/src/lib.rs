@@ -186,6 +186,14 @@ pub fn component_spec(t: &ToolConfig) -> Result<ComponentSpec, WiringError> {
 
 /// `t`'s policy over `source`.
 pub(crate) fn spec_with(t: &ToolConfig, source: Source) -> ComponentSpec {
+    ComponentSpec {
+        source,
+        policy: policy_of(t),
+    }
+}
+
+/// The runtime's policy of `t`.
+pub(crate) fn policy_of(t: &ToolConfig) -> ToolPolicy {
     let mut roots: Vec<RootGrant> = t
         .read
         .iter()
@@ -241,7 +249,7 @@ pub(crate) fn spec_with(t: &ToolConfig, source: Source) -> ComponentSpec {
             .collect(),
         ..ToolPolicy::default()
     };
-    ComponentSpec { source, policy }
+    policy
 }
 
 /// The runtime's form of the HTTP keys of a policy.

@@ -10,7 +10,7 @@ use sluice_config::{Config, OciSource, ToolConfig, ToolSource};
 use sluice_registry::{Fetched, Fetcher, Lock, PublicKey, RegistryError, Request, Resolve};
 use sluice_runtime::{ComponentSpec, RuntimeError, Source, ToolEngine, ToolPolicy, Toolbox};
 
-use crate::{WiringError, cache_dir, component_spec, engine_for, spec_with};
+use crate::{WiringError, cache_dir, component_spec, engine_for, policy_of, spec_with};
 
 /// What loads tools for the life of a process: one engine (its epoch thread, its pooled
 /// memories, its call pool, its cache of compiled components), and the fetcher of
@@ -174,6 +174,20 @@ impl ToolLoader {
             .map_err(|e| RuntimeError::Engine(format!("loading the tools stopped: {e}")))??;
         for (source, reason) in failed {
             toolbox.mark_unavailable(source, reason);
+        }
+        // One built-in alone (`sluice call`): the secrets of the components not loaded are
+        // withheld from its observations all the same, as a whole load would
+        // (docs/observations.md#secrets-are-withheld).
+        if let Some(t) = single {
+            toolbox.withhold_secrets_of(
+                config
+                    .tools
+                    .iter()
+                    .filter(|other| !std::ptr::eq(*other, t))
+                    .map(policy_of)
+                    .collect::<Vec<_>>()
+                    .iter(),
+            );
         }
         // The tools directory's entries whose policy or name is wrong: unavailable, as a
         // component that fails to load (docs/configuration.md#tools-directory).

@@ -65,6 +65,28 @@ fn shows_part_of(text: &str, secret: &str) -> bool {
     (0..=secret.len() - 8).any(|i| text.contains(&secret[i..i + 8]))
 }
 
+/// A copy of a component's secret elsewhere in a root (another file, another inode): `sluice
+/// call` loads only the built-in, yet withholds the secret of the component it did not load,
+/// as `sluice mcp` (which loads every component) does.
+#[test]
+fn sluice_call_withholds_the_secrets_of_the_components_it_does_not_load() {
+    let (dir, config) = setup();
+    std::fs::write(dir.path().join("data/copy.txt"), format!("{SECRET}\n")).unwrap();
+    let o = call(&config, "warn", "read_file", &json!({"path": "copy.txt"}));
+    let stdout = text(&o.stdout);
+    assert!(!shows_part_of(&stdout, SECRET), "{stdout}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&stdout).unwrap()["result"]["content"],
+        "[secret withheld: token]\n",
+        "{}",
+        text(&o.stderr)
+    );
+    let o = call(&config, "warn", "grep_files", &json!({"pattern": "tok-"}));
+    let stdout = text(&o.stdout);
+    assert!(!shows_part_of(&stdout, SECRET), "{stdout}");
+    assert!(stdout.contains("[secret withheld: token]"), "{stdout}");
+}
+
 #[test]
 fn sluice_call_read_file_refuses_the_files_secrets_and_keys_are_read_from() {
     let (_dir, config) = setup();

@@ -100,23 +100,28 @@ impl Call {
                 lift_result(results.first(), self.result.as_ref(), &self.json_fields),
                 "returned",
             ),
-            Ok(Err(e)) => (
-                failed(explain(&e, store.data_mut(), &self.policy)),
-                "failed",
-            ),
+            Ok(Err(e)) => {
+                let failure = explain(&e, store.data_mut(), &self.policy);
+                // The outcome names the limit a call passed (`resource-limit`, …).
+                let kind = failure.kind;
+                (failed(failure), kind)
+            }
         };
         self.log_line(&store, started, outcome);
         draft
     }
 
-    /// The call's log line: the tool, how it ended, how long it took, and the HTTP requests
-    /// it made (`METHOD host:port STATUS BYTES`, see [`crate::host::http`]), the component's
-    /// secrets withheld from them ([`crate::logs`]). At `info` for a call that made
-    /// requests, at `debug` otherwise.
+    /// The call's log line: the tool, how it ended (`returned`, `timeout`, `cancelled`, or
+    /// the kind of its failure: `resource-limit`, `trap`, …), how long it took, and the HTTP
+    /// requests it made (`METHOD host:port STATUS BYTES`, see [`crate::host::http`]), the
+    /// component's secrets withheld from them ([`crate::logs`]). At `info` for a call that
+    /// made requests or passed a host limit, at `debug` otherwise.
     fn log_line(&self, store: &Store<CallState>, started: Instant, outcome: &str) {
         let ms = started.elapsed().as_millis() as u64;
         let log = store.data().http.log();
-        if log.is_empty() {
+        if log.is_empty() && outcome == "resource-limit" {
+            tracing::info!(tool = %self.tool, outcome, ms, "tool call");
+        } else if log.is_empty() {
             tracing::debug!(tool = %self.tool, outcome, ms, "tool call");
         } else {
             // The guest chose each request's method and authority.

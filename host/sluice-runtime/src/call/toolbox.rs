@@ -20,6 +20,7 @@ use crate::component::reflect::ToolInfo;
 use crate::component::source::ComponentSpec;
 use crate::engine::ToolEngine;
 use crate::error::RuntimeError;
+use crate::policy::ToolPolicy;
 
 /// How one call runs: the cap and, optionally, a cancellation token.
 ///
@@ -214,6 +215,28 @@ impl Toolbox {
     /// file that cannot be read).
     pub fn mark_unavailable(&mut self, source: String, reason: String) {
         self.unavailable.push(Unavailable { source, reason });
+    }
+
+    /// Withholds the secrets of `policies` (components configured but not loaded, such as
+    /// the others of a `sluice call` that loads one built-in) from every observation, as
+    /// the secrets of the loaded components are. A secret that cannot be read is skipped:
+    /// its component could not have loaded either. Call it before the toolbox is shared;
+    /// calls already holding it keep the secrets they had.
+    pub fn withhold_secrets_of<'a>(&mut self, policies: impl Iterator<Item = &'a ToolPolicy>) {
+        let env = |var: &str| std::env::var_os(var);
+        let others: Vec<_> = policies
+            .filter_map(|p| crate::secrets::resolve(&p.config, &p.secrets, &env).ok())
+            .collect();
+        if others.is_empty() {
+            return;
+        }
+        let all = crate::secrets::Secrets::union(
+            std::iter::once(&*self.set.secrets).chain(others.iter().map(|c| &*c.secrets)),
+        );
+        match Arc::get_mut(&mut self.set) {
+            Some(set) => set.secrets = Arc::new(all),
+            None => tracing::warn!("the toolbox is in use: more secrets cannot be withheld now"),
+        }
     }
 
     /// The components that failed to load, in configuration order (always empty after
