@@ -60,8 +60,11 @@ pub use server::{
     DEFAULT_MAX_EVENT_STREAMS, DEFAULT_MAX_UNAUTHENTICATED_CONNECTIONS, ENV_ALLOWED_HOSTS,
     ServerConfig, ServerLimits, valid_allowed_host,
 };
-use sluice_pager::budget::{MAX_MAX_RESULT_BYTES, MIN_MAX_RESULT_BYTES};
 use sluice_protocol::limits::DEFAULT_MAX_TOOL_RESULT_BYTES;
+use sluice_protocol::limits::{
+    MAX_MAX_TOOL_RESULT_BYTES as MAX_MAX_RESULT_BYTES,
+    MIN_MAX_TOOL_RESULT_BYTES as MIN_MAX_RESULT_BYTES,
+};
 pub use tools::{
     BUILTIN_TOOLS, ConfiguredBy, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_MS, FunctionConfig,
     MAX_MEMORY_MIB, MAX_TIMEOUT_MS, OciSource, PREFIX_RULE, TOOL_NAME_RULE, ToolConfig, ToolSource,

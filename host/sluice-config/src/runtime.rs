@@ -16,7 +16,10 @@
 //! # Ok::<(), sluice_config::ConfigError>(())
 //! ```
 
-use sluice_pager::budget::{MAX_MAX_RESULT_BYTES, MIN_MAX_RESULT_BYTES};
+use sluice_protocol::limits::{
+    MAX_MAX_TOOL_RESULT_BYTES as MAX_MAX_RESULT_BYTES,
+    MIN_MAX_TOOL_RESULT_BYTES as MIN_MAX_RESULT_BYTES,
+};
 
 use crate::{ConfigError, MAX_MAX_TURNS, integer};
 

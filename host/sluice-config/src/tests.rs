@@ -1,16 +1,5 @@
 use super::*;
 
-#[test]
-fn the_default_cap_is_the_guests_default_page_budget() {
-    // The host's default cap and the budget a guest assumes when it is told none are
-    // one number: a guest's full page then always fits the cap.
-    assert_eq!(
-        DEFAULT_MAX_TOOL_RESULT_BYTES,
-        sluice_pager::budget::DEFAULT_MAX_RESULT_BYTES
-    );
-    assert_eq!(DEFAULT_MAX_TOOL_RESULT_BYTES, 65_536);
-}
-
 fn with_cap(v: &str) -> Result<Config, ConfigError> {
     Config::resolve(
         None,

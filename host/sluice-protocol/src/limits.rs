@@ -3,9 +3,15 @@
 //! the agent and the MCP server re-export or read these; none writes the number again.
 
 /// `agent.max_tool_result_bytes` when not set: the cap on every observation, in bytes
-/// (64 KiB). The guests' own default page budget (`sluice_pager::budget`) is the same number;
-/// a test in sluice-config holds the two together.
+/// (64 KiB); also the page budget a guest assumes when the host tells it none
+/// (`sluice_pager::budget`).
 pub const DEFAULT_MAX_TOOL_RESULT_BYTES: u32 = 65_536;
+
+/// The smallest `agent.max_tool_result_bytes`, in bytes.
+pub const MIN_MAX_TOOL_RESULT_BYTES: u32 = 1_024;
+
+/// The largest `agent.max_tool_result_bytes`, in bytes (1 MiB).
+pub const MAX_MAX_TOOL_RESULT_BYTES: u32 = 1_048_576;
 
 /// `agent.max_turns` when not set: the most model requests one run makes.
 pub const DEFAULT_MAX_TURNS: u32 = 50;

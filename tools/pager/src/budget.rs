@@ -13,14 +13,13 @@ pub const ENVELOPE_RESERVE_BYTES: u64 = 256;
 /// The smallest page a file tool will fill, in escaped bytes; below it the tool fails.
 pub const MIN_PAGE_BYTES: u64 = 320;
 
-/// The cap's floor (`agent.max_tool_result_bytes`), in bytes.
-pub const MIN_MAX_RESULT_BYTES: u32 = 1024;
-
-/// The cap's ceiling (`agent.max_tool_result_bytes`), in bytes.
-pub const MAX_MAX_RESULT_BYTES: u32 = 1_048_576;
-
-/// The cap's default (`agent.max_tool_result_bytes`), in bytes.
-pub const DEFAULT_MAX_RESULT_BYTES: u32 = 65_536;
+/// The cap's floor, ceiling and default (`agent.max_tool_result_bytes`), in bytes: the
+/// host's numbers (`sluice_protocol::limits`).
+pub use sluice_protocol::limits::{
+    DEFAULT_MAX_TOOL_RESULT_BYTES as DEFAULT_MAX_RESULT_BYTES,
+    MAX_MAX_TOOL_RESULT_BYTES as MAX_MAX_RESULT_BYTES,
+    MIN_MAX_TOOL_RESULT_BYTES as MIN_MAX_RESULT_BYTES,
+};
 
 /// The escaped size of one character: its length inside a JSON string literal as serde_json
 /// writes it. `"` `\` and `\b \f \n \r \t` cost 2, other C0 controls cost 6 (`\u0001`),
