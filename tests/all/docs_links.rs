@@ -89,7 +89,11 @@ fn link_targets(line: &str) -> Vec<String> {
 /// The Markdown files a reader follows links through.
 fn markdown_files() -> Vec<PathBuf> {
     let root = repo();
-    let mut files = vec![root.join("README.md"), root.join("CONTRIBUTING.md")];
+    let mut files = vec![
+        root.join("README.md"),
+        root.join("CONTRIBUTING.md"),
+        root.join("ARCHITECTURE.md"),
+    ];
     for dir in ["docs", "guest-examples"] {
         for entry in std::fs::read_dir(root.join(dir)).unwrap() {
             let path = entry.unwrap().path();
@@ -249,4 +253,65 @@ fn every_docs_anchor_the_code_cites_is_a_heading() {
         "broken citations:\n{}",
         problems.join("\n")
     );
+}
+
+/// The `file` › `symbol` references of ARCHITECTURE.md.
+fn symbol_references(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let mut rest = line;
+        while let Some(at) = rest.find("` › `") {
+            let file = rest[..at].rsplit('`').next().unwrap_or("");
+            let after = &rest[at + "` › `".len()..];
+            let symbol: String = after
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            out.push((file.to_string(), symbol));
+            rest = after;
+        }
+    }
+    out
+}
+
+/// True when `source` defines `symbol` (a function, type, trait, constant, static or
+/// module of that name).
+fn defines(source: &str, symbol: &str) -> bool {
+    [
+        "fn ", "struct ", "enum ", "trait ", "const ", "static ", "type ", "mod ",
+    ]
+    .iter()
+    .any(|kind| {
+        source
+            .match_indices(&format!("{kind}{symbol}"))
+            .any(|(i, m)| {
+                let before = source[..i].chars().next_back();
+                let after = source[i + m.len()..].chars().next();
+                !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                    && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            })
+    })
+}
+
+#[test]
+fn every_symbol_the_architecture_map_names_is_defined_in_its_file() {
+    let root = repo();
+    let text = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let references = symbol_references(&text);
+    assert!(references.len() > 30, "{references:?}");
+    let mut broken = Vec::new();
+    for (file, symbol) in &references {
+        match std::fs::read_to_string(root.join(file)) {
+            Ok(source) if defines(&source, symbol) => {}
+            Ok(_) => broken.push(format!("{file} defines no {symbol}")),
+            Err(e) => broken.push(format!("{file}: {e}")),
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "ARCHITECTURE.md names:\n{}",
+        broken.join("\n")
+    );
+    assert!(defines("pub(crate) fn run(", "run"));
+    assert!(!defines("fn running()", "run"));
 }
