@@ -570,6 +570,10 @@ impl Store for PgStore {
         self.inner.signals.subscribe(topic, POLL)
     }
 
+    fn subscriptions(&self) -> usize {
+        self.inner.signals.subscriptions()
+    }
+
     async fn config(&self) -> Result<Vec<(String, Value)>, StoreError> {
         self.inner.config().await
     }

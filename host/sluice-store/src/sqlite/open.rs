@@ -179,12 +179,14 @@ impl SqliteStore {
         let inner = Arc::new(Inner {
             path,
             conn: Mutex::new(conn),
+            turns: Arc::new(tokio::sync::Semaphore::new(1)),
             signals: Signals::default(),
             read_only,
         });
         SqliteStore {
             queue: EventQueue::new(inner.clone()),
             inner,
+            watcher: super::turns::Watcher::default(),
         }
     }
 }
