@@ -42,12 +42,11 @@ pub(crate) enum Follow {
 }
 
 enum Phase {
+    /// Reads the session's latest run at first and after each signal, and nothing while
+    /// nothing changes.
     Waiting {
         after: Option<String>,
         changes: Subscription,
-        /// Whether to read the session's latest run again: at first, and after each
-        /// signal. An idle stream reads nothing while nothing changes.
-        stale: bool,
     },
     Streaming {
         run: String,
@@ -80,7 +79,6 @@ pub(crate) fn stream(
         Follow::Next(after) => Phase::Waiting {
             after,
             changes: state.store().subscribe(Topic::Runs(session.clone())),
-            stale: true,
         },
     };
     let tail = Tail {
@@ -123,27 +121,21 @@ impl Tail {
             let store = self.state.store();
             match &mut self.phase {
                 Phase::Done => return None,
-                Phase::Waiting {
-                    after,
-                    changes,
-                    stale,
-                } => {
-                    if *stale {
-                        let latest = match store.latest_run(&self.session).await {
-                            Ok(latest) => latest,
-                            Err(e) => return self.failed(&e),
-                        };
-                        if let Some(run) = latest.filter(|r| Some(&r.id) != after.as_ref()) {
-                            self.phase = streaming(&self.state, run.id);
-                            continue;
-                        }
-                    }
-                    // A run that begins anywhere is signalled (docs/storage.md#change-signals);
-                    // the poll alone changes nothing here.
-                    *stale = tokio::select! {
-                        w = changes.changed() => w == Woken::Signalled,
-                        () = shutdown.cancelled() => return None,
+                Phase::Waiting { after, changes } => {
+                    let latest = match store.latest_run(&self.session).await {
+                        Ok(latest) => latest,
+                        Err(e) => return self.failed(&e),
                     };
+                    if let Some(run) = latest.filter(|r| Some(&r.id) != after.as_ref()) {
+                        self.phase = streaming(&self.state, run.id);
+                        continue;
+                    }
+                    // A run that begins anywhere is signalled (docs/storage.md#change-signals):
+                    // nothing to poll for.
+                    tokio::select! {
+                        () = changes.signalled() => {}
+                        () = shutdown.cancelled() => return None,
+                    }
                 }
                 Phase::Streaming {
                     run,

@@ -303,9 +303,9 @@ pub use signals::Subscription;
 /// `tests/store` runs against both.
 ///
 /// The trait is async: a network database waits on round trips, and those must not block a
-/// runtime worker. [`SqliteStore`] runs each call on tokio's blocking pool (its calls take
-/// microseconds, but a write may wait up to 5 s for another process's write lock). Calls
-/// need a tokio runtime.
+/// runtime worker. [`SqliteStore`] runs each call on a thread of its own, one after another
+/// (its calls take microseconds, but a write may wait up to 5 s for another process's write
+/// lock). Calls need a tokio runtime.
 ///
 /// Errors common to every method: [`StoreError::NoSession`] when no session has the id
 /// given, and [`StoreError::Database`] when the database cannot be read or written (a

@@ -53,6 +53,16 @@ impl Subscription {
     }
 }
 
+impl Subscription {
+    /// Waits for a change about the topic, with no poll: for a waiter with nothing to check
+    /// while nothing changes. Never returns once the store is gone.
+    pub async fn signalled(&mut self) {
+        if self.rx.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
 impl Signals {
     fn topics(&self) -> std::sync::MutexGuard<'_, HashMap<Topic, watch::Sender<u64>>> {
         self.topics.lock().unwrap_or_else(PoisonError::into_inner)
@@ -134,6 +144,8 @@ mod tests {
         signals.notify(&Topic::Events("r-a".into()));
         assert_eq!(a.changed().await, Woken::Signalled);
         assert_eq!(b.changed().await, Woken::Polled);
+        signals.notify(&Topic::Events("r-a".into()));
+        a.signalled().await;
         for topic in [
             Topic::Events("r-1".into()),
             Topic::Cancel("r-1".into()),

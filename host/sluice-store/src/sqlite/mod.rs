@@ -2,14 +2,14 @@
 //!
 //! The operations themselves are synchronous (`sessions.rs`: transcripts, audit and
 //! decisions; `runs.rs`: runs, events, cancellation, configuration); the [`Store`] impl runs
-//! each on tokio's blocking pool, one at a time (`turns.rs`, with the watcher of other
-//! processes' changes).
+//! each on a thread of the store's own (`worker.rs`, with the watcher of other processes'
+//! changes).
 
 mod open;
 mod runs;
 mod schema;
 mod sessions;
-mod turns;
+mod worker;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -29,7 +29,7 @@ use crate::{
 
 /// How often a subscription is woken without a change ([`crate::Woken::Polled`]), to check
 /// what no change announces (a runner in another process that died). Changes other
-/// processes commit are found by the store's watcher within [`turns::WATCH`].
+/// processes commit are found by the store's watcher within [`worker::WATCH`].
 const POLL: Duration = Duration::from_secs(1);
 
 /// How long an operation waits for another connection's write transaction (in this or
@@ -69,24 +69,24 @@ FROM sessions s";
 /// IMMEDIATE transaction, so two processes (or two handles in one process) cannot both
 /// claim a session, and a row left `running` by a process that has died is taken over.
 ///
-/// Async: each call runs on tokio's blocking pool (an append takes tens of microseconds,
-/// but a write may wait up to 5 s for another process's write lock, which must not stall a
-/// runtime worker), one call at a time: the others wait for their turn as tasks, not
+/// Async: each call runs on a thread of the store's own, one after another (an append takes
+/// tens of microseconds, but a write may wait up to 5 s for another process's write lock,
+/// which must not stall a runtime worker): callers wait for their answer as tasks, not
 /// threads. Changes made through this store wake its subscriptions at once; those made by
 /// other processes within 100 ms, found by one watcher per store (`PRAGMA data_version`).
 pub struct SqliteStore {
     inner: Arc<Inner>,
     queue: EventQueue,
-    watcher: turns::Watcher,
+    watcher: worker::Watcher,
 }
 
-/// The connection and what the blocking calls share.
+/// The connection and what the store's calls share.
 pub(crate) struct Inner {
     /// The file as given to [`SqliteStore::open`], for messages.
     path: String,
     conn: Mutex<Connection>,
-    /// One turn: the call on the blocking pool that has the connection.
-    turns: Arc<tokio::sync::Semaphore>,
+    /// The store's thread, which runs every call.
+    worker: worker::Worker,
     signals: Signals,
     /// Opened for reading only ([`SqliteStore::open_for_reading`] of a store that cannot
     /// be written): why it cannot be written. Every write fails with
@@ -132,7 +132,7 @@ impl SqliteStore {
         &self.inner.path
     }
 
-    /// Runs `f` on the blocking pool, in its turn.
+    /// Runs `f` on the store's thread, in its turn.
     async fn blocking<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Inner) -> Result<T, StoreError> + Send + 'static,
@@ -288,7 +288,7 @@ fn session_record(
     })
 }
 
-/// Owned copies of the arguments, for the blocking pool.
+/// Owned copies of the arguments, for the store's thread.
 fn own(s: &str) -> String {
     s.to_owned()
 }
