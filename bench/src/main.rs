@@ -16,7 +16,8 @@
 //! `--quick` uses smaller inputs (for a smoke run; its numbers are not the published ones).
 //! `--only 1,5` measures only the rows given (numbers as in the table). Rows 10 and 11 drive
 //! `sluice mcp` (stdio, and Streamable HTTP with 16 concurrent clients). Rows 7b, 7c and 12
-//! measure PostgreSQL when `SLUICE_TEST_POSTGRES_URL` names a server (store.rs).
+//! measure PostgreSQL when `SLUICE_TEST_POSTGRES_URL` names a server (store.rs). Row 13 holds
+//! 4,000 idle event streams open on `sluice serve` (streams.rs).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)] // A benchmark prints its table.
 
@@ -26,6 +27,7 @@ mod mcp;
 mod process;
 mod rows;
 mod store;
+mod streams;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -107,9 +109,9 @@ fn main() -> anyhow::Result<()> {
                     n.trim()
                         .parse::<usize>()
                         .ok()
-                        .filter(|n| (1..=12).contains(n))
+                        .filter(|n| (1..=13).contains(n))
                         .ok_or_else(|| {
-                            anyhow::anyhow!("--only takes row numbers 1 to 12; got {n:?}")
+                            anyhow::anyhow!("--only takes row numbers 1 to 13; got {n:?}")
                         })
                 })
                 .collect::<anyhow::Result<_>>()?,
@@ -131,7 +133,7 @@ fn main() -> anyhow::Result<()> {
     };
     let mut table = Vec::new();
     type RowFn = fn(&Bench) -> anyhow::Result<Vec<Row>>;
-    let all: [(&str, RowFn); 12] = [
+    let all: [(&str, RowFn); 13] = [
         ("per-call overhead", rows::per_call),
         ("sequential paging", rows::paging),
         ("resume cost", rows::resume),
@@ -144,6 +146,7 @@ fn main() -> anyhow::Result<()> {
         ("MCP stdio round trip", mcp::stdio_round_trip),
         ("MCP Streamable HTTP", mcp::http_concurrent),
         ("replicas", store::replicas),
+        ("idle event streams", streams::idle_streams),
     ];
     for (row, (name, f)) in (1..).zip(all) {
         if only.as_ref().is_some_and(|o| !o.contains(&row)) {

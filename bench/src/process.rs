@@ -47,6 +47,22 @@ impl Listening {
         Ok(Listening { child, base })
     }
 
+    /// Its resident memory (`VmRSS`, KiB) and its threads, from `/proc/PID/status`; zeros
+    /// where that cannot be read.
+    pub(crate) fn rss_and_threads(&self) -> (u64, u64) {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.split_whitespace().next())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        };
+        (field("VmRSS:"), field("Threads:"))
+    }
+
     /// User and system CPU time of the process so far (`/proc/PID/stat`, 100 ticks a
     /// second); zero where that cannot be read.
     pub(crate) fn cpu(&self) -> Duration {

@@ -64,8 +64,11 @@ async fn wrong_method(method: Method, uri: Uri) -> ApiError {
 
 async fn healthz(State(state): State<AppState>) -> ApiResult {
     let store = state.health().store(state.store()).await;
-    let (healthy, body) =
-        crate::health::body(state.store().location(), store, state.runs().all().len());
+    let load = crate::health::Load {
+        runs: state.runs().all().len(),
+        streams: state.open_streams(),
+    };
+    let (healthy, body) = crate::health::body(state.store().location(), store, &load);
     let status = if healthy {
         StatusCode::OK
     } else {

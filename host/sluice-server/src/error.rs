@@ -9,11 +9,19 @@ use sluice_agent::AgentError;
 use sluice_config::ConfigError;
 use sluice_store::StoreError;
 
+/// The `Retry-After` of a 409 for a session with a run in progress: 1 s. A run ends when it
+/// ends, so this is how often to ask again, not a promise. After the replica running it was
+/// killed on a live host, the session is free once that process has exited, which took well
+/// under a second in every trial measured (docs/replicas.md#failover).
+pub(crate) const BUSY_RETRY_AFTER_SECONDS: u64 = 1;
+
 /// An error answer.
 #[derive(Debug)]
 pub(crate) struct ApiError {
     pub(crate) status: StatusCode,
     pub(crate) body: Map<String, Value>,
+    /// Seconds for a `Retry-After` header, when asking again later can succeed.
+    pub(crate) retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -21,7 +29,11 @@ impl ApiError {
     pub(crate) fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
         let mut body = Map::new();
         body.insert("error".into(), Value::String(message.into()));
-        ApiError { status, body }
+        ApiError {
+            status,
+            body,
+            retry_after: None,
+        }
     }
 
     /// Adds a field to the body.
@@ -40,15 +52,16 @@ impl ApiError {
         ApiError::new(StatusCode::NOT_FOUND, message)
     }
 
-    /// 409: session `session` has a run in progress.
+    /// 409: session `session` has a run in progress (`Retry-After`: 1 s).
     pub(crate) fn busy(session: &str, run_id: Option<&str>) -> ApiError {
-        let e = ApiError::new(
+        let mut e = ApiError::new(
             StatusCode::CONFLICT,
             format!(
                 "session {session} already has a run in progress (one run per session): wait for it to end, or cancel it with POST /sessions/{session}/cancel"
             ),
         )
         .with("session", session);
+        e.retry_after = Some(BUSY_RETRY_AFTER_SECONDS);
         match run_id {
             Some(id) => e.with("runId", id),
             None => e,
@@ -56,15 +69,17 @@ impl ApiError {
     }
 
     /// 409: session `session` has a run in progress that no run of this server knows: another
-    /// process sharing the store runs it.
+    /// process sharing the store runs it (`Retry-After`: 1 s).
     pub(crate) fn busy_elsewhere(session: &str) -> ApiError {
-        ApiError::new(
+        let mut e = ApiError::new(
             StatusCode::CONFLICT,
             format!(
                 "session {session} already has a run in progress in another Sluice process using the same session store (one run per session): nothing was added; wait for that run to end, or cancel it where it runs"
             ),
         )
-        .with("session", session)
+        .with("session", session);
+        e.retry_after = Some(BUSY_RETRY_AFTER_SECONDS);
+        e
     }
 
     /// 500.
@@ -152,6 +167,11 @@ impl IntoResponse for ApiError {
                 header::WWW_AUTHENTICATE,
                 HeaderValue::from_static("Bearer realm=\"sluice\""),
             );
+        }
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         response
     }

@@ -9,7 +9,9 @@
 //! signals them (at once on this replica; through LISTEN/NOTIFY from another PostgreSQL
 //! replica; within 100 ms from another process on a SQLite file). A run whose runner died
 //! (its process killed, its connection lost) ends the stream with a `finished` event of
-//! status `error` that is not stored (the session's next run stores one).
+//! status `error` that is not stored (the session's next run stores one). A stream reads the
+//! store only when it is signalled, and once a second while it follows a run, whether that
+//! run is live: an idle stream costs no store reads (docs/storage.md#change-signals).
 //!
 //! At most `server.max_event_streams` streams are open at once (one principal today: the
 //! token's holder); one more is answered 429 naming the limit and the key.
@@ -21,7 +23,7 @@ use std::time::Duration;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
 use serde_json::{Value, json};
-use sluice_store::{ORPHANED_RUN, StoredEvent, Subscription, Topic, Woken};
+use sluice_store::{ORPHANED_RUN, Store, StoredEvent, Subscription, Topic, Woken};
 use tokio::sync::OwnedSemaphorePermit;
 
 use crate::runs::event_json;
@@ -40,6 +42,8 @@ pub(crate) enum Follow {
 }
 
 enum Phase {
+    /// Reads the session's latest run at first and after each signal, and nothing while
+    /// nothing changes.
     Waiting {
         after: Option<String>,
         changes: Subscription,
@@ -48,6 +52,8 @@ enum Phase {
         run: String,
         next: u64,
         changes: Subscription,
+        /// Whether to read the run's events again: at first, and after each signal.
+        stale: bool,
     },
     Done,
 }
@@ -96,6 +102,7 @@ fn streaming(state: &AppState, run: String) -> Phase {
         run,
         next: 0,
         changes,
+        stale: true,
     }
 }
 
@@ -123,64 +130,47 @@ impl Tail {
                         self.phase = streaming(&self.state, run.id);
                         continue;
                     }
+                    // A run that begins anywhere is signalled (docs/storage.md#change-signals):
+                    // nothing to poll for.
                     tokio::select! {
-                        _ = changes.changed() => {}
+                        () = changes.signalled() => {}
                         () = shutdown.cancelled() => return None,
                     }
                 }
-                Phase::Streaming { run, next, changes } => {
-                    let events = match store.events(run, *next).await {
-                        Ok(events) => events,
-                        Err(e) => return self.failed(&e),
-                    };
-                    if let Some(last) = events.last() {
-                        *next = last.seq;
-                        let run = run.clone();
-                        self.buffer
-                            .extend(events.iter().map(|e| event_json(&run, e)));
-                        continue;
+                Phase::Streaming {
+                    run,
+                    next,
+                    changes,
+                    stale,
+                } => {
+                    if *stale {
+                        let events = match store.events(run, *next).await {
+                            Ok(events) => events,
+                            Err(e) => return self.failed(&e),
+                        };
+                        if let Some(last) = events.last() {
+                            *next = last.seq;
+                            let run = run.clone();
+                            self.buffer
+                                .extend(events.iter().map(|e| event_json(&run, e)));
+                            continue;
+                        }
                     }
                     let woken = tokio::select! {
                         w = changes.changed() => w,
                         () = shutdown.cancelled() => return None,
                     };
+                    *stale = woken == Woken::Signalled;
                     if woken == Woken::Polled {
-                        let (run, next) = (run.clone(), *next);
-                        if let Some(orphaned) = self.orphaned(&run, next).await {
-                            self.buffer.push_back(orphaned);
+                        match orphaned(store, run, *next).await {
+                            Orphan::Live => {}
+                            Orphan::Ended(finished) => self.buffer.push_back(finished),
+                            Orphan::Unknown => *stale = true,
                         }
                     }
                 }
             }
         }
-    }
-
-    /// When run `run` is not live and has no event after `next` (no `finished`): the
-    /// `finished` event to end the stream with. Its runner died before ending it.
-    async fn orphaned(&self, run: &str, next: u64) -> Option<Value> {
-        let store = self.state.store();
-        let record = store.run(run).await.ok()?;
-        if record.live {
-            return None;
-        }
-        // Read again: the run may have ended between the two reads.
-        if !store.events(run, next).await.ok()?.is_empty() {
-            return None;
-        }
-        let mut data = serde_json::Map::new();
-        data.insert("session".into(), json!(record.session_id));
-        data.insert("status".into(), json!("error"));
-        data.insert("lastError".into(), json!(ORPHANED_RUN));
-        data.insert("answer".into(), Value::Null);
-        data.insert("requests".into(), Value::Null);
-        Some(event_json(
-            run,
-            &StoredEvent {
-                seq: next + 1,
-                kind: "finished".into(),
-                data,
-            },
-        ))
     }
 
     /// Ends the stream after a store error (logged; the client sees the stream end).
@@ -189,6 +179,44 @@ impl Tail {
         self.phase = Phase::Done;
         None
     }
+}
+
+/// What the poll found about a run that has no event after the stream's last.
+enum Orphan {
+    /// Its runner is alive: nothing to do until a signal.
+    Live,
+    /// Its runner died before ending it: the `finished` event to end the stream with.
+    Ended(Value),
+    /// The store did not say, or the run has new events: read them.
+    Unknown,
+}
+
+/// Whether run `run`, whose stream has sent up to `next`, lost its runner.
+async fn orphaned(store: &dyn Store, run: &str, next: u64) -> Orphan {
+    let Ok(record) = store.run(run).await else {
+        return Orphan::Unknown;
+    };
+    if record.live {
+        return Orphan::Live;
+    }
+    // Read again: the run may have ended between the two reads.
+    if !matches!(store.events(run, next).await, Ok(events) if events.is_empty()) {
+        return Orphan::Unknown;
+    }
+    let mut data = serde_json::Map::new();
+    data.insert("session".into(), json!(record.session_id));
+    data.insert("status".into(), json!("error"));
+    data.insert("lastError".into(), json!(ORPHANED_RUN));
+    data.insert("answer".into(), Value::Null);
+    data.insert("requests".into(), Value::Null);
+    Orphan::Ended(event_json(
+        run,
+        &StoredEvent {
+            seq: next + 1,
+            kind: "finished".into(),
+            data,
+        },
+    ))
 }
 
 /// One event as an SSE message.

@@ -2,10 +2,12 @@
 //! with [`sluice_store::Store::ping`] at most once per [`FRESH`], each time for at most
 //! [`PING_TIMEOUT`]; concurrent checks share one ping.
 //!
-//! 200 `{"ok": true, "store": {"ok": true, "location": …}, "runsInProgress": n}` when the
-//! store answers; 503 `{"ok": false, "error": …, "store": {"ok": false, "location": …,
-//! "error": …}, "runsInProgress": n}` when it does not (the database is down, the file is
-//! gone), so a load balancer takes the replica out while session reads would fail.
+//! 200 `{"ok": true, "store": {"ok": true, "location": …}, "runsInProgress": n,
+//! "eventStreams": n}` when the store answers; 503 `{"ok": false, "error": …, "store":
+//! {"ok": false, "location": …, "error": …}, "runsInProgress": n, "eventStreams": n}` when
+//! it does not (the database is down, the file is gone), so a load balancer takes the
+//! replica out while session reads would fail. `eventStreams` counts the event streams open
+//! now (each gives its place back when its client goes away).
 
 use std::time::{Duration, Instant};
 
@@ -47,15 +49,24 @@ impl Health {
     }
 }
 
+/// What this server is doing now, as `/healthz` reports it.
+pub(crate) struct Load {
+    /// Runs in progress here.
+    pub(crate) runs: usize,
+    /// Event streams open.
+    pub(crate) streams: usize,
+}
+
 /// The body of `/healthz` and whether it is healthy.
-pub(crate) fn body(location: String, store: Option<String>, runs: usize) -> (bool, Value) {
+pub(crate) fn body(location: String, store: Option<String>, load: &Load) -> (bool, Value) {
     match store {
         None => (
             true,
             json!({
                 "ok": true,
                 "store": {"ok": true, "location": location},
-                "runsInProgress": runs,
+                "runsInProgress": load.runs,
+                "eventStreams": load.streams,
             }),
         ),
         Some(error) => (
@@ -64,7 +75,8 @@ pub(crate) fn body(location: String, store: Option<String>, runs: usize) -> (boo
                 "ok": false,
                 "error": format!("the session store is not answering: {error}"),
                 "store": {"ok": false, "location": location, "error": error},
-                "runsInProgress": runs,
+                "runsInProgress": load.runs,
+                "eventStreams": load.streams,
             }),
         ),
     }

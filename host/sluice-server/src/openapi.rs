@@ -135,7 +135,7 @@ fn routes() -> Value {
         "paths": {
             "/healthz": {"get": {
                 "summary": "Liveness and the session store's state (checked at most once a second, for at most 2 s), and the number of runs in progress",
-                "responses": {"200": json_response("Alive, and the store answers.", json!({"type": "object", "properties": {"ok": {"const": true}, "store": {"type": "object", "properties": {"ok": {"const": true}, "location": {"type": "string"}}}, "runsInProgress": {"type": "integer"}}})), "503": json_response("The session store does not answer (the database is down, the file is gone).", json!({"type": "object", "properties": {"ok": {"const": false}, "error": {"type": "string"}, "store": {"type": "object", "properties": {"ok": {"const": false}, "location": {"type": "string"}, "error": {"type": "string"}}}, "runsInProgress": {"type": "integer"}}})), "401": unauthorized}
+                "responses": {"200": json_response("Alive, and the store answers.", json!({"type": "object", "properties": {"ok": {"const": true}, "store": {"type": "object", "properties": {"ok": {"const": true}, "location": {"type": "string"}}}, "runsInProgress": {"type": "integer"}, "eventStreams": {"type": "integer"}}})), "503": json_response("The session store does not answer (the database is down, the file is gone).", json!({"type": "object", "properties": {"ok": {"const": false}, "error": {"type": "string"}, "store": {"type": "object", "properties": {"ok": {"const": false}, "location": {"type": "string"}, "error": {"type": "string"}}}, "runsInProgress": {"type": "integer"}, "eventStreams": {"type": "integer"}}})), "401": unauthorized}
             }},
             "/openapi.json": {"get": {
                 "summary": "This document",

@@ -98,6 +98,14 @@ impl AppState {
         })
     }
 
+    /// Event streams open now: each holds its place until it is dropped (it ended, or its
+    /// client went away).
+    pub(crate) fn open_streams(&self) -> usize {
+        self.0
+            .max_streams
+            .saturating_sub(self.0.streams.available_permits())
+    }
+
     pub(crate) fn store(&self) -> &dyn Store {
         self.0.store.as_ref()
     }

@@ -303,9 +303,9 @@ pub use signals::Subscription;
 /// `tests/store` runs against both.
 ///
 /// The trait is async: a network database waits on round trips, and those must not block a
-/// runtime worker. [`SqliteStore`] runs each call on tokio's blocking pool (its calls take
-/// microseconds, but a write may wait up to 5 s for another process's write lock). Calls
-/// need a tokio runtime.
+/// runtime worker. [`SqliteStore`] runs each call on a thread of its own, one after another
+/// (its calls take microseconds, but a write may wait up to 5 s for another process's write
+/// lock). Calls need a tokio runtime.
 ///
 /// Errors common to every method: [`StoreError::NoSession`] when no session has the id
 /// given, and [`StoreError::Database`] when the database cannot be read or written (a
@@ -425,10 +425,17 @@ pub trait Store: Send + Sync {
 
     /// A subscription to changes about `topic`. Subscribe first, then read the store, then
     /// wait on [`Subscription::changed`]: nothing is missed. Changes made through this
-    /// handle wake it at once; changes made elsewhere within the store's poll interval
-    /// (PostgreSQL: LISTEN/NOTIFY, at once, with a 1 s poll as a safety net; SQLite: a
-    /// 100 ms poll).
+    /// handle wake it at once; changes made elsewhere soon after they commit (PostgreSQL:
+    /// LISTEN/NOTIFY, at once; SQLite: within 100 ms, found by one watcher per store, not by
+    /// each subscription). Either way a subscription is also woken once a second without a
+    /// change ([`Woken::Polled`]), to check what no change announces, such as a runner that
+    /// died.
     fn subscribe(&self, topic: Topic) -> Subscription;
+
+    /// How many subscriptions ([`Store::subscribe`]) are alive now, over every topic: each
+    /// is dropped with whoever waited on it (an event stream whose client went away, a run
+    /// that ended).
+    fn subscriptions(&self) -> usize;
 
     /// The run-time configuration values set with [`Store::set_config`], by key, as JSON
     /// values, sorted by key.

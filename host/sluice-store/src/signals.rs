@@ -1,6 +1,7 @@
 //! Change signals: who waits for what ([`crate::Topic`]) and how they are woken. A store
 //! signals its own changes at once; changes made by other processes arrive through
-//! LISTEN/NOTIFY (PostgreSQL) or are found by polling (the subscription's poll interval).
+//! LISTEN/NOTIFY (PostgreSQL) or are found by the store's watcher (SQLite), which wakes
+//! every subscription.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -21,8 +22,9 @@ pub(crate) struct Signals {
 pub enum Woken {
     /// A change was signalled.
     Signalled,
-    /// The poll interval passed: read the store again (a change made elsewhere may not
-    /// have been signalled).
+    /// The poll interval passed without a signal: check what no change announces (whether
+    /// the runner of a run is still alive). Every committed change is signalled (by this
+    /// store, by LISTEN/NOTIFY, or by the SQLite store's watcher).
     Polled,
 }
 
@@ -34,8 +36,8 @@ pub struct Subscription {
 }
 
 impl Subscription {
-    /// Waits for a change about the topic, at most the store's poll interval (100 ms for
-    /// SQLite, 1 s for PostgreSQL). Read the store again after it returns.
+    /// Waits for a change about the topic, at most the store's poll interval (1 s). Read
+    /// the store again after it returns [`Woken::Signalled`].
     pub async fn changed(&mut self) -> Woken {
         tokio::select! {
             r = self.rx.changed() => match r {
@@ -47,6 +49,16 @@ impl Subscription {
                 }
             },
             () = tokio::time::sleep(self.poll) => Woken::Polled,
+        }
+    }
+}
+
+impl Subscription {
+    /// Waits for a change about the topic, with no poll: for a waiter with nothing to check
+    /// while nothing changes. Never returns once the store is gone.
+    pub async fn signalled(&mut self) {
+        if self.rx.changed().await.is_err() {
+            std::future::pending::<()>().await;
         }
     }
 }
@@ -81,8 +93,16 @@ impl Signals {
         }
     }
 
+    /// The subscriptions alive now (those not yet dropped), over every topic. Forgets the
+    /// topics nobody waits for any more.
+    pub(crate) fn subscriptions(&self) -> usize {
+        let mut topics = self.topics();
+        topics.retain(|_, tx| tx.receiver_count() > 0);
+        topics.values().map(watch::Sender::receiver_count).sum()
+    }
+
     /// Wakes every subscription (after a reconnection, when notifications may have been
-    /// missed).
+    /// missed; on SQLite, after another process committed a change).
     pub(crate) fn notify_all(&self) {
         for tx in self.topics().values() {
             tx.send_modify(|n| *n = n.wrapping_add(1));
@@ -124,6 +144,8 @@ mod tests {
         signals.notify(&Topic::Events("r-a".into()));
         assert_eq!(a.changed().await, Woken::Signalled);
         assert_eq!(b.changed().await, Woken::Polled);
+        signals.notify(&Topic::Events("r-a".into()));
+        a.signalled().await;
         for topic in [
             Topic::Events("r-1".into()),
             Topic::Cancel("r-1".into()),
@@ -135,5 +157,21 @@ mod tests {
             );
         }
         assert_eq!(Signals::parse_payload("x:1"), None);
+    }
+
+    #[test]
+    fn dropped_subscriptions_are_forgotten() {
+        let signals = Signals::default();
+        let poll = Duration::from_secs(1);
+        let a = signals.subscribe(Topic::Runs("s-1".into()), poll);
+        let b = signals.subscribe(Topic::Runs("s-1".into()), poll);
+        let c = signals.subscribe(Topic::Events("r-1".into()), poll);
+        assert_eq!(signals.subscriptions(), 3);
+        drop((a, c));
+        assert_eq!(signals.subscriptions(), 1);
+        assert_eq!(signals.topics().len(), 1);
+        drop(b);
+        assert_eq!(signals.subscriptions(), 0);
+        assert_eq!(signals.topics().len(), 0);
     }
 }

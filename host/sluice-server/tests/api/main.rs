@@ -11,8 +11,8 @@ mod auth; // Bearer tokens: 401s on every route, and no start beyond loopback wi
 mod config; // GET/PUT /agent/config: row P13 (docs/regressions.md#p13), unknown and boot-only keys.
 mod guard; // Host, Origin and Content-Type: 403 and 415 before any route runs (issue 12 item 5).
 mod listen; // The listener's limits over raw TCP: stalled heads, connection bounds.
-mod runs;
-mod streams; // Event streams: at most server.max_event_streams open, 429 beyond. // Runs: a full run, events, cancellation, 409, 413, 50 concurrent sessions.
+mod runs; // Runs: a full run, events, cancellation, 409, 413, 50 concurrent sessions.
+mod streams; // Event streams: at most server.max_event_streams open, 429 beyond; closed ones give back what they held.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -96,6 +96,8 @@ struct TestServer {
     stop: Option<oneshot::Sender<()>>,
     done: Option<tokio::task::JoinHandle<Result<(), ServerError>>>,
     root: PathBuf,
+    /// The server's store, to see what it holds.
+    store: Arc<dyn sluice_store::Store>,
     _dir: tempfile::TempDir,
 }
 
@@ -133,7 +135,9 @@ impl TestServer {
             limits: setup.limits.clone(),
         };
         let root = make_root(dir.path());
-        let server = Server::new(services(dir.path(), &root, &setup), options).unwrap();
+        let services = services(dir.path(), &root, &setup);
+        let store = services.store.clone();
+        let server = Server::new(services, options).unwrap();
         let bound = server.bind().await.unwrap();
         let base = format!("http://{}", bound.local_addr());
         let (stop, stopped) = oneshot::channel::<()>();
@@ -147,6 +151,7 @@ impl TestServer {
             stop: Some(stop),
             done: Some(done),
             root,
+            store,
             _dir: dir,
         }
     }

@@ -291,10 +291,15 @@ async fn a_second_prompt_while_a_run_is_in_progress_is_409() {
                 .contains("already has a run in progress")
         );
     }
-    let (status, _) = server
-        .post(&format!("/sessions/{id}/resume"), json!({}))
-        .await;
-    assert_eq!(status, 409);
+    // A 409 says when to ask again.
+    let refused = server
+        .request(reqwest::Method::POST, &format!("/sessions/{id}/resume"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status().as_u16(), 409);
+    assert_eq!(refused.headers()["retry-after"], "1");
     // Other sessions are not held up.
     let other = server.session().await;
     let (status, _) = server.get(&format!("/sessions/{other}")).await;

@@ -163,6 +163,14 @@ impl PgStore {
             "{} run",
             config.get_application_name().unwrap_or("sluice")
         ));
+        // A run's connection notices a database that vanished as soon as the database
+        // notices a vanished replica (runs.rs, `LOCK_SQL`): within 10 s.
+        run_config
+            .keepalives(true)
+            .keepalives_idle(Duration::from_secs(5))
+            .keepalives_interval(Duration::from_secs(1))
+            .keepalives_retries(5)
+            .tcp_user_timeout(Duration::from_secs(10));
         let runs = make_pool(run_config, MAX_RUNS, &shown)?;
         // Fail now, with a clear message, when the database cannot be reached.
         drop(pool.get().await.map_err(|e| {
@@ -570,6 +578,10 @@ impl Store for PgStore {
         self.inner.signals.subscribe(topic, POLL)
     }
 
+    fn subscriptions(&self) -> usize {
+        self.inner.signals.subscriptions()
+    }
+
     async fn config(&self) -> Result<Vec<(String, Value)>, StoreError> {
         self.inner.config().await
     }
@@ -588,12 +600,4 @@ impl Store for PgStore {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lock_keys_are_stable_and_distinct() {
-        assert_eq!(lock_key("s-1"), lock_key("s-1"));
-        assert_ne!(lock_key("s-1"), lock_key("s-2"));
-    }
-}
+mod tests;

@@ -20,6 +20,20 @@ SELECT r.id, r.session_id, r.started_at, r.ended_at, r.status, r.cancel_requeste
        (s.run_id = r.id AND s.status = 'running')
 FROM runs r JOIN sessions s ON s.id = r.session_id";
 
+/// Takes a session's advisory lock (column 0: whether it was free) on a run's connection,
+/// and asks the server to end that connection, and so free the lock, within 10 s of its
+/// host vanishing without closing it (a power cut, a lost network): TCP keepalive probes
+/// after 5 s of silence, one a second, the connection ended after 5 unanswered; and data
+/// unacknowledged for 10 s ends it too (`tcp_user_timeout`, PostgreSQL 12 or newer). The
+/// server's defaults leave such a lock held for over two hours (docs/replicas.md#failover).
+/// A process that dies on a host that lives closes its connections as it exits: that frees
+/// its locks at once, without these.
+const LOCK_SQL: &str = "SELECT pg_try_advisory_lock($1),
+    set_config('tcp_keepalives_idle', '5', false),
+    set_config('tcp_keepalives_interval', '1', false),
+    set_config('tcp_keepalives_count', '5', false),
+    set_config('tcp_user_timeout', '10000', false)";
+
 /// Sends `topic` to every replica when the transaction commits.
 async fn notify(tx: &Transaction<'_>, topic: &Topic) -> Result<(), Fail> {
     tx.execute(
@@ -147,7 +161,7 @@ impl PgInner {
             )
         })?;
         let locked: bool = conn
-            .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
+            .query_one(LOCK_SQL, &[&key])
             .await
             .map_err(|e| self.error(what, id, e.into()))?
             .get(0);

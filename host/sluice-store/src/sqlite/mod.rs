@@ -2,12 +2,14 @@
 //!
 //! The operations themselves are synchronous (`sessions.rs`: transcripts, audit and
 //! decisions; `runs.rs`: runs, events, cancellation, configuration); the [`Store`] impl runs
-//! each on tokio's blocking pool.
+//! each on a thread of the store's own (`worker.rs`, with the watcher of other processes'
+//! changes).
 
 mod open;
 mod runs;
 mod schema;
 mod sessions;
+mod worker;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -25,9 +27,10 @@ use crate::{
     StoredMessage, Subscription, Topic,
 };
 
-/// How often a subscription looks for changes made by other processes, which cannot
-/// signal this one.
-const POLL: Duration = Duration::from_millis(100);
+/// How often a subscription is woken without a change ([`crate::Woken::Polled`]), to check
+/// what no change announces (a runner in another process that died). Changes other
+/// processes commit are found by the store's watcher within [`worker::WATCH`].
+const POLL: Duration = Duration::from_secs(1);
 
 /// How long an operation waits for another connection's write transaction (in this or
 /// another process) before it fails with "database is locked": 5 s.
@@ -66,20 +69,24 @@ FROM sessions s";
 /// IMMEDIATE transaction, so two processes (or two handles in one process) cannot both
 /// claim a session, and a row left `running` by a process that has died is taken over.
 ///
-/// Async: each call runs on tokio's blocking pool (an append takes tens of microseconds,
-/// but a write may wait up to 5 s for another process's write lock, which must not stall a
-/// runtime worker). Changes made through this store wake its subscriptions at once; those
-/// made by other processes are found within 100 ms by polling.
+/// Async: each call runs on a thread of the store's own, one after another (an append takes
+/// tens of microseconds, but a write may wait up to 5 s for another process's write lock,
+/// which must not stall a runtime worker): callers wait for their answer as tasks, not
+/// threads. Changes made through this store wake its subscriptions at once; those made by
+/// other processes within 100 ms, found by one watcher per store (`PRAGMA data_version`).
 pub struct SqliteStore {
     inner: Arc<Inner>,
     queue: EventQueue,
+    watcher: worker::Watcher,
 }
 
-/// The connection and what the blocking calls share.
+/// The connection and what the store's calls share.
 pub(crate) struct Inner {
     /// The file as given to [`SqliteStore::open`], for messages.
     path: String,
     conn: Mutex<Connection>,
+    /// The store's thread, which runs every call.
+    worker: worker::Worker,
     signals: Signals,
     /// Opened for reading only ([`SqliteStore::open_for_reading`] of a store that cannot
     /// be written): why it cannot be written. Every write fails with
@@ -125,18 +132,12 @@ impl SqliteStore {
         &self.inner.path
     }
 
-    /// Runs `f` on the blocking pool.
+    /// Runs `f` on the store's thread, in its turn.
     async fn blocking<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Inner) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || f(&inner))
-            .await
-            .map_err(|e| StoreError::Database {
-                path: self.inner.path.clone(),
-                message: format!("a store call stopped: {e}"),
-            })?
+        self.inner.call(f).await
     }
 }
 
@@ -287,7 +288,7 @@ fn session_record(
     })
 }
 
-/// Owned copies of the arguments, for the blocking pool.
+/// Owned copies of the arguments, for the store's thread.
 fn own(s: &str) -> String {
     s.to_owned()
 }
@@ -408,7 +409,13 @@ impl Store for SqliteStore {
     }
 
     fn subscribe(&self, topic: Topic) -> Subscription {
-        self.inner.signals.subscribe(topic, POLL)
+        let subscription = self.inner.signals.subscribe(topic, POLL);
+        self.watcher.ensure(&self.inner);
+        subscription
+    }
+
+    fn subscriptions(&self) -> usize {
+        self.inner.signals.subscriptions()
     }
 
     async fn config(&self) -> Result<Vec<(String, serde_json::Value)>, StoreError> {

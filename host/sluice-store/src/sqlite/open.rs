@@ -73,7 +73,7 @@ impl SqliteStore {
         conn.pragma_update(None, "foreign_keys", true)
             .map_err(|e| fail("cannot enable foreign keys", &e))?;
         migrate(&mut conn, &shown)?;
-        Ok(SqliteStore::over(shown, conn, None))
+        SqliteStore::over(shown, conn, None)
     }
 
     /// Opens (creating or migrating) the store at `path` as [`SqliteStore::open`] does, for
@@ -171,21 +171,28 @@ impl SqliteStore {
                 ),
             });
         }
-        Ok(SqliteStore::over(shown, conn, Some(reason)))
+        SqliteStore::over(shown, conn, Some(reason))
     }
 
-    /// A store over an open connection.
-    fn over(path: String, conn: Connection, read_only: Option<String>) -> SqliteStore {
+    /// A store over an open connection, with its thread started.
+    fn over(
+        path: String,
+        conn: Connection,
+        read_only: Option<String>,
+    ) -> Result<SqliteStore, StoreError> {
+        let worker = super::worker::Worker::start(&path)?;
         let inner = Arc::new(Inner {
             path,
             conn: Mutex::new(conn),
+            worker,
             signals: Signals::default(),
             read_only,
         });
-        SqliteStore {
+        Ok(SqliteStore {
             queue: EventQueue::new(inner.clone()),
             inner,
-        }
+            watcher: super::worker::Watcher::default(),
+        })
     }
 }
 

@@ -310,13 +310,7 @@ impl Inner {
 #[async_trait::async_trait]
 impl EventSink for Inner {
     async fn write_events(self: Arc<Self>, batch: Vec<PendingEvent>) -> Result<(), StoreError> {
-        let path = self.path.clone();
-        tokio::task::spawn_blocking(move || self.write_events_now(&batch))
-            .await
-            .map_err(|e| StoreError::Database {
-                path,
-                message: format!("storing run events stopped: {e}"),
-            })?
+        self.call(move |s| s.write_events_now(&batch)).await
     }
 }
 

@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value, json};
 use sluice_protocol::SessionStatus;
-use sluice_store::{ORPHANED_RUN, RunEnd, StoreError, Topic, Woken};
+use sluice_store::{ORPHANED_RUN, RunEnd, StoreError, Subscription, Topic, Woken};
 
 use crate::util::{Harness, Kind};
 
@@ -19,6 +19,18 @@ fn fields(value: Value) -> Map<String, Value> {
 
 fn kinds(events: &[sluice_store::StoredEvent]) -> Vec<&str> {
     events.iter().map(|e| e.kind.as_str()).collect()
+}
+
+/// Waits on `sub` until a change is signalled to it, or fails after 30 polls (30 s): a
+/// change another handle (another process) commits is signalled, through NOTIFY or the
+/// SQLite store's watcher, not merely found by a reader polling.
+async fn signalled(sub: &mut Subscription) {
+    for _ in 0..30 {
+        if sub.changed().await == Woken::Signalled {
+            return;
+        }
+    }
+    panic!("another handle's change was never signalled");
 }
 
 async fn a_run_is_framed_by_started_and_finished(kind: Kind) {
@@ -142,8 +154,8 @@ async fn another_handle_is_woken_by_events_and_cancellation(kind: Kind) {
     let other = t.reopen().await;
     let mut runs = other.subscribe(Topic::Runs(id.clone()));
     let run = t.store.begin_run(&id, None).await.unwrap();
-    // Woken (at once through NOTIFY, or by the poll): the new run is there to read.
-    runs.changed().await;
+    // Signalled: the new run is there to read.
+    signalled(&mut runs).await;
     assert_eq!(other.latest_run(&id).await.unwrap().unwrap().id, run);
 
     let mut events = other.subscribe(Topic::Events(run.clone()));
@@ -154,7 +166,7 @@ async fn another_handle_is_woken_by_events_and_cancellation(kind: Kind) {
         if other.events(&run, 1).await.unwrap().len() == 1 {
             break;
         }
-        events.changed().await;
+        signalled(&mut events).await;
     }
 
     // A cancellation requested on the other handle reaches this one's subscription.
@@ -172,7 +184,7 @@ async fn another_handle_is_woken_by_events_and_cancellation(kind: Kind) {
         if t.store.run(&run).await.unwrap().cancel_requested {
             break;
         }
-        cancel.changed().await;
+        signalled(&mut cancel).await;
     }
     t.store
         .end_run(&id, &RunEnd::status(SessionStatus::Aborted, None))
@@ -180,9 +192,22 @@ async fn another_handle_is_woken_by_events_and_cancellation(kind: Kind) {
         .unwrap();
     // Nothing left to cancel.
     assert_eq!(other.request_cancel(&id).await.unwrap(), None);
-    // With nothing signalled, a subscription returns at its poll interval.
+    // With nothing signalled, a subscription returns at its poll interval. (The SQLite
+    // watcher wakes every subscription when it finds another handle's commit, so the
+    // first wait may end with the end of the run above.)
     let mut quiet = other.subscribe(Topic::Cancel("r-0000000000zz".into()));
-    assert_eq!(quiet.changed().await, Woken::Polled);
+    let mut polled = false;
+    for _ in 0..3 {
+        if quiet.changed().await == Woken::Polled {
+            polled = true;
+            break;
+        }
+    }
+    assert!(polled, "a quiet subscription is polled");
+    // Every subscription is counted while it lives, and forgotten when dropped.
+    assert_eq!(other.subscriptions(), 3);
+    drop((runs, events, quiet));
+    assert_eq!(other.subscriptions(), 0);
 }
 
 async fn a_dead_runners_run_is_closed_by_the_next(kind: Kind) {
