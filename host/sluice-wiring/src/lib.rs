@@ -209,7 +209,7 @@ pub(crate) fn policy_of(t: &ToolConfig) -> ToolPolicy {
         dir: r.dir.clone(),
         write: true,
     }));
-    let policy = ToolPolicy {
+    ToolPolicy {
         roots,
         env: t.env.clone(),
         memory_bytes: t.memory_mib << 20,
@@ -248,8 +248,7 @@ pub(crate) fn policy_of(t: &ToolConfig) -> ToolPolicy {
             })
             .collect(),
         ..ToolPolicy::default()
-    };
-    policy
+    }
 }
 
 /// The runtime's form of the HTTP keys of a policy.

@@ -1,5 +1,5 @@
 //! Code mode (docs/code-mode.md): the tool calls of a script. A call of a tool whose policy
-//! grants `tool_calls` (the built-in `run_script`) gets a [`ScriptCalls`], which answers its
+//! grants `tool_calls` (the built-in `run_script`) gets a `ScriptCalls`, which answers its
 //! `sluice:tools/tool-calls.call` with the observations of the toolbox's other tools, each
 //! made by the same path as a call from the model (policy, timeout, limits, key scan,
 //! secrets withheld) with the inner cap, on the script's own thread, and recorded for the
