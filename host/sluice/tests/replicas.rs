@@ -756,18 +756,18 @@ fn an_unreachable_database_stops_every_command_naming_it_without_its_password() 
     let dir = tempfile::tempdir().unwrap();
     let url = "postgres://sluice:hunter2-x9@127.0.0.1:1/sluice?connect_timeout=5";
     let refused = "session store postgres://sluice:***@127.0.0.1:1/sluice?connect_timeout=5: cannot connect to the database: error connecting to server: Connection refused (os error 111)";
+    // `--root` only where the command takes it (`session` and `store` refuse it).
+    let root = format!("--root={}", dir.path().display());
     for (args, prefix) in [
         (
-            &["serve", "--listen", "127.0.0.1:0"][..],
+            &["serve", "--listen", "127.0.0.1:0", root.as_str()][..],
             "failed to set up the agent: ",
         ),
-        (&["run", "hello"][..], ""),
+        (&["run", "hello", root.as_str()][..], ""),
         (&["session", "list"][..], ""),
         (&["store", "migrate"][..], ""),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args(["--root"])
-            .arg(dir.path())
             .args(["--store-url", url])
             .args(args)
             .env(
