@@ -113,6 +113,22 @@ pub fn engine(cache_dir: &Path) -> Arc<ToolEngine> {
         .clone()
 }
 
+/// The policy of built-in `name` over `policy`, as the wiring gives it: `run_script` calls
+/// the other tools (with the default `[code_mode]` limits), reads no root itself and has the
+/// script timeout unless `policy` set a shorter one.
+pub fn builtin_policy(name: &str, policy: &ToolPolicy) -> ToolPolicy {
+    let mut policy = policy.clone();
+    if name == "run_script" {
+        policy.tool_calls = Some(sluice_runtime::ToolCallLimits::default());
+        policy.roots.clear();
+        let script = Duration::from_millis(sluice_protocol::limits::DEFAULT_SCRIPT_TIMEOUT_MS);
+        if policy.timeout == ToolPolicy::default().timeout {
+            policy.timeout = script;
+        }
+    }
+    policy
+}
+
 /// A temporary root directory (named `root`) and the built-in tools over it.
 pub struct Sandbox {
     /// The temporary directory; the root is `dir/root`.
@@ -141,7 +157,7 @@ impl Sandbox {
                 .iter()
                 .map(|&(name, wasm)| ComponentSpec {
                     source: Source::Builtin { name, wasm },
-                    policy: policy.clone(),
+                    policy: builtin_policy(name, policy),
                 })
                 .collect()
         })

@@ -412,12 +412,24 @@ impl Agent {
         observation: &Observation,
         events: &(dyn Fn(RunEvent) + Send + Sync),
     ) -> Result<(), AgentError> {
-        self.store
+        let seq = self
+            .store
             .append(
                 id,
                 &Message::tool(call.id.clone(), observation.text().to_string(), now()),
             )
             .await?;
+        // A script's program and tool calls go to the audit; the transcript keeps only its
+        // observation (docs/code-mode.md#the-audit).
+        if let Some(script) = observation.script() {
+            let note = script.to_json();
+            let reason = format!(
+                "{}: its program and its {} tool calls (the transcript keeps only the script's observation)",
+                call.name,
+                script.calls.len()
+            );
+            self.store.annotate(id, seq, &reason, &note).await?;
+        }
         events(RunEvent::ToolFinished {
             call_id: call.id.clone(),
             name: call.name.clone(),
@@ -463,8 +475,10 @@ impl Agent {
             call_id: call.id.clone(),
             name: call.name.clone(),
         });
-        let options =
-            CallOptions::new(self.settings.max_tool_result_bytes).with_cancel(cancel.clone());
+        // A script (run_script) may call destructive tools only when nothing here would ask.
+        let options = CallOptions::new(self.settings.max_tool_result_bytes)
+            .with_cancel(cancel.clone())
+            .with_destructive_allowed(self.settings.auto_approve);
         self.tools.call(&call.name, &call.arguments, &options).await
     }
 

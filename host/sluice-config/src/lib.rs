@@ -21,6 +21,7 @@
 //! ```
 
 mod calls;
+mod code_mode;
 mod error;
 mod file;
 pub mod http;
@@ -45,6 +46,7 @@ pub use calls::{
     DEFAULT_QUEUE_TIMEOUT_MS, ENV_MAX_CONCURRENT_CALLS, ENV_QUEUE_TIMEOUT_MS,
     MAX_MAX_CONCURRENT_CALLS, MAX_QUEUE_TIMEOUT_MS, RuntimeConfig, default_max_concurrent_calls,
 };
+pub use code_mode::{CodeModeConfig, SCRIPT_TOOL};
 pub use error::ConfigError;
 pub use mcp::{DEFAULT_TOOLS_PER_PAGE, ENV_MCP_ALLOW_DESTRUCTIVE, MAX_TOOLS_PER_PAGE, McpConfig};
 pub use model::{ModelConfig, ProviderName, ToolChoice};
@@ -196,6 +198,9 @@ pub struct Config {
     pub server: ServerConfig,
     /// The MCP server (`[mcp]`).
     pub mcp: McpConfig,
+    /// The limits of a script's tool calls (`[code_mode]`), which the built-in
+    /// `run_script`'s [`ToolConfig::tool_calls`] carries.
+    pub code_mode: CodeModeConfig,
     /// What a fetch reads from a registry, at most (`[registry]`).
     pub registry: sluice_registry::Limits,
     /// `sluice.lock`, the digests the `oci://` components resolved to: beside the
@@ -246,6 +251,8 @@ struct File {
     server: server::FileServer,
     #[serde(default)]
     mcp: mcp::FileMcp,
+    #[serde(default)]
+    code_mode: code_mode::FileCodeMode,
     #[serde(default)]
     registry: registry::FileRegistry,
 }
@@ -529,6 +536,12 @@ impl Config {
             .mcp
             .resolve(overrides.allow_destructive, env, &file_label)?;
         let registry = parsed.registry.resolve(&file_label)?;
+        let code_mode = parsed.code_mode.resolve(&file_label)?;
+        for t in &mut tools {
+            if matches!(&t.source, ToolSource::Builtin(b) if b == SCRIPT_TOOL) {
+                t.tool_calls = Some(code_mode);
+            }
+        }
         let lock_file = match file.and_then(Path::parent) {
             Some(dir) if !dir.as_os_str().is_empty() => dir.join(sluice_registry::LOCK_FILE_NAME),
             _ => PathBuf::from(sluice_registry::LOCK_FILE_NAME),
@@ -545,6 +558,7 @@ impl Config {
             runtime,
             server,
             mcp,
+            code_mode,
             registry,
             agent: AgentConfig {
                 max_tool_result_bytes,

@@ -16,8 +16,15 @@ use crate::secrets::{SecretFile, SecretRef, config_and_secrets};
 use crate::{ConfigError, RootConfig};
 use sluice_protocol::limits::{DEFAULT_HTTP_MAX_CONNECTIONS, MAX_OPEN_DESCRIPTORS};
 
-/// The built-in tools, in the order they are offered.
-pub const BUILTIN_TOOLS: [&str; 4] = ["read_file", "tail_file", "grep_files", "list_dir"];
+/// The built-in tools, in the order they are offered: the four file tools and `run_script`
+/// (code mode, [`crate::SCRIPT_TOOL`]).
+pub const BUILTIN_TOOLS: [&str; 5] = [
+    "read_file",
+    "tail_file",
+    "grep_files",
+    "list_dir",
+    "run_script",
+];
 
 pub use sluice_protocol::limits::{
     DEFAULT_TOOL_MEMORY_MIB as DEFAULT_MEMORY_MIB, DEFAULT_TOOL_TIMEOUT_MS as DEFAULT_TIMEOUT_MS,
@@ -96,6 +103,9 @@ pub struct ToolConfig {
     pub origin: String,
     /// What kind of place configured it, so messages can name the key to change.
     pub configured_by: ConfiguredBy,
+    /// Its calls may call the other tools, within these limits: the built-in `run_script`
+    /// only (`[code_mode]`); `None` for every other tool.
+    pub tool_calls: Option<crate::CodeModeConfig>,
 }
 
 /// The settings of one function of a component: `[tools.NAME.functions.FUNC]` in
@@ -345,6 +355,9 @@ impl Resolver<'_> {
         origin: &str,
     ) -> Result<ToolConfig, ConfigError> {
         let builtin = matches!(source, ToolSource::Builtin(_));
+        // run_script reads nothing itself (its scripts read through the other tools), and
+        // a script's pages add up: a longer default timeout.
+        let script = matches!(&source, ToolSource::Builtin(b) if b == crate::SCRIPT_TOOL);
         let value_error = |field: &str, value: String, allowed: &str| ConfigError::Value {
             key: format!("tools.{name}.{field}"),
             value,
@@ -373,7 +386,7 @@ impl Resolver<'_> {
         };
         let read = match &p.read {
             Some(names) => pick("read", names)?,
-            None if builtin => self.roots.to_vec(),
+            None if builtin && !script => self.roots.to_vec(),
             None => Vec::new(),
         };
         let write = pick("write", &p.write)?;
@@ -385,7 +398,12 @@ impl Resolver<'_> {
                     &format!("an integer from 1 to {MAX_MEMORY_MIB} (MiB)"),
                 )
             })?;
-        let timeout_ms = bounded(p.timeout_ms.as_ref(), DEFAULT_TIMEOUT_MS, 1, MAX_TIMEOUT_MS)
+        let default_timeout = if script {
+            sluice_protocol::limits::DEFAULT_SCRIPT_TIMEOUT_MS
+        } else {
+            DEFAULT_TIMEOUT_MS
+        };
+        let timeout_ms = bounded(p.timeout_ms.as_ref(), default_timeout, 1, MAX_TIMEOUT_MS)
             .map_err(|v| {
                 value_error(
                     "timeout_ms",
@@ -457,6 +475,7 @@ impl Resolver<'_> {
             secrets,
             origin: origin.to_string(),
             configured_by,
+            tool_calls: None,
         })
     }
 }

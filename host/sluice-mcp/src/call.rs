@@ -16,7 +16,9 @@ use tokio_util::sync::CancellationToken;
 /// Calls tool `name` of `toolbox` (the one current when the call arrived: the call holds
 /// it to the end, whatever live reload puts in its place) with the JSON text `args` under
 /// the cap `cap` (bytes): the observation `sluice call` prints for the same call, or `None`
-/// when `cancel` fired first (nothing is to be sent for a cancelled request).
+/// when `cancel` fired first (nothing is to be sent for a cancelled request). A script it
+/// runs (`run_script`) may call destructive tools when `allow_destructive`
+/// (`mcp.allow_destructive`: the client approves them).
 ///
 /// The guest is stopped when `cancel` fires, and also when this future is dropped (rmcp
 /// drops a handler whose HTTP client went away): the call's own token is a child of
@@ -25,12 +27,14 @@ pub(crate) async fn call(
     toolbox: Arc<Toolbox>,
     name: &str,
     args: String,
-    cap: u32,
+    (cap, allow_destructive): (u32, bool),
     cancel: &CancellationToken,
 ) -> Option<Observation> {
     let call = cancel.child_token();
     let _stop_on_drop = call.clone().drop_guard();
-    let options = CallOptions::new(cap).with_cancel(call);
+    let options = CallOptions::new(cap)
+        .with_cancel(call)
+        .with_destructive_allowed(allow_destructive);
     let observation = toolbox.call_with(name, &args, &options).await;
     (!cancel.is_cancelled()).then_some(observation)
 }

@@ -168,7 +168,7 @@ impl McpServer {
             let unknown = Observation::unknown_tool_among(name, served);
             return Some(unknown.finish(name, cap as usize, DEFAULT_HINT));
         }
-        crate::call::call(toolbox, name, args, cap, cancel).await
+        crate::call::call(toolbox, name, args, (cap, self.0.allow_destructive), cancel).await
     }
 }
 

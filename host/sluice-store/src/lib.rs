@@ -362,6 +362,21 @@ pub trait Store: Send + Sync {
         reason: &str,
     ) -> Result<(), StoreError>;
 
+    /// Adds an entry to the audit of session `id` for message `seq` that records what made
+    /// the message without changing it: `original` is `note` (for a `run_script`
+    /// observation, its program and tool calls as JSON, docs/code-mode.md#the-audit), and
+    /// `replacement` the message's content, so the entry reads "this is what the message
+    /// came from".
+    ///
+    /// Errors: [`StoreError::NoMessage`] when the session has no message `seq`.
+    async fn annotate(
+        &self,
+        id: &str,
+        seq: u64,
+        reason: &str,
+        note: &str,
+    ) -> Result<(), StoreError>;
+
     /// The audit of session `id`, oldest first.
     async fn audit(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError>;
 

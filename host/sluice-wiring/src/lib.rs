@@ -25,7 +25,8 @@ use sluice_config::{
 use sluice_registry::RegistryError;
 use sluice_runtime::{
     ComponentSpec, EngineOptions, FunctionPolicy, HttpAllow, HttpGrant, HttpHost, PolicyOrigin,
-    PoolOptions, RootGrant, RuntimeError, SecretSource, Source, ToolEngine, ToolPolicy, Toolbox,
+    PoolOptions, RootGrant, RuntimeError, SecretSource, Source, ToolCallLimits, ToolEngine,
+    ToolPolicy, Toolbox,
 };
 use sluice_store::{PgStore, SqliteStore, Store, StoreError};
 
@@ -247,6 +248,11 @@ pub(crate) fn policy_of(t: &ToolConfig) -> ToolPolicy {
                 (k.clone(), source)
             })
             .collect(),
+        tool_calls: t.tool_calls.map(|c| ToolCallLimits {
+            inner_max_result_bytes: c.inner_max_result_bytes,
+            max_calls: c.max_inner_calls,
+            max_bytes: c.max_inner_bytes,
+        }),
         ..ToolPolicy::default()
     }
 }

@@ -53,11 +53,21 @@
 //! or has an unexpected shape has its data skipped, and the answer says so. A call with no
 //! observation is reported as such and not repeated.
 //!
+//! An **aggregation prompt** ("count errors by service", "how many ERROR lines per worker in
+//! ./logs?": *count*, *how many*, *tally* or *number of*, then *by* or *per* a word) is answered
+//! in code mode when `run_script` is offered: one `run_script` call whose program reads every
+//! page of the directory's path (a file, or every file under a directory) inside the sandbox
+//! and counts the lines matching the pattern, grouped by the word (`level`: the log level;
+//! another word: the first token of the line that starts with it, so `worker` groups by
+//! `worker-3`, `worker-7`, …); then the answer: `Counts for …`, `Matched: …` and one
+//! `- GROUP: N` line per group (at most [`MAX_GROUPS`], the largest first).
+//!
 //! Tool call ids are `call_<n>`, `n` being one more than the number of tool calls already in
 //! the whole transcript (skipping ids already used). Because every decision is made from the
 //! transcript alone, a resumed session (or a retried request) continues exactly where it was.
 //! Replies carry no usage (no tokens are counted).
 
+mod aggregate;
 mod findings;
 mod prompt;
 mod run;
@@ -67,6 +77,8 @@ use std::collections::HashSet;
 
 use sluice_protocol::ToolCall;
 
+use self::aggregate::Aggregation;
+pub use self::aggregate::MAX_GROUPS;
 use self::findings::Findings;
 use self::run::Run;
 pub use self::step::{
@@ -92,6 +104,11 @@ impl ScriptedModel {
     pub fn next_turn(&self, request: &ModelRequest) -> ModelReply {
         let tools: HashSet<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
         let run = Run::from_transcript(&request.messages);
+        if tools.contains(aggregate::RUN_SCRIPT)
+            && let Some(aggregation) = aggregation_of(&run)
+        {
+            return aggregated(request, &run, &aggregation);
+        }
         let findings = Findings::new(&run, &tools);
         let step = findings.next_step();
         let (content, call) = match step.call() {
@@ -114,6 +131,34 @@ impl ScriptedModel {
             usage: None,
             http_requests: None,
         }
+    }
+}
+
+/// The aggregation the run's prompt asks for, if any (with the directory and pattern the
+/// investigation would use).
+fn aggregation_of(run: &Run<'_>) -> Option<Aggregation> {
+    let (dir, term) = prompt::analyse_prompt(run.prompt);
+    let pattern = term.map_or_else(|| ERROR_PATTERN.to_string(), |t| regex::escape(&t));
+    Aggregation::of(run.prompt, &dir, &pattern)
+}
+
+/// The turn of an aggregation run: the one `run_script` call, then the answer.
+fn aggregated(request: &ModelRequest, run: &Run<'_>, aggregation: &Aggregation) -> ModelReply {
+    let (content, tool_calls) = if run.first(aggregate::RUN_SCRIPT).is_none() {
+        let call = ToolCall {
+            id: next_call_id(&request.messages),
+            name: aggregate::RUN_SCRIPT.to_string(),
+            arguments: aggregation.arguments().to_string(),
+        };
+        (aggregation.announce(), vec![call])
+    } else {
+        (aggregation.answer(run), Vec::new())
+    };
+    ModelReply {
+        content,
+        tool_calls,
+        usage: None,
+        http_requests: None,
     }
 }
 

@@ -26,6 +26,13 @@ pub struct ScriptRecord {
     pub calls: Vec<InnerCall>,
 }
 
+impl ScriptRecord {
+    /// The record as JSON text: `{"program":…,"calls":[{"tool","arguments","status","bytes","truncated"}]}`.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
 /// One tool call of a script.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -529,6 +529,16 @@ impl Store for PgStore {
         self.inner.replace_content(id, seq, content, reason).await
     }
 
+    async fn annotate(
+        &self,
+        id: &str,
+        seq: u64,
+        reason: &str,
+        note: &str,
+    ) -> Result<(), StoreError> {
+        self.inner.annotate(id, seq, reason, note).await
+    }
+
     async fn audit(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError> {
         self.inner.audit(id).await
     }

@@ -292,6 +292,45 @@ impl PgInner {
         result.map_err(|e| self.error("change a message of session", id, e))
     }
 
+    pub(super) async fn annotate(
+        &self,
+        id: &str,
+        seq: u64,
+        reason: &str,
+        note: &str,
+    ) -> Result<(), StoreError> {
+        let result: Result<(), Fail> = async {
+            let no_message = || {
+                Fail::Store(StoreError::NoMessage {
+                    session: id.to_owned(),
+                    seq,
+                })
+            };
+            let seq = i64::try_from(seq).map_err(|_| no_message())?;
+            let conn = self.writer(id).await?;
+            let added = conn
+                .execute(
+                    "INSERT INTO audit (session_id, seq, changed_at, reason, original, replacement)
+                     SELECT session_id, seq, $3, $4, $5, content FROM messages
+                     WHERE session_id = $1 AND seq = $2",
+                    &[
+                        &id,
+                        &seq,
+                        &now_rfc3339(),
+                        &reason.as_bytes(),
+                        &note.as_bytes(),
+                    ],
+                )
+                .await?;
+            if added == 0 {
+                return Err(no_message());
+            }
+            Ok(())
+        }
+        .await;
+        result.map_err(|e| self.error("annotate a message of session", id, e))
+    }
+
     pub(super) async fn audit(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError> {
         let result: Result<Vec<AuditEntry>, Fail> = async {
             let conn = self.conn().await?;

@@ -349,6 +349,18 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn annotate(
+        &self,
+        id: &str,
+        seq: u64,
+        reason: &str,
+        note: &str,
+    ) -> Result<(), StoreError> {
+        let (id, reason, note) = (own(id), own(reason), own(note));
+        self.blocking(move |s| s.annotate(&id, seq, &reason, &note))
+            .await
+    }
+
     async fn audit(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError> {
         let id = own(id);
         self.blocking(move |s| s.audit(&id)).await

@@ -196,6 +196,35 @@ impl Inner {
         })
     }
 
+    pub(super) fn annotate(
+        &self,
+        id: &str,
+        seq: u64,
+        reason: &str,
+        note: &str,
+    ) -> Result<(), StoreError> {
+        self.write("annotate a message of session", id, |tx| {
+            let no_message = || {
+                Fail::Store(StoreError::NoMessage {
+                    session: id.to_owned(),
+                    seq,
+                })
+            };
+            let seq = i64::try_from(seq).map_err(|_| no_message())?;
+            let added = tx
+                .prepare_cached(
+                    "INSERT INTO audit (session_id, seq, changed_at, reason, original, replacement)
+                     SELECT session_id, seq, ?3, ?4, ?5, content FROM messages
+                     WHERE session_id = ?1 AND seq = ?2",
+                )?
+                .execute(params![id, seq, now_rfc3339(), reason, note])?;
+            if added == 0 {
+                return Err(no_message());
+            }
+            Ok(())
+        })
+    }
+
     pub(super) fn audit(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError> {
         self.read("read the audit of session", id, |tx| {
             require_session(tx, id)?;

@@ -159,6 +159,49 @@ async fn positions_are_gapless_and_per_session(kind: Kind) {
     );
 }
 
+async fn annotate_records_a_note_beside_a_message_it_leaves_alone(kind: Kind) {
+    let Some(t) = Harness::new(
+        kind,
+        "annotate_records_a_note_beside_a_message_it_leaves_alone",
+    )
+    .await
+    else {
+        return;
+    };
+    let id = t.store.create_session().await.unwrap().id;
+    let original = every_kind_of_message();
+    for m in &original {
+        t.store.append(&id, m).await.unwrap();
+    }
+    let note = r#"{"program":"return 1","calls":[]}"#;
+    t.store
+        .annotate(&id, 3, "run_script: its program and tool calls", note)
+        .await
+        .unwrap();
+    assert_eq!(t.store.messages(&id).await.unwrap(), numbered(&original));
+    let audit = t.store.audit(&id).await.unwrap();
+    assert_eq!(audit.len(), 1);
+    assert_eq!(
+        (
+            audit[0].seq,
+            audit[0].reason.as_str(),
+            audit[0].original.as_str(),
+            audit[0].replacement.as_str()
+        ),
+        (
+            3,
+            "run_script: its program and tool calls",
+            note,
+            original[2].content.as_str()
+        )
+    );
+    assert!(matches!(
+        t.store.annotate(&id, 99, "r", "n").await,
+        Err(StoreError::NoMessage { seq: 99, .. })
+    ));
+    assert_eq!(t.store.audit(&id).await.unwrap().len(), 1);
+}
+
 async fn replace_content_keeps_the_original_in_the_audit(kind: Kind) {
     let Some(t) = Harness::new(kind, "replace_content_keeps_the_original_in_the_audit").await
     else {
@@ -336,6 +379,7 @@ both!(
     every_field_round_trips,
     positions_are_gapless_and_per_session,
     replace_content_keeps_the_original_in_the_audit,
+    annotate_records_a_note_beside_a_message_it_leaves_alone,
     replace_content_of_a_missing_message_changes_nothing,
     unknown_sessions_are_no_session_errors,
     sessions_are_listed_newest_first,
