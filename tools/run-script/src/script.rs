@@ -15,6 +15,8 @@ use boa_engine::{
     Script, Source, builtins::promise::PromiseState, js_string,
 };
 
+mod fast;
+
 /// The most bytes of `console.log` output kept: past it, [`LOG_CUT`] is the last line and
 /// further output is dropped.
 pub const MAX_LOG_BYTES: usize = 1 << 20;
@@ -204,6 +206,7 @@ fn install(context: &mut Context, call: CallTool) -> JsResult<Shared> {
             0,
         )
         .build();
+    fast::install(context)?;
     let attribute = Attribute::WRITABLE | Attribute::CONFIGURABLE;
     context.register_global_property(js_string!("tools"), tools, attribute)?;
     context.register_global_property(js_string!("console"), console, attribute)?;
@@ -250,7 +253,13 @@ fn tools_call(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<
         return Err(JsNativeError::typ()
             .with_message(format!(
                 "tools.call: the arguments of {name} must be an object, such as {{path: \"app.log\"}} (got {})",
-                if arguments.is_object() { "an array or function" } else { arguments.type_of() }
+                if arguments.is_callable() {
+                    "a function"
+                } else if is_array(arguments) {
+                    "an array"
+                } else {
+                    arguments.type_of()
+                }
             ))
             .into());
     };

@@ -229,7 +229,7 @@ fn tools_call_refuses_a_name_or_arguments_of_the_wrong_type() {
     assert_eq!(
         error("tools.call('read_file', ['app.log'])"),
         ScriptError::Uncaught(
-            "TypeError: tools.call: the arguments of read_file must be an object, such as {path: \"app.log\"} (got an array or function) (line 1, column 11)".into()
+            "TypeError: tools.call: the arguments of read_file must be an object, such as {path: \"app.log\"} (got an array) (line 1, column 11)".into()
         )
     );
     // The script may catch them.
@@ -360,5 +360,102 @@ fn the_globals_are_the_standard_ones_and_the_tools() {
     assert_eq!(
         result("JSON.stringify = () => 'mine'; return {a: 1}"),
         r#"{"a":1}"#
+    );
+}
+
+#[test]
+fn the_linear_string_searches_agree_with_the_builtins() {
+    // indexOf: Latin-1 and UTF-16 strings and search strings, positions, and the cases left
+    // to the builtin (a receiver or search value that is not a string).
+    assert_eq!(
+        result(
+            "const a = 'abcabc'; return [a.indexOf('c'), a.indexOf('c', 3), a.indexOf('', 10), a.indexOf('x'), a.indexOf('c', -5), a.indexOf('c', Infinity), 'a\\u2026b\\u2026'.indexOf('\\u2026', 2), 'abc'.indexOf('\\u2026'), 'a\\u2026bc'.indexOf('bc'), 'a\\u00e9bc'.indexOf('\\u00e9'), String.prototype.indexOf.call(123, '2'), 'a,b'.indexOf({toString() { return ',' }}), 'ab'.indexOf('abc')]"
+        ),
+        "[2,5,6,-1,2,-1,3,-1,2,1,1,1,-1]"
+    );
+    assert_eq!(
+        result(
+            "return ['a,b,,c'.split(','), 'a,b,c'.split(',', 2), 'a,b'.split(',', 0), 'abc'.split(''), ''.split(','), 'abc'.split(), 'a1b2c'.split(/\\d/), 'a--b'.split('--'), ',a,'.split(','), '\\u2026x\\u2026'.split('x'), 'a,b'.split(',', -1)]"
+        ),
+        r#"[["a","b","","c"],["a","b"],[],["a","b","c"],[""],["abc"],["a","b","c"],["a","b"],["","a",""],["…","…"],["a","b"]]"#
+    );
+    assert_eq!(
+        result(
+            "return ['a.b.c'.replaceAll('.', '/'), 'aaa'.replaceAll('aa', 'b'), 'x'.replaceAll('', '-'), 'a.b'.replaceAll('.', '$&$&'), 'a.b'.replaceAll('.', () => '!'), 'a1b1'.replaceAll(/1/g, '2'), 'a\\u2026b'.replaceAll('\\u2026', '.')]"
+        ),
+        r#"["a/b/c","ba","-x-","a..b","a!b","a2b2","a.b"]"#
+    );
+    // They look like the builtins.
+    assert_eq!(
+        result(
+            "const d = Object.getOwnPropertyDescriptor(String.prototype, 'split'); return [String.prototype.indexOf.name, String.prototype.indexOf.length, String.prototype.split.length, String.prototype.replaceAll.length, RegExp.prototype.exec.name, RegExp.prototype.exec.length, d.enumerable, d.writable, d.configurable]"
+        ),
+        r#"["indexOf",1,2,2,"exec",1,false,true,true]"#
+    );
+}
+
+#[test]
+fn regular_expressions_over_a_long_latin1_string_match_as_before() {
+    // Longer than the length from which `exec` is given the string's UTF-16 copy.
+    let script = r#"
+        const s = "ERROR x\n".repeat(2000);
+        const re = /E(RR)OR/g;
+        let n = 0, last = -1, m;
+        while ((m = re.exec(s)) !== null) { n++; last = m.index; if (m.input !== s) return "input"; }
+        const all = [...s.matchAll(/E(RR)OR/g)];
+        return [s.match(/ERROR/g).length, n, last, all.length, all[1999][1], all[1999].index,
+            s.replace(/ERROR/g, "E").length, s.split(/\n/).length, s.search(/x/), /x$/m.test(s),
+            ("\u2026" + s).match(/ERROR/g).length, "short ERROR".match(/ERROR/).index];
+    "#;
+    assert_eq!(
+        result(script),
+        "[2000,2000,15992,2000,\"RR\",15992,8000,2001,6,true,2000,6]"
+    );
+}
+
+#[test]
+fn find_searches_each_pair_of_encodings() {
+    use boa_engine::string::JsStr;
+    let units = |s: &str| s.encode_utf16().collect::<Vec<u16>>();
+    let (hay16, needle16) = (units("a\u{2026}bcbc"), units("bc"));
+    assert_eq!(
+        fast::find(JsStr::latin1(b"abcbc"), JsStr::latin1(b"bc"), 0),
+        Some(1)
+    );
+    assert_eq!(
+        fast::find(JsStr::latin1(b"abcbc"), JsStr::latin1(b"bc"), 2),
+        Some(3)
+    );
+    assert_eq!(
+        fast::find(JsStr::latin1(b"abcbc"), JsStr::latin1(b"bc"), 4),
+        None
+    );
+    assert_eq!(
+        fast::find(JsStr::latin1(b"abcbc"), JsStr::latin1(b""), 5),
+        Some(5)
+    );
+    assert_eq!(
+        fast::find(JsStr::latin1(b"abcbc"), JsStr::latin1(b""), 6),
+        None
+    );
+    assert_eq!(
+        fast::find(JsStr::latin1(b"abcbc"), JsStr::utf16(&needle16), 0),
+        Some(1)
+    );
+    assert_eq!(
+        fast::find(JsStr::latin1(b"abcbc"), JsStr::utf16(&units("\u{2026}")), 0),
+        None
+    );
+    assert_eq!(
+        fast::find(JsStr::utf16(&hay16), JsStr::latin1(b"bc"), 3),
+        Some(4)
+    );
+    assert_eq!(
+        fast::find(JsStr::utf16(&hay16), JsStr::utf16(&units("\u{2026}b")), 0),
+        Some(1)
+    );
+    assert_eq!(
+        fast::find(JsStr::utf16(&hay16), JsStr::utf16(&units("cbcx")), 0),
+        None
     );
 }
