@@ -17,8 +17,8 @@ use boa_engine::{
 
 mod fast;
 
-/// The most bytes of `console.log` output kept: past it, [`LOG_CUT`] is the last line and
-/// further output is dropped.
+/// The most bytes of `console.log` output kept: the output is cut there (within a line too),
+/// [`LOG_CUT`] is the last line, and further output is dropped.
 pub const MAX_LOG_BYTES: usize = 1 << 20;
 
 /// The line that ends a log cut at [`MAX_LOG_BYTES`].
@@ -303,12 +303,19 @@ fn console_log(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult
     if state.log_full {
         return Ok(JsValue::undefined());
     }
-    if state.log.len() + line.len() + LOG_CUT.len() + 1 > MAX_LOG_BYTES {
+    let room = MAX_LOG_BYTES - state.log.len() - LOG_CUT.len() - 1;
+    if line.len() <= room {
+        state.log.push_str(&line);
+    } else {
+        // What fits of the line (cut at a character), then the marker.
+        let kept = line.floor_char_boundary(room.saturating_sub(1));
+        if kept > 0 {
+            state.log.push_str(&line[..kept]);
+            state.log.push('\n');
+        }
         state.log.push_str(LOG_CUT);
         state.log.push('\n');
         state.log_full = true;
-    } else {
-        state.log.push_str(&line);
     }
     Ok(JsValue::undefined())
 }

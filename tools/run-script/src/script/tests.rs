@@ -133,17 +133,35 @@ fn console_log_prints_a_line_per_call() {
 
 #[test]
 fn the_log_stops_at_its_bound_with_a_marker() {
-    // 2 MiB of 64 KiB lines, then more.
+    // 64 KiB lines (with their newlines), past 1 MiB, then more.
     let script = "const line = 'x'.repeat(65535); for (let i = 0; i < 32; i++) console.log(line); console.log('after'); return 'done'";
     let out = run(script, no_calls()).unwrap();
     assert_eq!(out.result, r#""done""#);
-    assert!(out.log.len() <= MAX_LOG_BYTES, "{}", out.log.len());
-    // The lines that fit whole (65,536 bytes each with their newline), then the marker.
-    let kept = (MAX_LOG_BYTES - LOG_CUT.len() - 1) / 65536;
-    assert_eq!(kept, 15);
-    assert_eq!(out.log.len(), kept * 65536 + LOG_CUT.len() + 1);
+    // 15 whole lines, what fits of the 16th, and the marker: exactly the bound.
+    assert_eq!(out.log.len(), MAX_LOG_BYTES);
+    let lines: Vec<&str> = out.log.lines().collect();
+    assert_eq!(lines.len(), 17);
+    assert!(lines[..15].iter().all(|l| l.len() == 65535));
+    assert_eq!(
+        lines[15].len(),
+        MAX_LOG_BYTES - 15 * 65536 - LOG_CUT.len() - 2
+    );
+    assert_eq!(lines[16], LOG_CUT);
     assert!(out.log.ends_with(&format!("\n{LOG_CUT}\n")));
     assert!(!out.log.contains("after"));
+    // A line cut is cut at a character, and one line alone can pass the bound.
+    let out = run(
+        "console.log('\u{e9}'.repeat(600000)); console.log('after')",
+        no_calls(),
+    )
+    .unwrap();
+    let lines: Vec<&str> = out.log.lines().collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(
+        lines[0].chars().count(),
+        (MAX_LOG_BYTES - LOG_CUT.len() - 2) / 2
+    );
+    assert_eq!(lines[1], LOG_CUT);
 }
 
 #[test]
