@@ -1,7 +1,7 @@
-//! Compiles the built-in tool components (`tools/{read-file,tail-file,grep-files,list-dir}`)
-//! for `wasm32-wasip2` and writes `builtins.rs`, which embeds them. Set
-//! `SLUICE_GUEST_WASM_DIR` to a directory holding `read_file.wasm` … `list_dir.wasm` to use
-//! prebuilt components instead.
+//! Compiles the built-in tool components
+//! (`tools/{read-file,tail-file,grep-files,list-dir,run-script}`) for `wasm32-wasip2` and
+//! writes `builtins.rs`, which embeds them. Set `SLUICE_GUEST_WASM_DIR` to a directory holding
+//! `read_file.wasm` … `run_script.wasm` to use prebuilt components instead.
 
 use std::path::PathBuf;
 
@@ -11,6 +11,7 @@ const TOOLS: &[(&str, &str)] = &[
     ("tail_file", "sluice-tool-tail-file"),
     ("grep_files", "sluice-tool-grep-files"),
     ("list_dir", "sluice-tool-list-dir"),
+    ("run_script", "sluice-tool-run-script"),
 ];
 
 // A build script fails by panicking (cargo shows the message); the variables are ones cargo

@@ -1,10 +1,10 @@
-//! The built-in file tools of Sluice (`read_file`, `tail_file`, `grep_files`, `list_dir`)
-//! as WASI 0.2 components, compiled from `tools/*` by this crate's build script and
-//! embedded here, so one `sluice` binary runs anywhere.
+//! The built-in tools of Sluice (the file tools `read_file`, `tail_file`, `grep_files`,
+//! `list_dir`, and `run_script`, code mode) as WASI 0.2 components, compiled from `tools/*` by
+//! this crate's build script and embedded here, so one `sluice` binary runs anywhere.
 //!
 //! ```
 //! let names: Vec<&str> = sluice_builtins::BUILTINS.iter().map(|(name, _)| *name).collect();
-//! assert_eq!(names, ["read_file", "tail_file", "grep_files", "list_dir"]);
+//! assert_eq!(names, ["read_file", "tail_file", "grep_files", "list_dir", "run_script"]);
 //! assert!(sluice_builtins::BUILTINS.iter().all(|(_, wasm)| wasm.starts_with(b"\0asm")));
 //! ```
 
