@@ -106,13 +106,14 @@ impl Aggregation {
             out.push_str(&format!("The script could not read everything: {error}\n"));
         }
         let number = |key: &str| answer.get(key).and_then(Value::as_u64).unwrap_or(0);
+        let calls = result["calls"].as_u64().unwrap_or(0);
         out.push_str(&format!(
-            "Matched: {} of {} lines in {} files match `{}`; {} tool calls read {} bytes.\n",
+            "Matched: {} of {} lines in {} match `{}`; {} read {} bytes.\n",
             number("matched"),
             number("lines"),
-            number("files"),
+            counted(number("files"), "file"),
             self.pattern,
-            result["calls"].as_u64().unwrap_or(0),
+            counted(calls, "tool call"),
             result["innerBytes"].as_u64().unwrap_or(0),
         ));
         let mut groups: Vec<(&str, u64)> = answer
@@ -136,6 +137,15 @@ impl Aggregation {
             ));
         }
         out
+    }
+}
+
+/// `n` and `thing`, with an `s` unless `n` is 1.
+fn counted(n: u64, thing: &str) -> String {
+    if n == 1 {
+        format!("1 {thing}")
+    } else {
+        format!("{n} {thing}s")
     }
 }
 
