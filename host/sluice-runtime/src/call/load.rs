@@ -30,6 +30,9 @@ use crate::secrets::ComponentConfig;
 pub(crate) struct Linked {
     pub(crate) pre: InstancePre<CallState>,
     pub(crate) exports: Vec<ComponentExportIndex>,
+    /// The component, shared with the engine's other toolboxes while any holds it
+    /// ([`ToolEngine::cached`]).
+    _component: Arc<Component>,
 }
 
 /// What a finished compile came to: the linked code, or why there is none.
@@ -203,20 +206,24 @@ pub(crate) fn load_component(
             (Compiled::ready(linked), defs)
         }
         (None, Some(types)) => {
+            let types = Arc::new(types);
             let defs = reflect(engine, &types, &spec.source, &spec.policy)?;
             // The stand-in has the real one's imports: a missing one is known now.
             link(engine, linker, &what, &types, &defs)?;
-            let compiled = Compiled::pending();
-            let job = Job {
-                engine: engine.clone(),
-                linker: linker.clone(),
-                what: what.clone(),
-                source: spec.source.clone(),
-                sha256,
-                paths: defs.iter().map(|d| d.path.clone()).collect(),
-                compiled: compiled.clone(),
-            };
-            engine.compile_in_background(move || job.run());
+            // One compile per component: a load while it compiles waits for the same one.
+            let (compiled, new) = engine.compile_slot(&sha256, Compiled::pending);
+            if new {
+                let job = Job {
+                    engine: engine.clone(),
+                    linker: linker.clone(),
+                    what: what.clone(),
+                    source: spec.source.clone(),
+                    sha256,
+                    paths: defs.iter().map(|d| d.path.clone()).collect(),
+                    compiled: compiled.clone(),
+                };
+                engine.compile_in_background(move || job.run());
+            }
             (compiled, defs)
         }
         (None, None) => {
@@ -285,7 +292,7 @@ fn link(
     engine: &ToolEngine,
     linker: &Linker<CallState>,
     what: &str,
-    component: &Component,
+    component: &Arc<Component>,
     defs: &[ToolDef],
 ) -> Result<Linked, RuntimeError> {
     let paths: Vec<ExportPath> = defs.iter().map(|d| d.path.clone()).collect();
@@ -298,7 +305,7 @@ fn link_paths(
     engine: &ToolEngine,
     linker: &Linker<CallState>,
     what: &str,
-    component: &Component,
+    component: &Arc<Component>,
     paths: &[ExportPath],
 ) -> Result<Linked, RuntimeError> {
     let pre = linker.instantiate_pre(component).map_err(|e| {
@@ -324,7 +331,11 @@ fn link_paths(
             })
         })
         .collect::<Result<_, _>>()?;
-    Ok(Linked { pre, exports })
+    Ok(Linked {
+        pre,
+        exports,
+        _component: component.clone(),
+    })
 }
 
 /// The files `policy` refuses to every open: [`ToolPolicy::refused_files`] and the

@@ -34,6 +34,10 @@ pub const MAX_TOOL_MEMORY_BYTES: u64 = 4 << 30;
 /// plus its `max_stuck_threads` (calls left blocked in a system call hold their instance).
 pub const POOLED_INSTANCES: u32 = 128;
 
+/// A compile in flight, as the engine holds it: weakly, and of a type the engine does not
+/// know.
+type InFlight = std::sync::Weak<dyn std::any::Any + Send + Sync>;
+
 /// Options for [`ToolEngine::new`].
 #[derive(Clone, Debug, Default)]
 pub struct EngineOptions {
@@ -61,6 +65,15 @@ pub struct EngineOptions {
 pub struct ToolEngine {
     engine: Engine,
     cache: Option<CompiledCache>,
+    /// The components of this engine's toolboxes, by the SHA-256 of their bytes, for as long
+    /// as some toolbox holds them: a reload of an unchanged component, or a second toolbox
+    /// over it, shares its code instead of mapping another copy; a component no toolbox
+    /// holds any more is freed.
+    in_use: std::sync::Mutex<std::collections::HashMap<String, std::sync::Weak<Component>>>,
+    /// What waits for the background compiles in flight, by the SHA-256 of the component:
+    /// a load of a component already compiling waits for that compile instead of starting
+    /// another. Opaque here (the call wing's slot, `crate::call`).
+    in_flight: std::sync::Mutex<std::collections::HashMap<String, InFlight>>,
     /// Compiles started by [`ToolEngine::compile_in_background`].
     compiles: CompilePool,
     pooling: bool,
@@ -121,6 +134,8 @@ impl ToolEngine {
         Ok(ToolEngine {
             engine,
             cache,
+            in_use: Default::default(),
+            in_flight: Default::default(),
             compiles: CompilePool::new(options.compile_threads.unwrap_or(cores)),
             pooling,
             cache_hits: Default::default(),
@@ -166,11 +181,15 @@ impl ToolEngine {
     /// The component whose bytes have SHA-256 `sha256`, from the cache, when this engine
     /// compiled it before and the artifact passes the cache's checks ([`cache`]); `what`
     /// names it in the log.
-    pub fn cached(&self, what: &str, sha256: &str) -> Option<Component> {
+    pub fn cached(&self, what: &str, sha256: &str) -> Option<Arc<Component>> {
+        if let Some(component) = self.in_use(sha256) {
+            self.cache_hits.fetch_add(1, Ordering::Relaxed);
+            return Some(component);
+        }
         match self.cache.as_ref()?.load(&self.engine, sha256) {
             Lookup::Hit(component) => {
                 self.cache_hits.fetch_add(1, Ordering::Relaxed);
-                Some(component)
+                Some(self.share(sha256, component))
             }
             Lookup::Miss => None,
             // Older Sluice versions wrote artifacts without records: not worth a warning.
@@ -202,7 +221,7 @@ impl ToolEngine {
         what: &str,
         wasm: &[u8],
         sha256: &str,
-    ) -> Result<Component, RuntimeError> {
+    ) -> Result<Arc<Component>, RuntimeError> {
         if let Some(component) = self.cached(what, sha256) {
             return Ok(component);
         }
@@ -229,7 +248,55 @@ impl ToolEngine {
         {
             tracing::warn!(dir = %cache.dir().display(), error = %e, "could not cache a compiled component");
         }
-        Ok(component)
+        Ok(self.share(sha256, component))
+    }
+
+    /// The component of SHA-256 `sha256` if a toolbox of this engine holds it.
+    fn in_use(&self, sha256: &str) -> Option<Arc<Component>> {
+        let in_use = self
+            .in_use
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        in_use.get(sha256).and_then(std::sync::Weak::upgrade)
+    }
+
+    /// `component` (of SHA-256 `sha256`), shared: found again by [`ToolEngine::cached`]
+    /// while anyone holds it. Forgets the components nobody holds any more.
+    fn share(&self, sha256: &str, component: Component) -> Arc<Component> {
+        let component = Arc::new(component);
+        let mut in_use = self
+            .in_use
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        in_use.retain(|_, c| c.strong_count() > 0);
+        in_use.insert(sha256.to_string(), Arc::downgrade(&component));
+        component
+    }
+
+    /// The slot of the compile of the component of SHA-256 `sha256` in flight, or the one
+    /// `start` makes (then started with [`ToolEngine::compile_in_background`] by the
+    /// caller), and whether it is new. Slots are held weakly: one nobody waits for is gone.
+    pub(crate) fn compile_slot<T: Send + Sync + 'static>(
+        &self,
+        sha256: &str,
+        start: impl FnOnce() -> Arc<T>,
+    ) -> (Arc<T>, bool) {
+        let mut in_flight = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        in_flight.retain(|_, slot| slot.strong_count() > 0);
+        if let Some(slot) = in_flight
+            .get(sha256)
+            .and_then(std::sync::Weak::upgrade)
+            .and_then(|slot| slot.downcast::<T>().ok())
+        {
+            return (slot, false);
+        }
+        let slot = start();
+        let erased: Arc<dyn std::any::Any + Send + Sync> = slot.clone();
+        in_flight.insert(sha256.to_string(), Arc::downgrade(&erased));
+        (slot, true)
     }
 
     /// Runs `job` (a compile) on one of the engine's compile threads, at most one per core
