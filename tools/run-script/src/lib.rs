@@ -26,10 +26,11 @@ impl bindings::Guest for Tool {
             Box::new(|name: &str, arguments: &str| tool_calls::call(name, arguments)),
         )
         .map(|out| ScriptOutput {
-            result: out.result,
-            log: out.log,
             calls: out.calls,
             inner_bytes: out.inner_bytes,
+            result_bytes: out.result_bytes,
+            result: out.result,
+            log: out.log,
         })
         .map_err(|e| match e {
             script::ScriptError::InvalidArgument(m) => ScriptError::InvalidArgument(m),

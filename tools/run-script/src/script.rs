@@ -21,14 +21,22 @@ mod fast;
 /// [`LOG_CUT`] is the last line, and further output is dropped.
 pub const MAX_LOG_BYTES: usize = 1 << 20;
 
+/// The most bytes of the result's JSON returned whole (8 MiB, well under the 16 MiB the host
+/// lifts from a tool); a longer result is cut there ([`Output::result_bytes`] says how long
+/// it was).
+pub const MAX_RESULT_BYTES: usize = 8 << 20;
+
 /// The line that ends a log cut at [`MAX_LOG_BYTES`].
 pub const LOG_CUT: &str = "[log cut: output past 1 MiB was dropped]";
 
 /// What a script came to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Output {
-    /// What it returned, as JSON text (`undefined` is `null`).
+    /// What it returned, as JSON text (`undefined` is `null`): its first
+    /// [`MAX_RESULT_BYTES`] when it is longer (cut at a character, no longer JSON).
     pub result: String,
+    /// The bytes of the whole JSON text of what it returned.
+    pub result_bytes: u64,
     /// What it printed, a line (ending in `\n`) per `console.log` call.
     pub log: String,
     /// How many `tools.call` calls it made.
@@ -158,9 +166,19 @@ pub fn run(script: &str, call: CallTool) -> Result<Output, ScriptError> {
             )));
         }
     };
+    let result_bytes = result.len() as u64;
+    let mut result = result;
+    if result.len() > MAX_RESULT_BYTES {
+        let mut at = MAX_RESULT_BYTES;
+        while !result.is_char_boundary(at) {
+            at -= 1;
+        }
+        result.truncate(at);
+    }
     let state = shared.borrow();
     Ok(Output {
         result,
+        result_bytes,
         log: state.log.clone(),
         calls: state.calls,
         inner_bytes: state.inner_bytes,

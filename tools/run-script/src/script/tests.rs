@@ -477,3 +477,14 @@ fn find_searches_each_pair_of_encodings() {
         None
     );
 }
+
+#[test]
+fn a_result_past_its_bound_is_cut_and_its_size_kept() {
+    let out = run("return 'é'.repeat(5 * 1024 * 1024)", no_calls()).unwrap();
+    // The JSON: two quotes around 5 Mi two-byte characters.
+    assert_eq!(out.result_bytes, 2 + 10 * 1024 * 1024);
+    assert_eq!(out.result.len(), MAX_RESULT_BYTES - 1, "cut at a character");
+    assert!(out.result.starts_with("\"éé"));
+    let small = run("return [1, 2]", no_calls()).unwrap();
+    assert_eq!((small.result.as_str(), small.result_bytes), ("[1,2]", 5));
+}
