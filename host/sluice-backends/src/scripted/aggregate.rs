@@ -33,6 +33,9 @@ pub(super) struct Aggregation {
     pub(super) path: String,
     /// The lines to count: a regular expression (`(?i)` is the case-insensitive flag).
     pub(super) pattern: String,
+    /// Lowercase words one of which every matching line holds: a page holding none of them
+    /// is counted without looking at its lines.
+    pub(super) needles: Vec<String>,
     /// What to group by: a level (`level`), or the prefix of a token (`worker` groups by
     /// `worker-3`, `worker-7`, …).
     pub(super) group: String,
@@ -41,13 +44,22 @@ pub(super) struct Aggregation {
 impl Aggregation {
     /// The aggregation `prompt` asks for, if it is one; `path` and `pattern` as the prompt
     /// analysis found them.
-    pub(super) fn of(prompt: &str, path: &str, pattern: &str) -> Option<Aggregation> {
+    pub(super) fn of(
+        prompt: &str,
+        path: &str,
+        (pattern, needles): (&str, Vec<String>),
+    ) -> Option<Aggregation> {
         let group = AGGREGATION.captures(prompt)?.get(1)?.as_str();
         let group = group.trim_end_matches('s').to_ascii_lowercase();
         Some(Aggregation {
             path: path.to_string(),
             pattern: pattern.to_string(),
-            group: if group.is_empty() { "level".into() } else { group },
+            needles,
+            group: if group.is_empty() {
+                "level".into()
+            } else {
+                group
+            },
         })
     }
 
@@ -59,11 +71,12 @@ impl Aggregation {
             None => (self.pattern.as_str(), "i"),
         };
         let script = format!(
-            "const root = {root}, pattern = new RegExp({source}, {flags}), group = {group};\n{BODY}",
+            "const root = {root}, pattern = new RegExp({source}, {flags}), group = {group}, needles = {needles};\n{BODY}",
             root = json!(self.path),
             source = json!(source),
             flags = json!(flags),
             group = json!(self.group),
+            needles = json!(self.needles),
         );
         json!({ "script": script })
     }
@@ -164,13 +177,17 @@ function count(path) {
   for (;;) {
     const page = tools.call("read_file", offset ? {path, offset} : {path});
     if (!page.ok) return page;
-    for (const line of page.result.content.split("\n")) {
-      if (line === "") continue;
-      lines++;
-      if (!pattern.test(line)) continue;
-      matched++;
-      const k = key(line);
-      counts[k] = (counts[k] || 0) + 1;
+    const text = page.result.content;
+    const parts = text.split("\n");
+    lines += parts.length - (text.endsWith("\n") ? 1 : 0);
+    const lower = text.toLowerCase();
+    if (needles.some(w => lower.includes(w))) {
+      for (const line of parts) {
+        if (line === "" || !pattern.test(line)) continue;
+        matched++;
+        const k = key(line);
+        counts[k] = (counts[k] || 0) + 1;
+      }
     }
     if (page.result.nextOffset == null) { files++; return null; }
     offset = page.result.nextOffset;
@@ -201,7 +218,7 @@ mod tests {
 
     #[test]
     fn aggregation_prompts_and_their_group() {
-        let a = |p: &str| Aggregation::of(p, ".", "(?i)error").map(|a| a.group);
+        let a = |p: &str| Aggregation::of(p, ".", ("(?i)error", vec![])).map(|a| a.group);
         assert_eq!(a("count errors by service").as_deref(), Some("service"));
         assert_eq!(
             a("How many ERROR lines per worker in ./app.log?").as_deref(),
@@ -214,16 +231,23 @@ mod tests {
     }
 
     #[test]
+    fn the_error_words_are_the_error_pattern() {
+        use super::super::step::{ERROR_PATTERN, ERROR_WORDS};
+        assert_eq!(ERROR_PATTERN, format!("(?i){}", ERROR_WORDS.join("|")));
+    }
+
+    #[test]
     fn the_program_carries_its_constants_as_json() {
         let agg = Aggregation {
             path: "logs/a \"b\".log".into(),
             pattern: "(?i)error|fail".into(),
+            needles: vec!["error".into(), "fail".into()],
             group: "worker".into(),
         };
         let script = agg.arguments()["script"].as_str().unwrap().to_string();
         assert!(
             script.starts_with(
-                "const root = \"logs/a \\\"b\\\".log\", pattern = new RegExp(\"error|fail\", \"i\"), group = \"worker\";\n"
+                "const root = \"logs/a \\\"b\\\".log\", pattern = new RegExp(\"error|fail\", \"i\"), group = \"worker\", needles = [\"error\",\"fail\"];\n"
             ),
             "{script}"
         );

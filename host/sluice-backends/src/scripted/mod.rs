@@ -82,8 +82,8 @@ pub use self::aggregate::MAX_GROUPS;
 use self::findings::Findings;
 use self::run::Run;
 pub use self::step::{
-    ERROR_PATTERN, MAX_CITED_MATCHES, MAX_LISTED_ENTRIES, MAX_QUOTED_CHARS, MAX_READ_PAGES,
-    TAIL_LINES,
+    ERROR_PATTERN, ERROR_WORDS, MAX_CITED_MATCHES, MAX_LISTED_ENTRIES, MAX_QUOTED_CHARS,
+    MAX_READ_PAGES, TAIL_LINES,
 };
 use crate::backend::{Backend, ModelReply, ModelRequest};
 use crate::error::BackendError;
@@ -138,8 +138,14 @@ impl ScriptedModel {
 /// investigation would use).
 fn aggregation_of(run: &Run<'_>) -> Option<Aggregation> {
     let (dir, term) = prompt::analyse_prompt(run.prompt);
-    let pattern = term.map_or_else(|| ERROR_PATTERN.to_string(), |t| regex::escape(&t));
-    Aggregation::of(run.prompt, &dir, &pattern)
+    let (pattern, needles) = match term {
+        Some(t) => (regex::escape(&t), vec![t.to_lowercase()]),
+        None => (
+            ERROR_PATTERN.to_string(),
+            ERROR_WORDS.map(str::to_string).to_vec(),
+        ),
+    };
+    Aggregation::of(run.prompt, &dir, (&pattern, needles))
 }
 
 /// The turn of an aggregation run: the one `run_script` call, then the answer.

@@ -2,8 +2,11 @@
 
 use serde_json::{Value, json};
 
-/// The search pattern when the prompt quotes no term.
+/// The search pattern when the prompt quotes no term: any of [`ERROR_WORDS`], in any case.
 pub const ERROR_PATTERN: &str = "(?i)error|fail|fatal|panic|exception";
+
+/// The words of [`ERROR_PATTERN`].
+pub const ERROR_WORDS: [&str; 5] = ["error", "fail", "fatal", "panic", "exception"];
 /// The most `read_file` pages read from the chosen file.
 pub const MAX_READ_PAGES: usize = 3;
 /// The `lines` argument of the `tail_file` call.
