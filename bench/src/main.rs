@@ -17,10 +17,12 @@
 //! `--only 1,5` measures only the rows given (numbers as in the table). Rows 10 and 11 drive
 //! `sluice mcp` (stdio, and Streamable HTTP with 16 concurrent clients). Rows 7b, 7c and 12
 //! measure PostgreSQL when `SLUICE_TEST_POSTGRES_URL` names a server (store.rs). Row 13 holds
-//! 4,000 idle event streams open on `sluice serve` (streams.rs).
+//! 4,000 idle event streams open on `sluice serve` (streams.rs). Row 14 asks "ERROR lines per
+//! worker" of a 1 GiB log in code mode, and times a script's inner calls (code_mode.rs).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)] // A benchmark prints its table.
 
+mod code_mode;
 mod grep_resume;
 mod machine;
 mod mcp;
@@ -109,9 +111,9 @@ fn main() -> anyhow::Result<()> {
                     n.trim()
                         .parse::<usize>()
                         .ok()
-                        .filter(|n| (1..=13).contains(n))
+                        .filter(|n| (1..=14).contains(n))
                         .ok_or_else(|| {
-                            anyhow::anyhow!("--only takes row numbers 1 to 13; got {n:?}")
+                            anyhow::anyhow!("--only takes row numbers 1 to 14; got {n:?}")
                         })
                 })
                 .collect::<anyhow::Result<_>>()?,
@@ -133,7 +135,7 @@ fn main() -> anyhow::Result<()> {
     };
     let mut table = Vec::new();
     type RowFn = fn(&Bench) -> anyhow::Result<Vec<Row>>;
-    let all: [(&str, RowFn); 13] = [
+    let all: [(&str, RowFn); 14] = [
         ("per-call overhead", rows::per_call),
         ("sequential paging", rows::paging),
         ("resume cost", rows::resume),
@@ -147,6 +149,7 @@ fn main() -> anyhow::Result<()> {
         ("MCP Streamable HTTP", mcp::http_concurrent),
         ("replicas", store::replicas),
         ("idle event streams", streams::idle_streams),
+        ("code mode", code_mode::rows),
     ];
     for (row, (name, f)) in (1..).zip(all) {
         if only.as_ref().is_some_and(|o| !o.contains(&row)) {

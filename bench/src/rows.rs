@@ -10,7 +10,7 @@ use sluice_runtime::{EngineOptions, ToolEngine, Toolbox};
 
 use crate::{Bench, Row, median, micros, millis, ratio, sibling_binary, time_median};
 
-const MIB: u64 = 1 << 20;
+pub(crate) const MIB: u64 = 1 << 20;
 
 /// The log every paging row reads: lines of a realistic log, `bytes` long, made once.
 fn log(bench: &Bench, name: &str, bytes: u64) -> anyhow::Result<PathBuf> {
