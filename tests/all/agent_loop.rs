@@ -334,7 +334,7 @@ fn p3_an_unknown_tool_with_a_huge_name_is_capped_through_the_real_toolbox() {
     assert_eq!(
         stored,
         &format!(
-            r#"{{"ok":false,"error":"unknown_tool","name":"{}…","tools":["grep_files","list_dir","read_file","tail_file"]}}"#,
+            r#"{{"ok":false,"error":"unknown_tool","name":"{}…","tools":["grep_files","list_dir","read_file","run_script","tail_file"]}}"#,
             "n".repeat(200)
         )
     );

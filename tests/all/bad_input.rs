@@ -291,14 +291,14 @@ fn unknown_tool() {
     let obs = sb.checked("cat_file", &json!({"path": "x"}));
     assert_eq!(
         obs.text(),
-        r#"{"ok":false,"error":"unknown_tool","name":"cat_file","didYouMean":"read_file","tools":["read_file","tail_file","grep_files","list_dir"]}"#
+        r#"{"ok":false,"error":"unknown_tool","name":"cat_file","didYouMean":"read_file","tools":["read_file","tail_file","grep_files","list_dir","run_script"]}"#
     );
     assert_eq!(obs.status(), CallStatus::UnknownTool);
     let obs = sb.call_raw("read_file\"}", "not even json");
     assert!(obs.text().len() <= 65_536);
     assert_eq!(
         obs.text(),
-        r#"{"ok":false,"error":"unknown_tool","name":"read_file\"}","didYouMean":"read_file","tools":["read_file","grep_files","tail_file","list_dir"]}"#
+        r#"{"ok":false,"error":"unknown_tool","name":"read_file\"}","didYouMean":"read_file","tools":["read_file","grep_files","tail_file","list_dir","run_script"]}"#
     );
 }
 
@@ -312,7 +312,7 @@ fn very_long_unknown_tool_name_is_capped() {
     assert_eq!(
         obs.text(),
         format!(
-            r#"{{"ok":false,"error":"unknown_tool","name":"{}…","tools":["grep_files","list_dir","read_file","tail_file"]}}"#,
+            r#"{{"ok":false,"error":"unknown_tool","name":"{}…","tools":["grep_files","list_dir","read_file","run_script","tail_file"]}}"#,
             "n".repeat(200)
         )
     );

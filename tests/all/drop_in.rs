@@ -103,6 +103,7 @@ fn with_a_prefix_it_loads_beside_the_builtin_and_both_answer() {
             "tail_file",
             "grep_files",
             "list_dir",
+            "run_script",
             "fs_read_file",
             "fs_list_directory"
         ]
@@ -146,7 +147,7 @@ fn a_function_renamed_and_described_by_its_policy() {
         }),
     )
     .expect("fs-like loads with read-file renamed");
-    let tools: Vec<_> = toolbox.tools().skip(4).cloned().collect();
+    let tools: Vec<_> = toolbox.tools().skip(5).cloned().collect();
     assert_eq!(tools[0].name, "fs_cat");
     // Item 4: the operator's description, then where the roots are mounted.
     let mounted = "Paths: the granted directory is mounted at /data (read-only); give paths under it, like /data/….";

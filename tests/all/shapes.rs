@@ -217,13 +217,13 @@ fn an_unknown_tool_lists_the_tools_and_suggests_the_nearest() {
     let obs = sb.checked("read_fiel", &json!({"path": "x"}));
     assert_eq!(
         obs.text(),
-        r#"{"ok":false,"error":"unknown_tool","name":"read_fiel","didYouMean":"read_file","tools":["read_file","grep_files","tail_file","list_dir"]}"#
+        r#"{"ok":false,"error":"unknown_tool","name":"read_fiel","didYouMean":"read_file","tools":["read_file","grep_files","tail_file","list_dir","run_script"]}"#
     );
     assert_eq!(obs.status(), CallStatus::UnknownTool);
     let obs = sb.checked("cat", &json!({}));
     assert_eq!(
         obs.text(),
-        r#"{"ok":false,"error":"unknown_tool","name":"cat","tools":["list_dir","read_file","tail_file","grep_files"]}"#
+        r#"{"ok":false,"error":"unknown_tool","name":"cat","tools":["list_dir","read_file","run_script","tail_file","grep_files"]}"#
     );
     // A 10,000-character name is cut to 200 characters, so the list still fits any cap.
     let sb = Sandbox::new(cache(), 1024);
@@ -231,7 +231,7 @@ fn an_unknown_tool_lists_the_tools_and_suggests_the_nearest() {
     assert_eq!(
         obs.text(),
         format!(
-            r#"{{"ok":false,"error":"unknown_tool","name":"{}…","tools":["grep_files","list_dir","read_file","tail_file"]}}"#,
+            r#"{{"ok":false,"error":"unknown_tool","name":"{}…","tools":["grep_files","list_dir","read_file","run_script","tail_file"]}}"#,
             "n".repeat(200)
         )
     );

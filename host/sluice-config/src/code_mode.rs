@@ -145,7 +145,7 @@ mod tests {
     fn a_bad_limit_names_its_key_and_range() {
         assert_eq!(
             resolve("[code_mode]\ninner_max_result_bytes = 16777217\n").unwrap_err(),
-            "code_mode.inner_max_result_bytes must be an integer from 1024 to 16777216 (bytes); got 16777217 (from <file>)"
+            "code_mode.inner_max_result_bytes must be an integer from 1024 to 16777216 (bytes); got 16777217 (from <file> line 2)"
         );
         let e = resolve("[code_mode]\nmax_inner_call = 3\n").unwrap_err();
         assert!(e.contains("max_inner_call"), "{e}");

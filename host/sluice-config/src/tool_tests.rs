@@ -145,7 +145,7 @@ fn bad_policies_are_config_errors_naming_the_key() {
         ),
         (
             "builtins = [\"cat\"]\n",
-            "builtins must be a list of built-in tool names (read_file, tail_file, grep_files, list_dir); got \"cat\"",
+            "builtins must be a list of built-in tool names (read_file, tail_file, grep_files, list_dir, run_script); got \"cat\"",
         ),
     ];
     for (body, expected) in cases {
@@ -266,7 +266,14 @@ fn a_bad_sibling_policy_leaves_only_its_tool_out() {
     let names: Vec<&str> = c.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
         names,
-        ["read_file", "tail_file", "grep_files", "list_dir", "y"]
+        [
+            "read_file",
+            "tail_file",
+            "grep_files",
+            "list_dir",
+            "run_script",
+            "y"
+        ]
     );
     assert_eq!(c.rejected.len(), 1, "{:?}", c.rejected);
     assert_eq!(c.rejected[0].component, dir.join("x.wasm"));
@@ -305,7 +312,7 @@ fn a_component_named_like_a_built_in_names_both_and_the_fix() {
     );
     assert_eq!(resolve_strict(&file).unwrap_err().to_string(), expected);
     let c = resolve(&file).unwrap();
-    assert_eq!(c.tools.len(), 4, "the built-ins");
+    assert_eq!(c.tools.len(), 5, "the built-ins");
     assert_eq!(
         c.rejected,
         [RejectedTool {

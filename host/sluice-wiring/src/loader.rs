@@ -112,13 +112,15 @@ impl ToolLoader {
         // Only a built-in that keeps its own name: a renamed one, or another component, may
         // offer a tool of that name.
         // Not run_script: its scripts call the other tools, so they are all loaded.
-        let single = only.filter(|name| *name != sluice_config::SCRIPT_TOOL).and_then(|name| {
-            config.tools.iter().find(|t| {
-                matches!(&t.source, ToolSource::Builtin(b) if b == name)
-                    && t.prefix.is_none()
-                    && t.functions.values().all(|f| f.name.is_none())
-            })
-        });
+        let single = only
+            .filter(|name| *name != sluice_config::SCRIPT_TOOL)
+            .and_then(|name| {
+                config.tools.iter().find(|t| {
+                    matches!(&t.source, ToolSource::Builtin(b) if b == name)
+                        && t.prefix.is_none()
+                        && t.functions.values().all(|f| f.name.is_none())
+                })
+            });
         let selected: Vec<&ToolConfig> = match single {
             Some(t) => vec![t],
             None => config.tools.iter().collect(),

@@ -82,7 +82,7 @@ fn a_tool_error_still_exits_zero() {
     assert_eq!(o.status.code(), Some(0));
     assert_eq!(
         stdout(&o),
-        "{\"ok\":false,\"error\":\"unknown_tool\",\"name\":\"no_such_tool\",\"tools\":[\"list_dir\",\"read_file\",\"tail_file\",\"grep_files\"]}\n"
+        "{\"ok\":false,\"error\":\"unknown_tool\",\"name\":\"no_such_tool\",\"tools\":[\"list_dir\",\"run_script\",\"read_file\",\"tail_file\",\"grep_files\"]}\n"
     );
 }
 

@@ -55,14 +55,23 @@ fn a_component_that_cannot_load_is_reported_and_the_builtins_still_run() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let tools: Value = serde_json::from_slice(&o.stdout).unwrap();
     let tools = tools.as_array().unwrap();
-    let names: Vec<&str> = tools[..4]
+    let names: Vec<&str> = tools[..5]
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["read_file", "tail_file", "grep_files", "list_dir"]);
-    assert_eq!(tools.len(), 5);
     assert_eq!(
-        tools[4],
+        names,
+        [
+            "read_file",
+            "tail_file",
+            "grep_files",
+            "list_dir",
+            "run_script"
+        ]
+    );
+    assert_eq!(tools.len(), 6);
+    assert_eq!(
+        tools[5],
         serde_json::json!({"source": wasm, "unavailable": true, "reason": reason})
     );
     let err = text(&o.stderr);
@@ -164,6 +173,7 @@ fn a_read_file_component_loads_beside_the_builtin_under_a_prefix() {
             "tail_file",
             "grep_files",
             "list_dir",
+            "run_script",
             "fs_read_file",
             "fs_list_directory"
         ]

@@ -169,7 +169,7 @@ async fn an_oversized_request_gets_an_error_with_its_id() {
         .await;
     let a = raw.answer().await;
     assert_eq!(a["id"], 2);
-    assert_eq!(a["result"]["tools"].as_array().unwrap().len(), 4);
+    assert_eq!(a["result"]["tools"].as_array().unwrap().len(), 5);
     assert!(raw.end().await.success());
 }
 

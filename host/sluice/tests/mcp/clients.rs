@@ -60,13 +60,13 @@ fn check(out: &Value, version: Value) {
         &json!({
             "server": "sluice",
             "version": version,
-            "tools": ["read_file", "tail_file", "grep_files", "list_dir"],
-            "readOnly": [true, true, true, true],
+            "tools": ["read_file", "tail_file", "grep_files", "list_dir", "run_script"],
+            "readOnly": [true, true, true, true, true],
             // What Claude Code reads to keep a result whole: the cap (default 65,536).
-            "maxResultSizeChars": [65_536, 65_536, 65_536, 65_536],
+            "maxResultSizeChars": [65_536, 65_536, 65_536, 65_536, 65_536],
             "page": "{\"ok\":true,\"result\":{\"path\":\"f.txt\",\"size\":8,\"offset\":0,\"startLine\":1,\"endLine\":2,\"totalLines\":2,\"contentBytes\":8,\"content\":\"one\\ntwo\\n\"}}",
             "pageIsError": false,
-            "unknown": "{\"ok\":false,\"error\":\"unknown_tool\",\"name\":\"no_such_tool\",\"tools\":[\"list_dir\",\"read_file\",\"tail_file\",\"grep_files\"]}",
+            "unknown": "{\"ok\":false,\"error\":\"unknown_tool\",\"name\":\"no_such_tool\",\"tools\":[\"list_dir\",\"run_script\",\"read_file\",\"tail_file\",\"grep_files\"]}",
             "unknownIsError": true,
             "grep": 1,
             "progress": true,

@@ -122,6 +122,7 @@ async fn a_cold_start_answers_the_handshake_while_interpreter_tools_compile() {
             "tail_file",
             "grep_files",
             "list_dir",
+            "run_script",
             "summarize_table",
             "query_json"
         ]

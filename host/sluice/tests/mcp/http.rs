@@ -109,7 +109,16 @@ async fn serve_answers_mcp_at_post_mcp_under_its_token() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["read_file", "tail_file", "grep_files", "list_dir"]);
+    assert_eq!(
+        names,
+        [
+            "read_file",
+            "tail_file",
+            "grep_files",
+            "list_dir",
+            "run_script"
+        ]
+    );
     let call = json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"f.txt"}}});
     let body: Value = post(url, &call, &auth).await.json().await.unwrap();
     assert_eq!(

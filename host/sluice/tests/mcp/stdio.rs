@@ -43,7 +43,16 @@ async fn tools_list_serves_every_tool_with_its_schema_and_annotations() {
     let client = client(&["--root", &root]).await;
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, ["read_file", "tail_file", "grep_files", "list_dir"]);
+    assert_eq!(
+        names,
+        [
+            "read_file",
+            "tail_file",
+            "grep_files",
+            "list_dir",
+            "run_script"
+        ]
+    );
     // The schemas and descriptions are `sluice tools`' own.
     let out = command(&["--root", &root, "tools"]).output().await.unwrap();
     let listed: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
@@ -84,7 +93,7 @@ async fn tools_list_pages_follow_the_cursor() {
         .await
         .unwrap();
     let names: Vec<&str> = second.tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, ["list_dir"]);
+    assert_eq!(names, ["list_dir", "run_script"]);
     assert_eq!(second.next_cursor, None);
     let bad = client
         .list_tools(Some(
@@ -167,7 +176,7 @@ async fn tool_errors_are_observations_with_is_error() {
     let unknown = call(&client, "no_such_tool", json!({})).await;
     assert_eq!(
         text(&unknown),
-        "{\"ok\":false,\"error\":\"unknown_tool\",\"name\":\"no_such_tool\",\"tools\":[\"list_dir\",\"read_file\",\"tail_file\",\"grep_files\"]}"
+        "{\"ok\":false,\"error\":\"unknown_tool\",\"name\":\"no_such_tool\",\"tools\":[\"list_dir\",\"run_script\",\"read_file\",\"tail_file\",\"grep_files\"]}"
     );
     let bad = call(
         &client,

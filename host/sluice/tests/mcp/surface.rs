@@ -23,7 +23,7 @@ async fn every_tool_declares_the_cap_to_claude_code() {
     ] {
         let client = client(&flags).await;
         let tools = client.list_all_tools().await.unwrap();
-        assert_eq!(tools.len(), 4);
+        assert_eq!(tools.len(), 5);
         for tool in &tools {
             let listed = serde_json::to_value(tool).unwrap();
             assert_eq!(

@@ -27,22 +27,30 @@ struct Served {
 impl Served {
     /// `sluice --root work=… --tools tools serve` over `w`, with the reloader's logs on.
     fn start(w: &Workspace) -> Served {
+        Served::start_with(w, &[])
+    }
+
+    /// `sluice serve` with `more` flags too (`--strict`: it answers once every component
+    /// has compiled).
+    fn start_with(w: &Workspace, more: &[&str]) -> Served {
         let root = format!("work={}", w.path("work").display());
         let tools = w.path("tools").display().to_string();
         let store = w.path("sessions.db").display().to_string();
+        let mut args = vec![
+            "--root",
+            &root,
+            "--tools",
+            &tools,
+            "--store",
+            &store,
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--allow-destructive",
+        ];
+        args.extend(more);
         let mut child = w
-            .command(&[
-                "--root",
-                &root,
-                "--tools",
-                &tools,
-                "--store",
-                &store,
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--allow-destructive",
-            ])
+            .command(&args)
             .env("SLUICE_LOG", "warn,sluice_server::reload=info")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -172,7 +180,9 @@ fn wait_for_file(path: &Path, limit: Duration) {
 fn a_call_in_flight_finishes_on_the_old_version_and_the_next_call_uses_the_new() {
     let w = Workspace::new();
     setup(&w);
-    let mut served = Served::start(&w);
+    // Strict: every component (run_script's large one too) has compiled before the first
+    // reload, so the memory measured is the reloads', not a first compile's.
+    let mut served = Served::start_with(&w, &["--strict"]);
     let url = served.url.clone();
     assert_eq!(call(&url, "version", json!({})), says("v1"));
 
@@ -195,7 +205,7 @@ fn a_call_in_flight_finishes_on_the_old_version_and_the_next_call_uses_the_new()
         replaced.elapsed()
     );
     assert!(
-        line.contains("6 tool(s) (added: [], removed: [])"),
+        line.contains("7 tool(s) (added: [], removed: [])"),
         "{line}"
     );
     assert_eq!(
@@ -257,7 +267,7 @@ fn a_broken_replacement_keeps_the_old_version_and_says_why() {
     assert_eq!(
         call(&url, "version", json!({})),
         // The tools left, nearest the name first (docs/observations.md#shapes).
-        "{\"ok\":false,\"error\":\"unknown_tool\",\"name\":\"version\",\"tools\":[\"read_file\",\"grep_files\",\"list_dir\",\"tail_file\"]}"
+        "{\"ok\":false,\"error\":\"unknown_tool\",\"name\":\"version\",\"tools\":[\"read_file\",\"grep_files\",\"list_dir\",\"run_script\",\"tail_file\"]}"
     );
 
     // A new component that fails to load is left out, as at a start without --strict: it
@@ -282,7 +292,9 @@ fn a_hundred_replacements_under_concurrent_calls_lose_no_call_and_leak_no_memory
     const REPLACEMENTS: u64 = 100;
     let w = Workspace::new();
     setup(&w);
-    let mut served = Served::start(&w);
+    // --strict: serving starts once every component has compiled, so no background compile
+    // (run_script's takes seconds) finishes between the two RSS readings and counts as a leak.
+    let mut served = Served::start_with(&w, &["--strict"]);
     let url = served.url.clone();
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -419,7 +431,13 @@ fn an_mcp_client_is_told_when_the_tools_change() {
     let list = next("tools/list");
     assert_eq!(
         names(&list),
-        ["read_file", "tail_file", "grep_files", "list_dir"],
+        [
+            "read_file",
+            "tail_file",
+            "grep_files",
+            "list_dir",
+            "run_script"
+        ],
         "{list}"
     );
     let _ = child.kill();
