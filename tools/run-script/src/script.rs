@@ -16,6 +16,7 @@ use boa_engine::{
 };
 
 mod fast;
+mod result;
 
 /// The most bytes of `console.log` output kept: the output is cut there (within a line too),
 /// [`LOG_CUT`] is the last line, and further output is dropped.
@@ -152,37 +153,40 @@ pub fn run(script: &str, call: CallTool) -> Result<Output, ScriptError> {
             ));
         }
     };
-    let stringify = shared.borrow().stringify.clone();
-    let result = match stringify.call(&JsValue::undefined(), &[returned], &mut context) {
-        Ok(v) if v.is_undefined() => "null".to_string(),
-        Ok(v) => match v.as_string() {
-            Some(s) => s.to_std_string_escaped(),
-            None => "null".to_string(),
-        },
-        Err(e) => {
-            return Err(ScriptError::InvalidResult(format!(
-                "what the script returned cannot be written as JSON: {}",
-                error_text(&e, prefix, &mut context)
-            )));
-        }
+    let result = match returned.as_string() {
+        // A string is quoted without the whole copy JSON.stringify would make.
+        Some(string) => result::quoted(string.as_str(), MAX_RESULT_BYTES),
+        None => result::cut(json_text(&shared, returned, prefix, &mut context)?),
     };
-    let result_bytes = result.len() as u64;
-    let mut result = result;
-    if result.len() > MAX_RESULT_BYTES {
-        let mut at = MAX_RESULT_BYTES;
-        while !result.is_char_boundary(at) {
-            at -= 1;
-        }
-        result.truncate(at);
-    }
     let state = shared.borrow();
     Ok(Output {
-        result,
-        result_bytes,
+        result: result.text,
+        result_bytes: result.bytes,
         log: state.log.clone(),
         calls: state.calls,
         inner_bytes: state.inner_bytes,
     })
+}
+
+/// `returned` as the script's own `JSON.stringify` (the original, whatever the script did to
+/// `JSON`) writes it; `null` for what it leaves undefined (`undefined`, a function).
+fn json_text(
+    shared: &Shared,
+    returned: JsValue,
+    prefix: &str,
+    context: &mut Context,
+) -> Result<String, ScriptError> {
+    let stringify = shared.borrow().stringify.clone();
+    match stringify.call(&JsValue::undefined(), &[returned], context) {
+        Ok(v) => Ok(match v.as_string() {
+            Some(s) => s.to_std_string_escaped(),
+            None => "null".to_string(),
+        }),
+        Err(e) => Err(ScriptError::InvalidResult(format!(
+            "what the script returned cannot be written as JSON: {}",
+            error_text(&e, prefix, context)
+        ))),
+    }
 }
 
 /// Adds the `tools` and `console` globals, and returns the state their functions share.

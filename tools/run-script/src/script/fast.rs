@@ -7,6 +7,9 @@
 //!   window of the string, so a loop over the matches of a 4 MiB string is quadratic. Here
 //!   `memchr::memmem` (Latin-1) or a scan for the first code unit (UTF-16).
 //! - `String.prototype.split(s)` and `replaceAll(s, r)` with a string: loops of that search.
+//! - `String.prototype.repeat(n)`: Boa lists `n` references to the string before joining
+//!   them, 12 bytes each, so `'x'.repeat(1e8)` asked for 1.5 GiB. Here whole chunks of 64 KiB
+//!   are joined: the result and a chunk.
 //! - `RegExp.prototype.exec`, which `match`, `matchAll`, `replace`, `split`, `search` and
 //!   `test` all go through: Boa copies a Latin-1 subject to UTF-16 on every call, so
 //!   `text.match(/ERROR/g)` over a 4 MiB page copied 8 MiB per match. Here a long Latin-1
@@ -31,6 +34,7 @@ struct Builtins {
     index_of: JsObject,
     split: JsObject,
     replace_all: JsObject,
+    repeat: JsObject,
     exec: JsObject,
     /// The last long Latin-1 subject of `exec` and its UTF-16 copy.
     copy: RefCell<Option<(JsString, JsString)>>,
@@ -51,6 +55,7 @@ pub(super) fn install(context: &mut Context) -> JsResult<()> {
         index_of: get(&string_prototype, js_string!("indexOf"), context)?,
         split: get(&string_prototype, js_string!("split"), context)?,
         replace_all: get(&string_prototype, js_string!("replaceAll"), context)?,
+        repeat: get(&string_prototype, js_string!("repeat"), context)?,
         exec: get(&regexp_prototype, js_string!("exec"), context)?,
         copy: RefCell::new(None),
     };
@@ -92,6 +97,7 @@ pub(super) fn install(context: &mut Context) -> JsResult<()> {
         replace_all,
         context,
     )?;
+    replace(&string_prototype, js_string!("repeat"), 1, repeat, context)?;
     replace(&regexp_prototype, js_string!("exec"), 1, exec, context)?;
     Ok(())
 }
@@ -231,6 +237,34 @@ fn replace_all(this: &JsValue, args: &[JsValue], context: &mut Context) -> JsRes
     pieces.push(string.slice(start, string.len()));
     let strs: Vec<JsStr<'_>> = pieces.iter().map(JsString::as_str).collect();
     Ok(JsString::concat_array(&strs).into())
+}
+
+/// The code units of a chunk [`repeat`] joins (64 Ki).
+const CHUNK: usize = 1 << 16;
+
+/// `String.prototype.repeat(count)` for a string and a count that is a number (whose
+/// conversion cannot run script code), when the result is longer than a chunk; the builtin
+/// does the rest (and throws its errors).
+fn repeat(this: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
+    let count = args.get_or_undefined(0);
+    let fast = match (this.as_string(), count.as_number()) {
+        (Some(string), Some(count)) if count.is_finite() && count >= 1.0 && !string.is_empty() => {
+            let count = count.trunc();
+            // A result past Boa's longest string goes to the builtin, which throws.
+            let total = count * string.len() as f64;
+            (total > CHUNK as f64 && total <= f64::from(u32::MAX)).then(|| (string, count as usize))
+        }
+        _ => None,
+    };
+    let Some((string, count)) = fast else {
+        let builtin = builtins(context)?.repeat.clone();
+        return builtin.call(this, args, context);
+    };
+    let per_chunk = (CHUNK / string.len()).clamp(1, count);
+    let chunk = JsString::concat_array(&vec![string.as_str(); per_chunk]);
+    let mut pieces = vec![chunk.as_str(); count / per_chunk];
+    pieces.extend(std::iter::repeat_n(string.as_str(), count % per_chunk));
+    Ok(JsString::concat_array(&pieces).into())
 }
 
 /// `RegExp.prototype.exec(string)`, with a long Latin-1 subject given to the builtin as its

@@ -488,3 +488,61 @@ fn a_result_past_its_bound_is_cut_and_its_size_kept() {
     let small = run("return [1, 2]", no_calls()).unwrap();
     assert_eq!((small.result.as_str(), small.result_bytes), ("[1,2]", 5));
 }
+
+#[test]
+fn a_returned_string_is_quoted_as_json_stringify_quotes_it() {
+    // Latin-1 and UTF-16 strings, every control, quotes, backslashes, a pair and lone
+    // surrogates: the string's own path against JSON.stringify's (inside an array).
+    let strings = [
+        r#""plain ascii""#,
+        r#""a \"b\" \\ c\n\r\t\b\f \u0000 \u0001 \u001f \u007f é ÿ""#,
+        r#""é and € and 😀 and \ud800 and \udc00x and \udbff\udfff""#,
+        r#"Array.from({length: 0x100}, (_, i) => String.fromCharCode(i)).join("")"#,
+        r#""\u2028\u2029""#,
+        r#""""#,
+    ];
+    for s in strings {
+        let alone = result(&format!("return {s}"));
+        let in_array = result(&format!("return [{s}]"));
+        assert_eq!(format!("[{alone}]"), in_array, "{s}");
+    }
+}
+
+#[test]
+fn a_long_string_keeps_whole_escapes_and_counts_the_rest() {
+    // 5 Mi newlines: 10 Mi bytes of "\n" escapes and the quotes; at 8 MiB no escape is split.
+    let out = run(r#"return "\n".repeat(5 * 1024 * 1024)"#, no_calls()).unwrap();
+    assert_eq!(out.result_bytes, 2 + 10 * 1024 * 1024);
+    assert_eq!(
+        out.result.len(),
+        MAX_RESULT_BYTES - 1,
+        "the quote and whole escapes"
+    );
+    assert!(out.result.ends_with("\\n"));
+}
+
+#[test]
+fn repeat_agrees_with_the_builtin() {
+    // Short results stay with the builtin; long ones are joined in chunks: the same strings
+    // as joining an array, which repeat does not use.
+    for (s, n) in [
+        ("ab", 3),
+        ("x", 70_000),
+        ("é€", 40_000),
+        ("abc", 21_846),
+        ("xyz", 65_537),
+    ] {
+        let script = format!(
+            "const r = {s:?}.repeat({n}); return [r.length, r === Array({n} + 1).join({s:?})]"
+        );
+        let len = s.encode_utf16().count() * n;
+        assert_eq!(result(&script), format!("[{len},true]"), "{s} {n}");
+    }
+    let e = error("return 'x'.repeat(-1)");
+    assert!(
+        matches!(e, ScriptError::Uncaught(ref m) if m.contains("RangeError")),
+        "{e:?}"
+    );
+    assert_eq!(result("return 'x'.repeat(2.9)"), r#""xx""#);
+    assert_eq!(result("return ''.repeat(1e9)"), r#""""#);
+}
