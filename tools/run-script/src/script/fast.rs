@@ -252,7 +252,8 @@ fn repeat(this: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<J
             let count = count.trunc();
             // A result past Boa's longest string goes to the builtin, which throws.
             let total = count * string.len() as f64;
-            (total > CHUNK as f64 && total <= f64::from(u32::MAX)).then(|| (string, count as usize))
+            (total > CHUNK as f64 && total <= f64::from(u32::MAX))
+                .then_some((string, count as usize))
         }
         _ => None,
     };
