@@ -34,7 +34,9 @@ pub(crate) async fn call(
     let _stop_on_drop = call.clone().drop_guard();
     let options = CallOptions::new(cap)
         .with_cancel(call)
-        .with_destructive_allowed(allow_destructive);
+        .with_destructive_allowed(allow_destructive)
+        // rmcp parsed the arguments, and `args` is their JSON written again.
+        .with_reencoded_arguments();
     let observation = toolbox.call_with(name, &args, &options).await;
     (!cancel.is_cancelled()).then_some(observation)
 }

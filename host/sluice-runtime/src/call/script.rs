@@ -113,6 +113,8 @@ impl ScriptCalls {
             run: Run {
                 cap: limits.inner_max_result_bytes,
                 place: Place::Inline,
+                // A script's arguments are the text JSON.stringify wrote.
+                arguments_reencoded: false,
                 ..run.clone()
             },
             limits,

@@ -59,6 +59,9 @@ pub(crate) struct Run {
     pub(crate) cancel: CancellationToken,
     /// Whether a script it runs may call destructive tools (the run is auto-approved).
     pub(crate) allow_destructive: bool,
+    /// Whether its arguments text was written from parsed JSON (see
+    /// `CallOptions::arguments_reencoded`).
+    pub(crate) arguments_reencoded: bool,
     /// Where the call runs.
     pub(crate) place: Place,
 }
@@ -106,7 +109,12 @@ impl ToolSet {
                 );
             }
         };
-        let params = match lower_args(tool, &args, &Literals::of(text, &args)) {
+        let literals = if run.arguments_reencoded {
+            Literals::none()
+        } else {
+            Literals::of(text, &args)
+        };
+        let params = match lower_args(tool, &args, &literals) {
             Ok(p) => p,
             Err(message) => return Observation::error(&message, Some("invalid-argument")),
         };

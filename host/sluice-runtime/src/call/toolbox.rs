@@ -49,6 +49,12 @@ pub struct CallOptions {
     /// the run approves calls without asking (`agent.auto_approve`, `mcp.allow_destructive`).
     /// Default false.
     pub allow_destructive: bool,
+    /// Whether the arguments text was written from already parsed JSON (an MCP client's
+    /// arguments, parsed by rmcp): an integer literal beyond 64 bits was then read as a float
+    /// before Sluice saw it, so a float with no fraction at or above 2^64 is judged as such
+    /// an integer (too large; clamped where the field saturates), not as a fraction. Default
+    /// false: the text is as the caller wrote it.
+    pub arguments_reencoded: bool,
 }
 
 impl CallOptions {
@@ -58,7 +64,16 @@ impl CallOptions {
             cap,
             cancel: None,
             allow_destructive: false,
+            arguments_reencoded: false,
         }
+    }
+
+    /// The same options, for arguments text written from parsed JSON
+    /// ([`CallOptions::arguments_reencoded`]).
+    #[must_use]
+    pub fn with_reencoded_arguments(mut self) -> Self {
+        self.arguments_reencoded = true;
+        self
     }
 
     /// The same options; scripts may call destructive tools when `allowed`.
@@ -285,6 +300,7 @@ impl Toolbox {
             cap: options.cap,
             cancel: options.cancel.clone().unwrap_or_default(),
             allow_destructive: options.allow_destructive,
+            arguments_reencoded: options.arguments_reencoded,
             place: Place::Pool,
         };
         let draft = self.set.invoke(tool, args, &run).await;

@@ -239,6 +239,53 @@ async fn server_discover_and_a_stateless_call() {
     assert!(raw.end().await.success());
 }
 
+/// An integer beyond 64 bits reaches Sluice as the float rmcp parsed (its digits gone): it
+/// is judged too large, as the same literal through `sluice call` is, not a fraction.
+#[tokio::test]
+async fn integers_beyond_64_bits_are_too_large_not_fractions() {
+    let mut raw = Raw::start(&[]).await;
+    raw.initialize("2025-06-18").await;
+    let call = |id: u32, name: &str, arguments: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{name}","arguments":{arguments}}}}}"#
+        )
+    };
+    // tail_file's lines saturates: every line of the file.
+    raw.send(&call(
+        1,
+        "tail_file",
+        r#"{"path":"f.txt","lines":18446744073709551616}"#,
+    ))
+    .await;
+    let a = raw.answer().await;
+    assert_eq!(a["result"]["isError"], false, "{a}");
+    assert_eq!(
+        a["result"]["structuredContent"]["result"]["lines"],
+        json!(["one"])
+    );
+    // read_file's offset does not: too large, with the bound.
+    raw.send(&call(
+        2,
+        "read_file",
+        r#"{"path":"f.txt","offset":18446744073709551616}"#,
+    ))
+    .await;
+    let a = raw.answer().await;
+    assert_eq!(
+        a["result"]["structuredContent"],
+        json!({"ok":false,"error":"offset must be an integer of at most 18446744073709551615; got 1.8446744073709552e+19","kind":"invalid-argument"})
+    );
+    // A float with a fraction is still not an integer.
+    raw.send(&call(3, "read_file", r#"{"path":"f.txt","offset":2.5}"#))
+        .await;
+    let a = raw.answer().await;
+    assert_eq!(
+        a["result"]["structuredContent"]["error"],
+        "offset must be an integer of at least 0; got 2.5"
+    );
+    assert!(raw.end().await.success());
+}
+
 #[tokio::test]
 async fn eof_before_anything_is_a_clean_exit() {
     let started = Instant::now();
