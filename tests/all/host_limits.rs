@@ -67,7 +67,8 @@ fn waiting_inside_a_host_call_ends_at_the_timeout() {
         let (took, message, kind) = timed_err(&sb, tool, &args);
         assert_eq!(kind, "timeout", "{tool}: {message}");
         assert_eq!(
-            message, "the tool ran past its timeout of 1000 ms and was stopped",
+            message,
+            "the tool ran past its timeout of 1000 ms and was stopped; raise timeout_ms in its policy (1 to 3600000 ms) if it needs longer",
             "{tool}"
         );
         assert!(
@@ -82,7 +83,7 @@ fn waiting_inside_a_host_call_ends_at_the_timeout() {
         (kind.as_str(), message.as_str()),
         (
             "timeout",
-            "the tool ran past its timeout of 1000 ms and was stopped"
+            "the tool ran past its timeout of 1000 ms and was stopped; raise timeout_ms in its policy (1 to 3600000 ms) if it needs longer"
         )
     );
     assert!(

@@ -35,7 +35,7 @@ fn an_infinite_loop_times_out_and_the_host_keeps_serving() {
     assert_eq!(kind, "timeout", "{message}");
     assert_eq!(
         message,
-        "the tool ran past its timeout of 1000 ms and was stopped"
+        "the tool ran past its timeout of 1000 ms and was stopped; raise timeout_ms in its policy (1 to 3600000 ms) if it needs longer"
     );
     assert!(
         took >= Duration::from_secs(1) && took < Duration::from_secs(2),

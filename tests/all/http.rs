@@ -242,7 +242,7 @@ fn a_server_that_never_answers_is_ended_by_the_calls_timeout() {
     assert_eq!(kind, "timeout");
     assert_eq!(
         error,
-        "the tool ran past its timeout of 1000 ms and was stopped"
+        "the tool ran past its timeout of 1000 ms and was stopped; raise timeout_ms in its policy (1 to 3600000 ms) if it needs longer"
     );
     // The pool ends a call within its timeout plus 200 ms; 1 s more of slack for a loaded
     // 2-core machine.

@@ -28,11 +28,8 @@ pub const BUILTIN_TOOLS: [&str; 5] = [
 
 pub use sluice_protocol::limits::{
     DEFAULT_TOOL_MEMORY_MIB as DEFAULT_MEMORY_MIB, DEFAULT_TOOL_TIMEOUT_MS as DEFAULT_TIMEOUT_MS,
-    MAX_TOOL_MEMORY_MIB as MAX_MEMORY_MIB,
+    MAX_TOOL_MEMORY_MIB as MAX_MEMORY_MIB, MAX_TOOL_TIMEOUT_MS as MAX_TIMEOUT_MS,
 };
-
-/// The longest timeout a tool may be granted, in ms (one hour).
-pub const MAX_TIMEOUT_MS: u64 = 3_600_000;
 
 /// Where a tool's component comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]

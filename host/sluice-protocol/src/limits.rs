@@ -19,6 +19,9 @@ pub const DEFAULT_MAX_TURNS: u32 = 50;
 /// A tool's wall-clock limit per call when its policy sets no `timeout_ms`, in ms.
 pub const DEFAULT_TOOL_TIMEOUT_MS: u64 = 10_000;
 
+/// The largest `timeout_ms` a tool policy may set, in ms (one hour).
+pub const MAX_TOOL_TIMEOUT_MS: u64 = 3_600_000;
+
 /// A tool's linear-memory limit when its policy sets no `memory_mib`, in MiB.
 pub const DEFAULT_TOOL_MEMORY_MIB: u64 = 256;
 

@@ -13,7 +13,7 @@ use crate::limits::{
 };
 use crate::policy::ToolPolicy;
 use crate::secrets::Cut;
-use sluice_protocol::limits::MAX_TOOL_MEMORY_MIB;
+use sluice_protocol::limits::{MAX_TOOL_MEMORY_MIB, MAX_TOOL_TIMEOUT_MS};
 
 /// The kind and message of a failed call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,12 +30,14 @@ impl Failure {
         Failure { message, kind }
     }
 
-    /// The call ran past its timeout.
+    /// The call ran past its timeout: names it in ms and the policy key that raises it, with
+    /// its range.
     pub(crate) fn timeout(policy: &ToolPolicy) -> Self {
         Failure::new(
             format!(
-                "the tool ran past its timeout of {} ms and was stopped",
-                policy.timeout.as_millis()
+                "the tool ran past its timeout of {} ms and was stopped; raise {} (1 to {MAX_TOOL_TIMEOUT_MS} ms) if it needs longer",
+                policy.timeout.as_millis(),
+                key_at(policy, "timeout_ms")
             ),
             "timeout",
         )
@@ -44,10 +46,7 @@ impl Failure {
     /// The guest asked for `asked` bytes of linear memory past its limit of `limit` bytes:
     /// names both in MiB and the policy key that raises the limit, with its range.
     pub(crate) fn memory(limit: usize, asked: usize, policy: &ToolPolicy) -> Self {
-        let key = policy.origin.as_ref().map_or_else(
-            || "memory_mib in its policy".to_string(),
-            |o| o.key_at("memory_mib"),
-        );
+        let key = key_at(policy, "memory_mib");
         Failure::new(
             format!(
                 "the tool hit its memory limit of {} MiB (it asked for {} MiB) and was stopped; raise {key} (1 to {MAX_TOOL_MEMORY_MIB} MiB) if it needs more",
@@ -62,6 +61,15 @@ impl Failure {
     pub(crate) fn cancelled() -> Self {
         Failure::new(crate::pool::CANCELLED_WHILE_RUNNING.into(), "cancelled")
     }
+}
+
+/// Where policy key `key` of `policy` is set, in words (`memory_mib in its policy` when the
+/// policy came from no file).
+fn key_at(policy: &ToolPolicy, key: &str) -> String {
+    policy
+        .origin
+        .as_ref()
+        .map_or_else(|| format!("{key} in its policy"), |o| o.key_at(key))
 }
 
 /// Names what stopped a call that failed with `e`.

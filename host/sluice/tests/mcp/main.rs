@@ -8,6 +8,7 @@
 
 mod bad_input; // Malformed JSON-RPC, unknown methods, wrong versions, oversized lines, EOF, a client that stops reading.
 mod clients; // The official Python SDK (stdio and HTTP, both handshakes) and the conformance suite.
+mod code_mode; // run_script through sluice call, a session and MCP: the same observation; limits, cancel, 16 at once.
 mod cold_start; // An empty cache with two interpreter tools: the handshake is answered while they compile.
 mod http; // POST /mcp of `sluice serve` and `sluice mcp --listen`: token, Host, Origin, body limit.
 mod stdio; // rmcp's client: list, each built-in byte for byte, paging 5 MB, keys, errors, limits, concurrency.

@@ -262,7 +262,7 @@ async fn a_guest_timeout_and_a_cut_result_are_observations_too() {
     let spin = call(&client, "spin", json!({})).await;
     assert_eq!(
         text(&spin),
-        "{\"ok\":false,\"error\":\"the tool ran past its timeout of 300 ms and was stopped\",\"kind\":\"timeout\"}"
+        "{\"ok\":false,\"error\":\"the tool ran past its timeout of 300 ms and was stopped; raise tools.hostile.timeout_ms in the configuration file (1 to 3600000 ms) if it needs longer\",\"kind\":\"timeout\"}"
     );
     assert_eq!(spin.is_error, Some(true));
     // The timeout is the behaviour: 300 ms plus slack for a loaded 2-core machine.
