@@ -267,17 +267,6 @@ async fn an_endless_loop_ends_at_its_timeout_through_each_path() {
     );
     // Three runs of 1 s (and two process starts): not the 30 s default.
     assert!(elapsed < Duration::from_secs(20), "{elapsed:?}");
-    let started = Instant::now();
-    call(
-        &paths.mcp,
-        "run_script",
-        json!({"script": "while (true) {}"}),
-    )
-    .await;
-    eprintln!(
-        "while (true) through MCP answered after {:?} (timeout 1000 ms)",
-        started.elapsed()
-    );
     let obs = paths.observe("return 1 + 1").await;
     assert_eq!(obs["result"]["result"], 2);
     paths.end().await;
@@ -316,7 +305,6 @@ async fn cancelling_over_mcp_stops_a_running_script() {
         waited < Duration::from_secs(5),
         "the next call waited {waited:?}"
     );
-    eprintln!("after cancelling a script, the next call ran in {waited:?}");
     paths.end().await;
 }
 
