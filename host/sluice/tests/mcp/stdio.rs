@@ -258,19 +258,14 @@ async fn a_guest_timeout_and_a_cut_result_are_observations_too() {
     let conf = hostile_config(dir.path(), "");
     let flags = ["--config", conf.as_str(), "--max-tool-result-bytes", "2048"];
     let client = client(&flags).await;
-    let started = Instant::now();
     let spin = call(&client, "spin", json!({})).await;
     assert_eq!(
         text(&spin),
         "{\"ok\":false,\"error\":\"the tool ran past its timeout of 300 ms and was stopped; raise tools.hostile.timeout_ms in the configuration file (1 to 3600000 ms) if it needs longer\",\"kind\":\"timeout\"}"
     );
     assert_eq!(spin.is_error, Some(true));
-    // The timeout is the behaviour: 300 ms plus slack for a loaded 2-core machine.
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        started.elapsed()
-    );
+    // The message names the policy's 300 ms; how soon after it a guest stops is measured in
+    // tests/all/host_limits.rs (here the first call may also wait for the compile).
     // A result the cap cuts: one block within the cap, and no structuredContent (it is not
     // whole).
     let args = json!({"bytes": 10000});
