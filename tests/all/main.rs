@@ -16,6 +16,7 @@ mod cancel; // Cancelling a run stops the tool call in progress; the transcript 
 mod cap; // Every observation within the cap: pages of tricky text tile files under several caps.
 mod cases; // Cases C1–C4 and C7–C13 from real bug reports, at CAP 8192.
 mod code_mode; // run_script: scripts over the real tools, their limits, the record of their calls.
+mod code_mode_props; // Generated programs over generated files: the observation within the cap, no inner observation.
 mod cold_start; // An empty cache: tools listed at once, code compiled in the background; planted artifacts.
 mod config_secrets; // Issue 16 item 2: wasi:config values and secrets; secrets withheld everywhere.
 mod docs_links; // Every relative link of the README and docs/ resolves; every docs/…#anchor the code cites exists.
