@@ -37,6 +37,60 @@ async fn every_tool_declares_the_cap_to_claude_code() {
     }
 }
 
+/// What Claude Code shows the model of a tool result (docs/mcp.md#clients), as a stub: a
+/// text longer than the tool's `_meta["anthropic/maxResultSizeChars"]` (50,000 characters
+/// when it declares none; at most 500,000) is saved to a file and the model is shown a preview
+/// of its first 2,000 characters.
+fn claude_code_shows(text: &str, declared: Option<u64>) -> String {
+    let limit = declared.unwrap_or(50_000).min(500_000) as usize;
+    if text.chars().count() > limit {
+        let preview: String = text.chars().take(2_000).collect();
+        format!("[result saved to a file; preview]\n{preview}")
+    } else {
+        text.to_string()
+    }
+}
+
+/// Issue 27 item 2 through the stub: at the default cap a result the cap cut reaches the
+/// model with its marker, and at cap 120,000 a page of 60,000 bytes reaches it whole; without
+/// the declaration both went to a file and the model saw neither the marker nor the end.
+#[tokio::test]
+async fn claude_code_shows_the_marker_and_the_whole_page_at_the_declared_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("big.log"), "line of a log\n".repeat(40_000)).unwrap();
+    let root = root_flag(dir.path());
+    for (cap, tool, args, end) in [
+        (
+            65_536,
+            "run_script",
+            json!({"script": "return 'x'.repeat(1000000)"}),
+            "Ask for less",
+        ),
+        (
+            120_000,
+            "read_file",
+            json!({"path": "big.log"}),
+            r#"line of a log\n"}}"#,
+        ),
+    ] {
+        let cap_flag = cap.to_string();
+        let client = client(&["--root", &root, "--max-tool-result-bytes", &cap_flag]).await;
+        let tools = client.list_all_tools().await.unwrap();
+        let listed = serde_json::to_value(tools.iter().find(|t| t.name == tool).unwrap()).unwrap();
+        let declared = listed["_meta"]["anthropic/maxResultSizeChars"].as_u64();
+        assert_eq!(declared, Some(cap));
+        let result = crate::call(&client, tool, args).await;
+        let text = crate::text(&result);
+        assert!(text.len() > 50_000, "{tool}: {} bytes", text.len());
+        assert!(text.contains(end), "{tool}: {}", &text[text.len() - 300..]);
+        // With the declaration: the whole observation, marker or page end included.
+        assert_eq!(claude_code_shows(text, declared), text);
+        // Without it (before): a preview that has lost the end.
+        assert!(!claude_code_shows(text, None).contains(end), "{tool}");
+        client.cancel().await.unwrap();
+    }
+}
+
 #[tokio::test]
 async fn a_tool_search_finds_each_built_in_by_the_words_people_search() {
     let dir = tempfile::tempdir().unwrap();
