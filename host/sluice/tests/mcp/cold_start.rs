@@ -1,6 +1,6 @@
 //! A cold `sluice mcp` (docs/components.md#compiled-components): with an empty cache and two
 //! interpreter tools (the Python and JavaScript examples, tens of seconds each to compile),
-//! `initialize` and `tools/list` are answered before either has compiled, and a call of one
+//! `server/discover`, `initialize` and `tools/list` are answered before either has compiled, and a call of one
 //! waits for its code and then answers. Needs the examples built
 //! (`guest-examples/build.sh`); without them it says it skipped (and fails under `CI=true`).
 
@@ -104,6 +104,16 @@ async fn a_cold_start_answers_the_handshake_while_interpreter_tools_compile() {
         serde_json::from_str(&line).unwrap()
     };
 
+    // A stateless client's first request (2026-07-28), then a client that opens with
+    // `initialize`: both answered while everything compiles.
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion":"2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities":{},
+        "io.modelcontextprotocol/clientInfo":{"name":"cold","version":"0"}});
+    let discover =
+        ask(json!({"jsonrpc":"2.0","id":0,"method":"server/discover","params":{"_meta":meta}}))
+            .await;
+    assert_eq!(discover["result"]["resultType"], "complete", "{discover}");
     let init = ask(json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"cold","version":"0"}}})).await;
     assert_eq!(init["result"]["serverInfo"]["name"], "sluice", "{init}");
     ask(json!({"jsonrpc":"2.0","method":"notifications/initialized"})).await;
