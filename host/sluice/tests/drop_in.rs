@@ -327,3 +327,58 @@ fn sluice_wit_writes_the_packages() {
         )
     );
 }
+
+/// Issue 27 item 11 through the binary: a typo in one sibling policy leaves that tool out
+/// with the reason and a did-you-mean, the built-ins and the rest start (exit 0); `--strict`
+/// refuses with the same reason (exit 2).
+#[test]
+fn a_bad_sibling_policy_leaves_only_its_tool_out_and_strict_refuses() {
+    let (d, config) = setup(
+        "",
+        sluice_tests::HTTP_FETCH_WASM,
+        "fetch",
+        Some("memroy_mib = 64\n"),
+    );
+    let config = config.display().to_string();
+    let policy = d.path().join("tools/fetch.toml").display().to_string();
+    let o = sluice(&["--config", &config, "tools"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let tools: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let tools = tools.as_array().unwrap();
+    assert_eq!(tools.len(), 6, "{tools:?}");
+    assert_eq!(tools[4]["name"], "run_script");
+    assert_eq!(tools[5]["unavailable"], true);
+    let reason = tools[5]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(&policy)
+            && reason.contains("memroy_mib")
+            && reason.contains("did you mean `memory_mib`?"),
+        "{reason}"
+    );
+    let o = sluice(&["--config", &config, "--strict", "tools"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(
+        err.starts_with("sluice: error: ") && err.contains("did you mean `memory_mib`?"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
+}
+
+/// Issue 27 item 12 through the binary: an unknown key of `sluice.toml` stops the start with
+/// the file, the line and the nearest key.
+#[test]
+fn an_unknown_key_of_sluice_toml_is_told_the_nearest_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("sluice.toml");
+    std::fs::write(&config, "[agent]\nmax_tool_result_byte = 4096\n").unwrap();
+    let o = sluice(&["--config", &config.display().to_string(), "tools"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains(&config.display().to_string())
+            && err.contains("line 2")
+            && err.contains("did you mean `max_tool_result_bytes`?"),
+        "{err}"
+    );
+}

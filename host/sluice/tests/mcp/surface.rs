@@ -287,3 +287,41 @@ async fn a_client_that_never_reads_meets_backpressure_then_gets_every_answer() {
     let status = child.wait().await.unwrap();
     assert!(status.success(), "{status}");
 }
+
+/// Issue 27 item 10 end to end: a component with an `http` grant is open-world in
+/// `tools/list`; with only GET it stays read-only, with POST it is destructive (and served only
+/// under --allow-destructive); the built-ins stay closed-world and read-only.
+#[tokio::test]
+async fn network_tools_are_listed_open_world_and_destructive_when_they_may_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("sluice.toml");
+    let wasm = sluice_tests::HTTP_FETCH_WASM;
+    for (methods, read_only, destructive) in [
+        (r#"["GET"]"#, true, false),
+        (r#"["GET", "POST"]"#, false, true),
+    ] {
+        std::fs::write(
+            &conf,
+            format!(
+                "builtins = [\"read_file\"]\n[tools.net]\ncomponent = {wasm:?}\nhttp = [\"127.0.0.1:9\"]\nhttp_methods = {methods}\n"
+            ),
+        )
+        .unwrap();
+        let conf = conf.display().to_string();
+        let client = client(&["--config", &conf, "mcp", "--allow-destructive"]).await;
+        let tools = client.list_all_tools().await.unwrap();
+        let hints = |name: &str| {
+            let tool = tools.iter().find(|t| t.name == name).expect(name);
+            let a = tool.annotations.as_ref().expect("annotations");
+            (a.read_only_hint, a.destructive_hint, a.open_world_hint)
+        };
+        assert_eq!(
+            hints("fetch"),
+            (Some(read_only), Some(destructive), Some(true)),
+            "{methods}"
+        );
+        assert_eq!(hints("flood"), hints("fetch"));
+        assert_eq!(hints("read_file"), (Some(true), Some(false), Some(false)));
+        client.cancel().await.unwrap();
+    }
+}
