@@ -42,16 +42,37 @@ pub(crate) struct Catalog {
 /// An `http` grant of a method other than GET, HEAD and OPTIONS (or of any method) makes
 /// the tool destructive unless its policy says `destructive = false` (sluice-config
 /// derives it; docs/mcp.md#annotations).
-pub(crate) fn annotations(info: &ToolInfo) -> ToolAnnotations {
+///
+/// A tool whose scripts call the other tools (`run_script`) may do what they may: `reach`
+/// is what the tools its scripts can call may do together, and it is neither read-only nor
+/// idempotent when they are not.
+pub(crate) fn annotations(info: &ToolInfo, reach: Reach) -> ToolAnnotations {
     let builtin = info.source == format!("built-in {}", info.name);
+    let (destructive, open_world) = if info.calls_tools {
+        (
+            info.destructive || reach.destructive,
+            info.open_world || reach.open_world,
+        )
+    } else {
+        (info.destructive, info.open_world)
+    };
     let mut a = ToolAnnotations::new()
-        .read_only(!info.destructive)
-        .destructive(info.destructive)
-        .open_world(info.open_world);
-    if builtin {
+        .read_only(!destructive)
+        .destructive(destructive)
+        .open_world(open_world);
+    if builtin && !info.calls_tools {
         a = a.idempotent(true);
     }
     a
+}
+
+/// What the tools a script may call may do, together.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Reach {
+    /// One of them is destructive (and scripts may call it: `mcp.allow_destructive`).
+    pub(crate) destructive: bool,
+    /// One of them is open-world.
+    pub(crate) open_world: bool,
 }
 
 impl Catalog {
@@ -68,9 +89,22 @@ impl Catalog {
             MAX_RESULT_SIZE_CHARS_KEY.to_string(),
             serde_json::Value::from(cap),
         )]));
-        let tools: Vec<Tool> = infos
+        let served: Vec<&ToolInfo> = infos
             .into_iter()
             .filter(|info| allow_destructive || !info.destructive)
+            .collect();
+        // A script may call every served tool but another script tool; a destructive one
+        // only under allow_destructive, which is when it is served.
+        let reach =
+            served
+                .iter()
+                .filter(|info| !info.calls_tools)
+                .fold(Reach::default(), |r, info| Reach {
+                    destructive: r.destructive || info.destructive,
+                    open_world: r.open_world || info.open_world,
+                });
+        let tools: Vec<Tool> = served
+            .into_iter()
             .map(|info| {
                 let schema = match &info.input_schema {
                     serde_json::Value::Object(o) => o.clone(),
@@ -81,7 +115,7 @@ impl Catalog {
                     info.description.clone(),
                     Arc::new(schema),
                 )
-                .with_annotations(annotations(info));
+                .with_annotations(annotations(info, reach));
                 tool.meta = Some(meta.clone());
                 tool
             })
@@ -153,6 +187,7 @@ mod tests {
             source: source.into(),
             destructive,
             open_world: false,
+            calls_tools: false,
         }
     }
 
@@ -167,13 +202,20 @@ mod tests {
 
     #[test]
     fn annotations_follow_the_policy() {
-        let a = serde_json::to_value(annotations(&info("read_file", "built-in read_file", false)))
-            .unwrap();
+        let a = serde_json::to_value(annotations(
+            &info("read_file", "built-in read_file", false),
+            Reach::default(),
+        ))
+        .unwrap();
         assert_eq!(
             a,
             json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false})
         );
-        let a = serde_json::to_value(annotations(&info("write_note", "notes.wasm", true))).unwrap();
+        let a = serde_json::to_value(annotations(
+            &info("write_note", "notes.wasm", true),
+            Reach::default(),
+        ))
+        .unwrap();
         assert_eq!(
             a,
             json!({"readOnlyHint": false, "destructiveHint": true, "openWorldHint": false})
@@ -184,7 +226,7 @@ mod tests {
             ..info("fetch", "fetch.wasm", false)
         };
         assert_eq!(
-            serde_json::to_value(annotations(&fetch)).unwrap(),
+            serde_json::to_value(annotations(&fetch, Reach::default())).unwrap(),
             json!({"readOnlyHint": true, "destructiveHint": false, "openWorldHint": true})
         );
         let post = ToolInfo {
@@ -192,13 +234,54 @@ mod tests {
             ..info("post", "post.wasm", true)
         };
         assert_eq!(
-            serde_json::to_value(annotations(&post)).unwrap(),
+            serde_json::to_value(annotations(&post, Reach::default())).unwrap(),
             json!({"readOnlyHint": false, "destructiveHint": true, "openWorldHint": true})
         );
         // A component that names itself like a built-in is not one.
-        let a =
-            serde_json::to_value(annotations(&info("read_file", "read_file.wasm", false))).unwrap();
+        let a = serde_json::to_value(annotations(
+            &info("read_file", "read_file.wasm", false),
+            Reach::default(),
+        ))
+        .unwrap();
         assert_eq!(a.get("idempotentHint"), None);
+    }
+
+    /// `run_script` may do what the tools it calls may: read-only and closed-world over the
+    /// file tools; destructive once a destructive tool is served (allow_destructive); open-
+    /// world beside a network tool; never idempotent.
+    #[test]
+    fn a_script_tool_reaches_what_its_scripts_may_call() {
+        let script = ToolInfo {
+            calls_tools: true,
+            ..info("run_script", "built-in run_script", false)
+        };
+        let hints = |infos: &[ToolInfo], allow: bool| {
+            let catalog = Catalog::new(infos, allow, 100, 65_536);
+            let tool = catalog
+                .all()
+                .iter()
+                .find(|t| t.name == "run_script")
+                .unwrap();
+            serde_json::to_value(tool.annotations.as_ref().unwrap()).unwrap()
+        };
+        let mut tools = infos();
+        tools.push(script.clone());
+        assert_eq!(
+            hints(&tools, false),
+            json!({"readOnlyHint": true, "destructiveHint": false, "openWorldHint": false})
+        );
+        assert_eq!(
+            hints(&tools, true),
+            json!({"readOnlyHint": false, "destructiveHint": true, "openWorldHint": false})
+        );
+        tools.push(ToolInfo {
+            open_world: true,
+            ..info("fetch", "fetch.wasm", false)
+        });
+        assert_eq!(
+            hints(&tools, false),
+            json!({"readOnlyHint": true, "destructiveHint": false, "openWorldHint": true})
+        );
     }
 
     #[test]

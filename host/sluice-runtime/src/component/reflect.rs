@@ -45,6 +45,11 @@ pub struct ToolInfo {
     /// host (`http`). Left out of the JSON of `sluice tools inspect`, which shows no policy.
     #[serde(skip)]
     pub open_world: bool,
+    /// Its calls run scripts that call the other tools (the policy grants `tool_calls`:
+    /// `run_script`), so what those tools may do, it may do too. Left out of the JSON of
+    /// `sluice tools inspect`.
+    #[serde(skip)]
+    pub calls_tools: bool,
 }
 
 /// The arguments of an export: the fields of its single record parameter, or its
@@ -281,6 +286,7 @@ impl Reflect<'_> {
                 source: self.what.to_string(),
                 destructive: self.policy.is_destructive(),
                 open_world: !self.policy.http.allow.is_empty(),
+                calls_tools: self.policy.tool_calls.is_some(),
             },
             path: at,
             shape,
