@@ -74,8 +74,12 @@ for (;;) {
 
 #[test]
 fn a_script_pages_a_large_log_and_only_its_counts_are_the_observation() {
-    // Some 25 pages of 2 MiB split into lines: seconds in a release build, more in a debug one.
-    let sb = Sandbox::with_policy(cache(), CAP, |p| p.timeout = Duration::from_secs(120));
+    // Some 25 pages of 2 MiB split into lines, in 64 MiB: the garbage of each page is
+    // collected (it once piled up past 1 GiB over a 1 GiB log).
+    let sb = Sandbox::with_policy(cache(), CAP, |p| {
+        p.timeout = Duration::from_secs(120);
+        p.memory_bytes = 64 << 20;
+    });
     // About 50 MB.
     let (text, [errors, warns, infos]) = log(740_000);
     assert!(text.len() > 50_000_000, "{}", text.len());

@@ -73,17 +73,24 @@ const SUFFIX: &str = "\n})()";
 /// The name positions in backtraces carry.
 const SOURCE_NAME: &str = "script";
 
+/// The observation bytes a script takes in between two collections forced before its next
+/// tool call. Boa collects when its own objects pass a threshold, and counts neither the
+/// strings they hold nor an array's items, so a loop that splits page after page into lines
+/// would otherwise keep many pages of garbage.
+const COLLECT_EVERY: u64 = 16 << 20;
+
 /// What the native functions share: the host's calls, the counts and the log.
 struct State {
     call: CallTool,
     calls: u32,
     inner_bytes: u64,
+    /// Observation bytes taken in since the last forced collection ([`COLLECT_EVERY`]).
+    uncollected: u64,
     log: String,
     log_full: bool,
-    /// The intrinsic `JSON.stringify` and `JSON.parse`, taken before the script runs (which
-    /// may replace the globals).
+    /// The intrinsic `JSON.stringify`, taken before the script runs (which may replace the
+    /// global).
     stringify: JsObject,
-    parse: JsObject,
 }
 
 type Shared = Rc<RefCell<State>>;
@@ -202,15 +209,14 @@ fn install(context: &mut Context, call: CallTool) -> JsResult<Shared> {
             .ok_or_else(|| JsNativeError::typ().with_message("no JSON function").into())
     };
     let stringify = function(js_string!("stringify"), context)?;
-    let parse = function(js_string!("parse"), context)?;
     let shared = Rc::new(RefCell::new(State {
         call,
         calls: 0,
         inner_bytes: 0,
+        uncollected: 0,
         log: String::new(),
         log_full: false,
         stringify,
-        parse,
     }));
     context.insert_data(shared.clone());
 
@@ -285,18 +291,19 @@ fn tools_call(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<
             ))
             .into());
     };
-    let (observation, parse) = {
+    if shared.borrow().uncollected >= COLLECT_EVERY {
+        shared.borrow_mut().uncollected = 0;
+        boa_gc::force_collect();
+    }
+    let observation = {
         let mut state = shared.borrow_mut();
         let observation = (state.call)(&name, &arguments);
+        state.uncollected = state.uncollected.saturating_add(observation.len() as u64);
         state.calls = state.calls.saturating_add(1);
         state.inner_bytes = state.inner_bytes.saturating_add(observation.len() as u64);
-        (observation, state.parse.clone())
+        observation
     };
-    parse.call(
-        &JsValue::undefined(),
-        &[JsString::from(observation.as_str()).into()],
-        context,
-    )
+    fast::json_value(&observation, context)
 }
 
 /// Whether `value` is an array.

@@ -10,6 +10,10 @@
 //! - `String.prototype.repeat(n)`: Boa lists `n` references to the string before joining
 //!   them, 12 bytes each, so `'x'.repeat(1e8)` asked for 1.5 GiB. Here whole chunks of 64 KiB
 //!   are joined: the result and a chunk.
+//! - `JSON.parse(text)`: Boa checks the text with serde_json and then parses it as a script,
+//!   whose strings go to the context's interner and stay there: every page a script parsed
+//!   (each observation `tools.call` returns, too) was kept until the script ended, so paging
+//!   1 GiB asked for more than 1 GiB. Here serde_json's value becomes the object directly.
 //! - `RegExp.prototype.exec`, which `match`, `matchAll`, `replace`, `split`, `search` and
 //!   `test` all go through: Boa copies a Latin-1 subject to UTF-16 on every call, so
 //!   `text.match(/ERROR/g)` over a 4 MiB page copied 8 MiB per match. Here a long Latin-1
@@ -35,6 +39,7 @@ struct Builtins {
     split: JsObject,
     replace_all: JsObject,
     repeat: JsObject,
+    parse: JsObject,
     exec: JsObject,
     /// The last long Latin-1 subject of `exec` and its UTF-16 copy.
     copy: RefCell<Option<(JsString, JsString)>>,
@@ -43,6 +48,7 @@ struct Builtins {
 /// Replaces the builtins in `context`'s realm.
 pub(super) fn install(context: &mut Context) -> JsResult<()> {
     let string_prototype = context.intrinsics().constructors().string().prototype();
+    let json = context.intrinsics().objects().json();
     let regexp_prototype = context.intrinsics().constructors().regexp().prototype();
     let get = |object: &JsObject, name: JsString, context: &mut Context| -> JsResult<JsObject> {
         object.get(name, context)?.as_object().ok_or_else(|| {
@@ -56,6 +62,7 @@ pub(super) fn install(context: &mut Context) -> JsResult<()> {
         split: get(&string_prototype, js_string!("split"), context)?,
         replace_all: get(&string_prototype, js_string!("replaceAll"), context)?,
         repeat: get(&string_prototype, js_string!("repeat"), context)?,
+        parse: get(&json, js_string!("parse"), context)?,
         exec: get(&regexp_prototype, js_string!("exec"), context)?,
         copy: RefCell::new(None),
     };
@@ -98,6 +105,7 @@ pub(super) fn install(context: &mut Context) -> JsResult<()> {
         context,
     )?;
     replace(&string_prototype, js_string!("repeat"), 1, repeat, context)?;
+    replace(&json, js_string!("parse"), 2, parse, context)?;
     replace(&regexp_prototype, js_string!("exec"), 1, exec, context)?;
     Ok(())
 }
@@ -266,6 +274,33 @@ fn repeat(this: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<J
     let mut pieces = vec![chunk.as_str(); count / per_chunk];
     pieces.extend(std::iter::repeat_n(string.as_str(), count % per_chunk));
     Ok(JsString::concat_array(&pieces).into())
+}
+
+/// The value of the JSON text `text`, without the interner (see the module's note); a text
+/// that is not JSON is a `SyntaxError` with serde_json's message, as from `JSON.parse`.
+pub(super) fn json_value(text: &str, context: &mut Context) -> JsResult<JsValue> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        boa_engine::JsNativeError::syntax().with_message(format!("JSON.parse: {e}"))
+    })?;
+    JsValue::from_json(&value, context)
+}
+
+/// `JSON.parse(text, reviver)`: without a reviver, [`json_value`] of the text as a string;
+/// with one (or a text with lone surrogates), the builtin.
+fn parse(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
+    if args.get_or_undefined(1).is_callable() {
+        let builtin = builtins(context)?.parse.clone();
+        return builtin.call(&JsValue::undefined(), args, context);
+    }
+    let text = args.get_or_undefined(0).to_string(context)?;
+    match text.to_std_string() {
+        Ok(text) => json_value(&text, context),
+        // Lone surrogates, which UTF-8 cannot hold: the builtin, given the string made.
+        Err(_) => {
+            let builtin = builtins(context)?.parse.clone();
+            builtin.call(&JsValue::undefined(), &[text.into()], context)
+        }
+    }
 }
 
 /// `RegExp.prototype.exec(string)`, with a long Latin-1 subject given to the builtin as its

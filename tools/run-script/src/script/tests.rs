@@ -546,3 +546,34 @@ fn repeat_agrees_with_the_builtin() {
     assert_eq!(result("return 'x'.repeat(2.9)"), r#""xx""#);
     assert_eq!(result("return ''.repeat(1e9)"), r#""""#);
 }
+
+#[test]
+fn json_parse_agrees_with_the_builtin() {
+    // The replacement (no reviver) against the builtin (a reviver that changes nothing).
+    for text in [
+        r#"{"ok":true,"result":{"b":1,"a":[1,2.5,-3e21,null,true,"x"],"é":"\u00e9\n"}}"#,
+        r#"[]"#,
+        r#""a string""#,
+        r#"12345678901234567890"#,
+        r#"{"__proto__":{"polluted":1}}"#,
+    ] {
+        let ours = result(&format!("return JSON.parse({text:?})"));
+        let builtin = result(&format!("return JSON.parse({text:?}, (k, v) => v)"));
+        assert_eq!(ours, builtin, "{text}");
+    }
+    assert_eq!(
+        result(
+            r#"const o = JSON.parse('{"__proto__":{"p":1}}'); return [Object.keys(o), ({}).p === undefined]"#
+        ),
+        r#"[["__proto__"],true]"#
+    );
+    assert_eq!(
+        result(r#"return Object.keys(JSON.parse('{"b":1,"a":2}'))"#),
+        r#"["b","a"]"#
+    );
+    let e = error("return JSON.parse('{bad')");
+    assert!(
+        matches!(e, ScriptError::Uncaught(ref m) if m.contains("SyntaxError")),
+        "{e:?}"
+    );
+}
