@@ -33,8 +33,8 @@ pub(super) struct Aggregation {
     pub(super) path: String,
     /// The lines to count: a regular expression (`(?i)` is the case-insensitive flag).
     pub(super) pattern: String,
-    /// Lowercase words one of which every matching line holds: a page holding none of them
-    /// is counted without looking at its lines.
+    /// Lowercase words one of which every matching line holds: only the lines holding one
+    /// are looked at, found by searching each page for them (with none, every line is).
     pub(super) needles: Vec<String>,
     /// What to group by: a level (`level`), or the prefix of a token (`worker` groups by
     /// `worker-3`, `worker-7`, …).
@@ -172,6 +172,12 @@ function key(line) {
   if (group === "level") return tokens.find(t => LEVELS.includes(t.toUpperCase())) || "(none)";
   return tokens.find(t => t.toLowerCase().startsWith(group)) || "(none)";
 }
+function tally(line) {
+  if (line === "" || !pattern.test(line)) return;
+  matched++;
+  const k = key(line);
+  counts[k] = (counts[k] || 0) + 1;
+}
 function count(path) {
   let offset = 0;
   for (;;) {
@@ -181,13 +187,23 @@ function count(path) {
     const parts = text.split("\n");
     lines += parts.length - (text.endsWith("\n") ? 1 : 0);
     const lower = text.toLowerCase();
-    if (needles.some(w => lower.includes(w))) {
-      for (const line of parts) {
-        if (line === "" || !pattern.test(line)) continue;
-        matched++;
-        const k = key(line);
-        counts[k] = (counts[k] || 0) + 1;
+    if (needles.length > 0 && lower.length === text.length) {
+      // Only the lines that hold a needle, found by searching the page for each.
+      const next = needles.map(w => lower.indexOf(w));
+      for (;;) {
+        let at = -1;
+        for (const n of next) if (n >= 0 && (at < 0 || n < at)) at = n;
+        if (at < 0) break;
+        const start = text.lastIndexOf("\n", at) + 1;
+        let end = text.indexOf("\n", at);
+        if (end < 0) end = text.length;
+        tally(text.slice(start, end));
+        for (let i = 0; i < next.length; i++) {
+          if (next[i] >= 0 && next[i] < end) next[i] = lower.indexOf(needles[i], end);
+        }
       }
+    } else {
+      for (const line of parts) tally(line);
     }
     if (page.result.nextOffset == null) { files++; return null; }
     offset = page.result.nextOffset;

@@ -332,3 +332,70 @@ async fn sixteen_scripts_at_once_over_mcp() {
     }
     paths.end().await;
 }
+
+/// Issue 28's "done when" offline: `sluice run` with the scripted model answers an aggregation
+/// prompt with one `run_script` call whose observation is small, and the right counts. The log
+/// has lines of every error word in several cases (the search finds each line once, however
+/// many words it holds) and pages of 2 MiB (several of them).
+#[tokio::test]
+async fn the_scripted_model_counts_by_worker_in_one_script_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::new();
+    let mut expected = std::collections::BTreeMap::<String, u64>::new();
+    for i in 0..100_000u64 {
+        let worker = format!("worker-{}", i % 7);
+        let what = match i % 50 {
+            0 => "ERROR lost connection",
+            1 => "error: failed to flush",
+            2 => "WARN fatal? no, a Panic averted",
+            _ => "INFO processed batch",
+        };
+        if i % 50 < 3 {
+            *expected.entry(worker.clone()).or_default() += 1;
+        }
+        text.push_str(&format!("2026-11-30T01:00:00Z {worker} {what} {i}\n"));
+    }
+    assert!(text.len() > 5 << 20, "several pages: {}", text.len());
+    std::fs::write(dir.path().join("app.log"), &text).unwrap();
+    let root = root_flag(dir.path());
+    let db = dir.path().join("s.db").display().to_string();
+    let prompt = "How many errors per worker in app.log?";
+    let out = command(&["--root", &root, "--store", &db, "run", "--json", prompt])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let answer = run["answer"].as_str().unwrap();
+    let total: u64 = expected.values().sum();
+    assert!(
+        answer.contains(&format!("Matched: {total} of 100000 lines in 1 file")),
+        "{answer}"
+    );
+    for (worker, n) in &expected {
+        assert!(answer.contains(&format!("- {worker}: {n}\n")), "{answer}");
+    }
+    let store = sluice_store::SqliteStore::open(std::path::Path::new(&db)).unwrap();
+    let messages = store
+        .messages(run["session"].as_str().unwrap())
+        .await
+        .unwrap();
+    let calls: Vec<&str> = messages
+        .iter()
+        .flat_map(|m| m.message.tool_calls.iter().map(|c| c.name.as_str()))
+        .collect();
+    assert_eq!(calls, ["run_script"]);
+    let observation = messages
+        .iter()
+        .find(|m| m.message.role == sluice_protocol::Role::Tool)
+        .unwrap();
+    assert!(
+        observation.message.content.len() < 1_000,
+        "{}",
+        observation.message.content
+    );
+}
