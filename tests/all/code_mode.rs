@@ -322,3 +322,12 @@ fn the_record_of_a_script_holds_its_program_and_each_call() {
             .is_none()
     );
 }
+
+/// A script sees no wall clock: `Date` reads the Unix epoch (its timeout runs on the host's
+/// clock all the same).
+#[test]
+fn a_script_cannot_tell_the_time() {
+    let sb = sandbox();
+    let r = result(&sb, "return [Date.now(), new Date().getUTCFullYear()];");
+    assert_eq!(r["result"], json!([0, 1970]));
+}

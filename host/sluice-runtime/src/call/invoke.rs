@@ -146,6 +146,10 @@ impl Call {
         }
         let stderr = StderrTail::new(STDERR_BYTES);
         wasi.stderr(stderr.clone());
+        if tool_caller.is_some() {
+            // A script sees no wall clock: it reads the Unix epoch (docs/code-mode.md).
+            wasi.wall_clock(EpochWallClock);
+        }
         let mut wasi = wasi.build();
         *wasi.filesystem() = self.preopens.filesystem()?;
         let mut table = ResourceTable::new();
@@ -273,5 +277,20 @@ fn error_message(val: &Val, ty: &Type) -> (String, Option<String>) {
             }
         }
         other => (to_json(other, ty).to_string(), None),
+    }
+}
+
+/// The wall clock of a component that calls tools (`run_script`): always the Unix epoch, so a
+/// script cannot tell the time (its timeout runs on the host's clock, and the monotonic clock
+/// is the usual one).
+struct EpochWallClock;
+
+impl wasmtime_wasi::HostWallClock for EpochWallClock {
+    fn resolution(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(1)
+    }
+
+    fn now(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
     }
 }
