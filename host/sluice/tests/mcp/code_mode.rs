@@ -265,15 +265,16 @@ async fn an_endless_loop_ends_at_its_timeout_through_each_path() {
         obs,
         json!({"ok":false,"error":"the tool ran past its timeout of 1000 ms and was stopped; raise tools.run_script.timeout_ms in the configuration file (1 to 3600000 ms) if it needs longer","kind":"timeout"})
     );
-    // Three runs of 1 s (and two process starts): not the 30 s default.
-    assert!(elapsed < Duration::from_secs(20), "{elapsed:?}");
+    // Three runs of at least the 1 s timeout (the message names it, not the 30 s default;
+    // how soon after it a guest stops is measured in tests/all/host_limits.rs).
+    assert!(elapsed >= Duration::from_secs(3), "{elapsed:?}");
     let obs = paths.observe("return 1 + 1").await;
     assert_eq!(obs["result"]["result"], 2);
     paths.end().await;
 }
 
-/// Cancelling an MCP call stops a running script: with one call slot, the next call runs
-/// soon after, which it can only once the script let go of the slot.
+/// Cancelling an MCP call stops a running script: with one call slot, the next call runs,
+/// which it can only once the script let go of the slot.
 #[tokio::test]
 async fn cancelling_over_mcp_stops_a_running_script() {
     let (paths, _) = Paths::start(
@@ -296,15 +297,13 @@ async fn cancelling_over_mcp_stops_a_running_script() {
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let cancelled = Instant::now();
     handle.cancel(Some("test".into())).await.unwrap();
-    let next = call(&paths.mcp, "list_dir", json!({})).await;
-    let waited = cancelled.elapsed();
+    // The one slot is free again: the next script runs (were the first still running, this
+    // call would wait for the slot and end `busy` after runtime.queue_timeout_ms).
+    let next = call(&paths.mcp, "run_script", json!({"script": "return 2"})).await;
     assert_eq!(next.is_error, Some(false), "{}", text(&next));
-    assert!(
-        waited < Duration::from_secs(5),
-        "the next call waited {waited:?}"
-    );
+    let obs: Value = serde_json::from_str(text(&next)).unwrap();
+    assert_eq!(obs["result"]["result"], 2);
     paths.end().await;
 }
 
