@@ -111,3 +111,57 @@ async fn a_killed_replicas_session_is_free_once_postgres_ends_its_connection() {
         );
     }
 }
+
+/// Issue 35 item 10: `/healthz` reports the store. 200 while PostgreSQL serves the database;
+/// 503 with the store's error once it refuses it (connections to it turned off and ended);
+/// 200 again when they are allowed back. Waits for states, not times (the ping is cached
+/// for a second).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn healthz_reports_a_store_that_is_down_and_back() {
+    let Some(cluster) = Cluster::new("healthz_reports_a_store_that_is_down_and_back", false).await
+    else {
+        return;
+    };
+    let a = cluster.replica("a");
+    let (status, body) = a.get("/healthz").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["store"]["ok"], true, "{body}");
+
+    cluster.allow_connections(false).await;
+    let (status, body) = until(&a, 503).await;
+    assert_eq!(status, 503);
+    assert_eq!(body["ok"], false, "{body}");
+    assert_eq!(body["store"]["ok"], false, "{body}");
+    assert!(
+        body["store"]["error"]
+            .as_str()
+            .is_some_and(|e| !e.is_empty()),
+        "{body}"
+    );
+    let text = body.to_string();
+    assert!(
+        !text.contains(&cluster.password),
+        "the password was shown: {text}"
+    );
+
+    cluster.allow_connections(true).await;
+    let (_, body) = until(&a, 200).await;
+    assert_eq!(body["store"]["ok"], true, "{body}");
+}
+
+/// `/healthz` of `replica`, asked every 100 ms until it answers `status` (at most
+/// EVENT_TIMEOUT).
+async fn until(replica: &crate::Replica, status: u16) -> (u16, serde_json::Value) {
+    let started = std::time::Instant::now();
+    loop {
+        let (got, body) = replica.get("/healthz").await;
+        if got == status {
+            return (got, body);
+        }
+        assert!(
+            started.elapsed() < EVENT_TIMEOUT,
+            "/healthz still answers {got}: {body}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}

@@ -202,6 +202,35 @@ impl Cluster {
             .get(0)
     }
 
+    /// Turns connections to the cluster's database off (and ends those open, as a database
+    /// taken down would) or back on, from the server's own database.
+    async fn allow_connections(&self, allow: bool) {
+        let server = std::env::var("SLUICE_TEST_POSTGRES_URL").unwrap();
+        let config: tokio_postgres::Config = server.parse().unwrap();
+        let (client, connection) = config.connect(tokio_postgres::NoTls).await.unwrap();
+        tokio::spawn(connection);
+        let scratch = url::Url::parse(&self.url)
+            .unwrap()
+            .path()
+            .trim_start_matches('/')
+            .to_string();
+        client
+            .batch_execute(&format!(
+                "ALTER DATABASE \"{scratch}\" ALLOW_CONNECTIONS {allow}"
+            ))
+            .await
+            .unwrap();
+        if !allow {
+            client
+                .execute(
+                    "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE datname = $1",
+                    &[&scratch],
+                )
+                .await
+                .unwrap();
+        }
+    }
+
     /// Ends every connection holding a run's lock, as a lost network would.
     async fn cut_run_connections(&self) -> i64 {
         let config: tokio_postgres::Config = self.url.parse().unwrap();
