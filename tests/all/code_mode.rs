@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use sluice_runtime::{CallOptions, CallStatus};
 use sluice_tests::Sandbox;
+use sluice_tests::logs::{COUNT_LEVELS, levelled_log};
 use tokio_util::sync::CancellationToken;
 
 use super::cache;
@@ -32,46 +33,6 @@ fn result(sb: &Sandbox, script: &str) -> Value {
     obs["result"].clone()
 }
 
-/// A log of `lines` lines: levels by `i % 10` (0: ERROR, 1-2: WARN, else INFO), worker
-/// `i % 16`; returns it and the count of each level.
-fn log(lines: usize) -> (String, [usize; 3]) {
-    let mut text = String::with_capacity(lines * 70);
-    let mut counts = [0; 3];
-    for i in 0..lines {
-        let level = match i % 10 {
-            0 => 0,
-            1 | 2 => 1,
-            _ => 2,
-        };
-        counts[level] += 1;
-        let name = ["ERROR", "WARN ", "INFO "][level];
-        text.push_str(&format!(
-            "2026-11-30T01:{:02}:{:02}Z {name} worker-{} processed batch {i} in 87 ms\n",
-            (i / 60) % 60,
-            i % 60,
-            i % 16
-        ));
-    }
-    (text, counts)
-}
-
-const COUNT_LEVELS: &str = r#"
-const counts = {};
-let offset = 0, pages = 0;
-for (;;) {
-  const page = tools.call("read_file", {path: "app.log", offset});
-  if (!page.ok) return page;
-  pages++;
-  for (const line of page.result.content.split("\n")) {
-    if (line === "") continue;
-    const level = line.substring(21, 26).trim();
-    counts[level] = (counts[level] || 0) + 1;
-  }
-  if (page.result.nextOffset == null) return {counts, pages};
-  offset = page.result.nextOffset;
-}
-"#;
-
 #[test]
 fn a_script_pages_a_large_log_and_only_its_counts_are_the_observation() {
     // Some 25 pages of 2 MiB split into lines, in 64 MiB: the garbage of each page is
@@ -81,7 +42,7 @@ fn a_script_pages_a_large_log_and_only_its_counts_are_the_observation() {
         p.memory_bytes = 64 << 20;
     });
     // About 50 MB.
-    let (text, [errors, warns, infos]) = log(740_000);
+    let (text, [errors, warns, infos]) = levelled_log(740_000);
     assert!(text.len() > 50_000_000, "{}", text.len());
     sb.write("app.log", &text);
     let (status, obs) = run(&sb, COUNT_LEVELS);
@@ -103,7 +64,7 @@ fn a_script_pages_a_large_log_and_only_its_counts_are_the_observation() {
 #[test]
 fn a_script_greps_and_aggregates_by_worker() {
     let sb = sandbox();
-    let (text, [errors, ..]) = log(20_000);
+    let (text, [errors, ..]) = levelled_log(20_000);
     sb.write("logs/app.log", &text);
     let script = r#"
       const byWorker = {};

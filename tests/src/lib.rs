@@ -32,6 +32,7 @@ pub fn builtin(name: &str) -> Source {
     Source::Builtin { name, wasm }
 }
 
+pub mod logs;
 pub mod registry;
 
 /// The marker of the versioned test component: `sluice-test-version=` and 24 bytes.

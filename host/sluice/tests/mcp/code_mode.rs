@@ -10,6 +10,7 @@ use rmcp::model::{CallToolRequestParams, ClientRequest, Request};
 use rmcp::service::{PeerRequestOptions, RunningService};
 use serde_json::{Value, json};
 use sluice_store::Store;
+use sluice_tests::logs::{COUNT_LEVELS, levelled_log};
 
 use crate::{call, client, command, root_flag, sluice_call, text};
 
@@ -21,38 +22,16 @@ struct Paths {
     mcp: RunningService<RoleClient, ()>,
 }
 
-/// A 50 MB log: ERROR on every tenth line, WARN on two, INFO on seven; and its counts.
-fn log(lines: usize) -> (String, [usize; 3]) {
-    let mut text = String::with_capacity(lines * 70);
-    let mut counts = [0; 3];
-    for i in 0..lines {
-        let level = match i % 10 {
-            0 => 0,
-            1 | 2 => 1,
-            _ => 2,
-        };
-        counts[level] += 1;
-        text.push_str(&format!(
-            "2026-11-30T01:{:02}:{:02}Z {} worker-{} processed batch {i} in 87 ms\n",
-            (i / 60) % 60,
-            i % 60,
-            ["ERROR", "WARN ", "INFO "][level],
-            i % 16
-        ));
-    }
-    (text, counts)
-}
-
 impl Paths {
     async fn start(config: &str, log_lines: usize) -> (Paths, [usize; 3]) {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("root");
         std::fs::create_dir_all(root.join("keys")).unwrap();
-        let (text, counts) = log(log_lines);
+        let (text, counts) = levelled_log(log_lines);
         std::fs::write(root.join("app.log"), text).unwrap();
         // grep_files passes over files larger than 5 MiB (docs/paging.md): a smaller log to grep.
         std::fs::create_dir_all(root.join("logs")).unwrap();
-        std::fs::write(root.join("logs/app.log"), log(20_000).0).unwrap();
+        std::fs::write(root.join("logs/app.log"), levelled_log(20_000).0).unwrap();
         std::fs::write(
             root.join("keys/deploy_key"),
             "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n",
@@ -140,23 +119,6 @@ impl Paths {
         self.mcp.cancel().await.unwrap();
     }
 }
-
-const COUNT_LEVELS: &str = r#"
-const counts = {};
-let offset = 0, pages = 0;
-for (;;) {
-  const page = tools.call("read_file", {path: "app.log", offset});
-  if (!page.ok) return page;
-  pages++;
-  for (const line of page.result.content.split("\n")) {
-    if (line === "") continue;
-    const level = line.substring(21, 26).trim();
-    counts[level] = (counts[level] || 0) + 1;
-  }
-  if (page.result.nextOffset == null) return {counts, pages};
-  offset = page.result.nextOffset;
-}
-"#;
 
 /// The scripts of issue 28's list with the defaults (30 s, 256 MiB, 1,000 calls), each the
 /// same through the three paths.
