@@ -101,19 +101,11 @@ impl Cluster {
     /// A `sluice serve` replica on a free loopback port, its store URL in the environment.
     fn replica(&self, name: &str) -> Replica {
         let log = self.dir.path().join(format!("{name}.stderr"));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .arg("--config")
-            .arg(self.dir.path().join("sluice.toml"))
+        let mut child = self
+            .sluice()
             .args(["serve", "--listen", "127.0.0.1:0"])
             .env("SLUICE_STORE_URL", &self.url)
             .env("SLUICE_LOG", "info")
-            .env(
-                "SLUICE_CACHE_DIR",
-                Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-cache"),
-            )
-            .env_remove("SLUICE_STORE")
-            .env_remove("SLUICE_SERVER_TOKEN")
-            .stdin(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
@@ -148,23 +140,29 @@ impl Cluster {
     /// `sluice --config … ARGS` on the cluster's database (`--store-url` when `flag`, else
     /// `SLUICE_STORE_URL`).
     fn cli(&self, flag: bool, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
-        c.arg("--config").arg(self.dir.path().join("sluice.toml"));
+        let mut c = self.sluice();
         if flag {
             c.args(["--store-url", &self.url]);
         } else {
             c.env("SLUICE_STORE_URL", &self.url);
         }
-        c.args(args)
+        c.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+        c
+    }
+
+    /// `sluice --config …` with the shared compiled-component cache, no store or token from
+    /// the environment, and no stdin.
+    fn sluice(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
+        c.arg("--config")
+            .arg(self.dir.path().join("sluice.toml"))
             .env(
                 "SLUICE_CACHE_DIR",
                 Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-cache"),
             )
             .env_remove("SLUICE_STORE")
             .env_remove("SLUICE_SERVER_TOKEN")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .stdin(Stdio::null());
         c
     }
 
