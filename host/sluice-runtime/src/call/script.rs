@@ -142,7 +142,7 @@ impl ScriptCalls {
         let cap = self.run.cap;
         let observation = match self.set.tool(&name) {
             None => self.set.unknown(&name, cap),
-            Some(tool) if tool.loaded.policy.tool_calls.is_some() => denied(
+            Some(tool) if tool.info.calls_tools => denied(
                 &format!(
                     "a script cannot call {name}: {} runs scripts, and one script cannot start another",
                     self.caller
