@@ -75,7 +75,12 @@ impl Inner {
         let (answer, answered) = tokio::sync::oneshot::channel();
         let inner = self.clone();
         let job: Job = Box::new(move || {
-            let _ = answer.send(f(&inner));
+            let result = f(&inner);
+            // Let go of the store before answering: a caller that drops the store once
+            // answered then drops the last reference, so the file is closed when `drop`
+            // returns (a read-only remount right after found it still open: EBUSY).
+            drop(inner);
+            let _ = answer.send(result);
         });
         self.worker
             .0
@@ -147,7 +152,7 @@ async fn watch(store: Weak<Inner>) {
 
 #[cfg(test)]
 mod tests {
-    use crate::SqliteStore;
+    use crate::{SqliteStore, Store as _};
 
     /// 200 calls at once from 4 runtime workers all run on the store's one thread, and a
     /// call that panics fails alone: the thread goes on.
@@ -181,5 +186,27 @@ mod tests {
         );
         let after = store.inner.call(|_| Ok(std::thread::current().id())).await;
         assert_eq!(after.unwrap(), threads[0], "the thread goes on");
+    }
+
+    /// Once a call has been answered, dropping the store closes its file at once, on the
+    /// caller's side: no descriptor of this process still names it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn dropping_the_store_closes_its_file_before_drop_returns() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.db");
+        let open_on = |path: &std::path::Path| -> usize {
+            std::fs::read_dir("/proc/self/fd")
+                .unwrap()
+                .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+                .filter(|target| target.starts_with(path))
+                .count()
+        };
+        for _ in 0..200 {
+            let store = SqliteStore::open(&path).unwrap();
+            store.create_session().await.unwrap();
+            assert!(open_on(&path) >= 1);
+            drop(store);
+            assert_eq!(open_on(dir.path()), 0, "a descriptor outlived the store");
+        }
     }
 }
