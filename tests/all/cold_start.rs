@@ -127,7 +127,7 @@ fn a_cold_load_lists_the_tools_at_once_and_a_call_waits_for_the_code() {
     assert_eq!(obs["result"]["content"], "one\ntwo\n");
     assert_eq!(engine.compile_counts(), (0, 1));
     assert!(toolbox.compiling().is_empty());
-    assert_eq!(engine.cache_usage().unwrap().1, 1);
+    assert_eq!(engine.cache_usage().unwrap().artifacts, 1);
 
     // A second engine on the same cache finds the code at once.
     let warm_engine = cold_engine(Some(cache.path()));

@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sluice_registry::signature::KeyPair;
+use sluice_registry::signing::KeyPair;
 use sluice_registry::{Credentials, OciReference, SignatureLayer};
 
 /// The registry binary.

@@ -20,6 +20,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod cache;
 mod calls;
 mod code_mode;
 mod error;
@@ -42,6 +43,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::file::{Raw, Source};
+pub use cache::KEY_CACHE_MAX_BYTES;
 pub use calls::{
     DEFAULT_QUEUE_TIMEOUT_MS, ENV_MAX_CONCURRENT_CALLS, ENV_QUEUE_TIMEOUT_MS,
     MAX_MAX_CONCURRENT_CALLS, MAX_QUEUE_TIMEOUT_MS, RuntimeConfig, default_max_concurrent_calls,
@@ -203,6 +205,9 @@ pub struct Config {
     pub code_mode: CodeModeConfig,
     /// What a fetch reads from a registry, at most (`[registry]`).
     pub registry: sluice_registry::Limits,
+    /// `cache.max_bytes`: the most bytes of compiled components the cache keeps (0 to
+    /// 1 TiB); `None` when unset: the cache's default, 512 MiB.
+    pub cache_max_bytes: Option<u64>,
     /// `sluice.lock`, the digests the `oci://` components resolved to: beside the
     /// configuration file, or in the current directory without one.
     pub lock_file: PathBuf,
@@ -255,6 +260,8 @@ struct File {
     code_mode: code_mode::FileCodeMode,
     #[serde(default)]
     registry: registry::FileRegistry,
+    #[serde(default)]
+    cache: cache::FileCache,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -536,6 +543,7 @@ impl Config {
             .mcp
             .resolve(overrides.allow_destructive, env, &file_label)?;
         let registry = parsed.registry.resolve(&file_label)?;
+        let cache_max_bytes = parsed.cache.resolve(&file_label)?;
         let code_mode = parsed.code_mode.resolve(&file_label)?;
         for t in &mut tools {
             if matches!(&t.source, ToolSource::Builtin(b) if b == SCRIPT_TOOL) {
@@ -560,6 +568,7 @@ impl Config {
             mcp,
             code_mode,
             registry,
+            cache_max_bytes,
             agent: AgentConfig {
                 max_tool_result_bytes,
                 max_turns,

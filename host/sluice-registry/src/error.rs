@@ -89,6 +89,15 @@ pub enum RegistryError {
         /// What failed.
         failure: SignatureFailure,
     },
+    /// A push or a signature was refused before anything was sent: a reference without a
+    /// tag, or bytes that are not a component.
+    #[error("did not publish to {reference}: {reason}")]
+    Publish {
+        /// The reference pushed or signed.
+        reference: String,
+        /// Why, and what is allowed.
+        reason: String,
+    },
     /// The lock file cannot be read or written.
     #[error("the lock file {path}: {reason}")]
     Lock {

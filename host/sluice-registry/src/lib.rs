@@ -13,8 +13,9 @@
 //!   with its digest checked on the way) and every request has a deadline
 //!   ([`Limits::timeout`]); what a registry says is [`limits::quoted`] in messages.
 //! - [`auth::Credentials`]: from the environment or the docker config file, never logged.
-//! - [`push_component`] and [`push_signature`]: the layout `wkg oci push` and `cosign sign`
-//!   write (used by the tests, and by tools that publish components).
+//! - [`Fetcher::push`] and [`Fetcher::sign`] publish: the layout `wkg oci push` and
+//!   `cosign sign --key` write, with keys from [`signing::KeyPair`] (`sluice tools push`,
+//!   `sign` and `keygen`); [`push_component`] and [`push_signature`] are the raw steps.
 //!
 //! Plain HTTP is spoken only to loopback registries, or to a registry the caller marks
 //! `insecure`. Keyless signing (Fulcio certificates, Rekor transparency entries) is out of
@@ -40,10 +41,12 @@ pub mod cache;
 mod error;
 pub mod limits;
 pub mod lock;
+mod publish;
 mod pull;
 pub mod reference;
 mod remote;
 pub mod signature;
+pub mod signing;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -54,9 +57,11 @@ pub use cache::BlobCache;
 pub use error::RegistryError;
 pub use limits::Limits;
 pub use lock::{LOCK_FILE_NAME, Lock, LockEntry};
+pub use publish::{Pushed, Signed};
 pub use reference::{OciReference, ReferenceError, sha256_digest};
 pub use remote::{WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE};
 pub use signature::{KeyError, PublicKey, SignatureFailure, SignatureLayer};
+pub use signing::{KeyFiles, KeyPair, SigningKeyError};
 
 use crate::remote::{Remote, signature_layers, wasm_layer};
 

@@ -100,9 +100,10 @@ impl std::fmt::Debug for PublicKey {
 }
 
 /// `id-ecPublicKey` (RFC 5480).
-const EC_PUBLIC_KEY: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.2.1");
+pub(crate) const EC_PUBLIC_KEY: ObjectIdentifier =
+    ObjectIdentifier::new_unwrap("1.2.840.10045.2.1");
 /// `secp256r1` (RFC 5480).
-const P256: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.3.1.7");
+pub(crate) const P256: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.3.1.7");
 /// `secp384r1` (RFC 5480).
 const P384: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.132.0.34");
 /// `rsaEncryption` (RFC 8017).
@@ -215,66 +216,11 @@ impl PublicKey {
     }
 }
 
-/// An ECDSA P-256 key pair made in memory, the kind `cosign generate-key-pair` makes (its
-/// private key never leaves the process: there is no cosign encrypted key file). For
-/// tests, and for tools that publish signed components with [`crate::push_signature`].
-pub struct KeyPair {
-    pair: sig::EcdsaKeyPair,
-    rng: ring::rand::SystemRandom,
-}
-
-impl std::fmt::Debug for KeyPair {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KeyPair").finish_non_exhaustive()
-    }
-}
-
-impl KeyPair {
-    /// A new key pair from the system's random source.
-    ///
-    /// # Errors
-    /// A message when the system has no random source.
-    pub fn generate() -> Result<KeyPair, String> {
-        let rng = ring::rand::SystemRandom::new();
-        let alg = &sig::ECDSA_P256_SHA256_ASN1_SIGNING;
-        let pkcs8 = sig::EcdsaKeyPair::generate_pkcs8(alg, &rng)
-            .map_err(|_| "no random source for a key pair".to_string())?;
-        let pair = sig::EcdsaKeyPair::from_pkcs8(alg, pkcs8.as_ref(), &rng)
-            .map_err(|_| "ring refused the key pair it made".to_string())?;
-        Ok(KeyPair { pair, rng })
-    }
-
-    /// The public key as PEM (`-----BEGIN PUBLIC KEY-----`, LF line endings), what
-    /// `cosign.pub` holds and [`PublicKey::from_pem`] reads.
-    pub fn public_key_pem(&self) -> String {
-        use sig::KeyPair as _;
-        spki_pem(EC_PUBLIC_KEY, Some(&P256), self.pair.public_key().as_ref())
-    }
-
-    /// The cosign signature layer for `digest` of `repository` (`REGISTRY/REPOSITORY`): the
-    /// simple signing [`payload`] and its DER ECDSA signature, base64, as `cosign sign --key`
-    /// stores them.
-    ///
-    /// # Errors
-    /// A message when signing fails (no random source).
-    pub fn sign(&self, repository: &str, digest: &str) -> Result<SignatureLayer, String> {
-        let payload = payload(repository, digest);
-        let signature = self
-            .pair
-            .sign(&self.rng, &payload)
-            .map_err(|_| "signing failed".to_string())?;
-        Ok(SignatureLayer {
-            payload,
-            signature: Some(base64::engine::general_purpose::STANDARD.encode(signature.as_ref())),
-        })
-    }
-}
-
 /// A SubjectPublicKeyInfo as PEM: `key` under `algorithm` with `parameters`.
 // Infallible: DER lengths fail only past 256 MiB, and the keys here are ring's public keys of
 // at most 97 bytes.
 #[allow(clippy::expect_used)]
-fn spki_pem(
+pub(crate) fn spki_pem(
     algorithm: ObjectIdentifier,
     parameters: Option<&ObjectIdentifier>,
     key: &[u8],
@@ -402,6 +348,7 @@ pub fn verify(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::signing::KeyPair;
 
     const D1: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
     const D2: &str = "sha256:2222222222222222222222222222222222222222222222222222222222222222";

@@ -19,7 +19,7 @@ use std::time::Duration;
 use sluice_registry::limits::{
     DEFAULT_MAX_COMPONENT_BYTES, KEY_MAX_MANIFEST_BYTES, MAX_QUOTED_CHARS,
 };
-use sluice_registry::signature::KeyPair;
+use sluice_registry::signing::KeyPair;
 use sluice_registry::{
     Fetched, Fetcher, Limits, Lock, OciReference, PublicKey, RegistryError, Request, Resolve,
     sha256_digest,

@@ -161,6 +161,7 @@ pub fn engine() -> Result<ToolEngine, WiringError> {
 pub fn engine_for(config: &Config) -> Result<ToolEngine, WiringError> {
     Ok(ToolEngine::new(EngineOptions {
         cache_dir: cache_dir(),
+        cache_max_bytes: config.cache_max_bytes,
         pool: PoolOptions {
             max_concurrent_calls: config.runtime.max_concurrent_calls,
             queue_timeout: Duration::from_millis(config.runtime.queue_timeout_ms),

@@ -64,11 +64,20 @@ fn expected() -> Vec<(&'static str, Vec<&'static str>)> {
         ("session deny", sessions.clone()),
         ("store", sessions.clone()),
         ("store migrate", sessions),
+        ("cache", CONFIG.to_vec()),
+        ("cache info", CONFIG.to_vec()),
+        ("cache prune", [&["--max-bytes"][..], CONFIG].concat()),
         ("wit", vec![]),
         ("tools", [CONFIG, TOOLS].concat()),
         ("tools inspect", [&registry[..], CONFIG].concat()),
         ("tools pull", [&registry[..], CONFIG].concat()),
         ("tools update", CONFIG.to_vec()),
+        ("tools push", [&["--insecure"][..], CONFIG].concat()),
+        (
+            "tools sign",
+            [&["--key", "--insecure"][..], CONFIG].concat(),
+        ),
+        ("tools keygen", vec!["--output-key-prefix"]),
     ]
 }
 

@@ -3,7 +3,7 @@
 //! compiled components ([`cache`]) and the compiles that run in the background
 //! (`compile_pool`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -19,7 +19,7 @@ use crate::pool::{CallPool, PoolOptions};
 pub mod cache;
 mod compile_pool;
 
-pub use cache::{CacheRefused, DEFAULT_MAX_CACHE_BYTES};
+pub use cache::{CacheRefused, CacheUsage, DEFAULT_MAX_CACHE_BYTES, Pruned};
 
 /// How often the ticker thread advances the engine's epoch, in ms. A call's deadline is
 /// counted in these ticks, so a timeout overshoots by at most one tick.
@@ -169,13 +169,17 @@ impl ToolEngine {
         )
     }
 
-    /// The cache of compiled components: its directory, and how many artifacts it holds
-    /// in how many bytes (`None` without a cache, or when the directory was refused).
-    pub fn cache_usage(&self) -> Option<(&Path, usize, u64)> {
-        self.cache.as_ref().map(|c| {
-            let (count, bytes) = c.usage();
-            (c.dir(), count, bytes)
-        })
+    /// What the cache of compiled components holds (`None` without a cache, or when the
+    /// directory was refused).
+    pub fn cache_usage(&self) -> Option<CacheUsage> {
+        self.cache.as_ref().map(CompiledCache::usage)
+    }
+
+    /// Prunes the cache of compiled components (`sluice cache prune`): removes the
+    /// artifacts other engines wrote and orphan digest records, then those used longest ago
+    /// until at most `max_bytes` are left (`0` empties it). `None` without a cache.
+    pub fn prune_cache(&self, max_bytes: u64) -> Option<Pruned> {
+        self.cache.as_ref().map(|c| c.prune(max_bytes))
     }
 
     /// The component whose bytes have SHA-256 `sha256`, from the cache, when this engine

@@ -2,6 +2,7 @@
 //! `sluice_config::Config::resolve`.
 
 mod options;
+mod tools;
 
 use std::path::PathBuf;
 
@@ -10,6 +11,7 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
 pub(crate) use options::{CallArgs, ConfigArgs, Options, StoreArgs, ToolArgs};
+pub(crate) use tools::{RegistryArgs, ToolsCommand};
 
 /// The command line of this process, parsed; exits with clap's message (and code 2) when
 /// it does not parse, and prints help or the version when asked.
@@ -153,6 +155,15 @@ pub(crate) enum Command {
         #[command(flatten)]
         store: StoreArgs,
     },
+    /// The cache of compiled components: `info` shows what it holds, `prune` removes what
+    /// this Sluice cannot use and the artifacts used longest ago.
+    #[command(mut_args = global)]
+    Cache {
+        #[command(subcommand)]
+        command: CacheCommand,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
     /// Write the WIT a tool author builds against into DIR (default `wit`): the
     /// `sluice:tools` package (`sluice-tools.wit`) and the WASI 0.2 packages the host
     /// implements (`deps/*.wit`, WASI 0.2.12), so no Sluice build is needed to get them.
@@ -164,7 +175,7 @@ pub(crate) enum Command {
         dir: Option<PathBuf>,
     },
     /// List the tools with the JSON schemas of their arguments.
-    // Its options are the listing's: `inspect`, `pull` and `update` take their own.
+    // Its options are the listing's: its subcommands take their own.
     #[command(args_conflicts_with_subcommands = true)]
     Tools {
         #[command(subcommand)]
@@ -229,6 +240,10 @@ impl Command {
                     ..Options::default()
                 }
             }
+            Command::Cache { config, .. } => Options {
+                config: take(config),
+                ..Options::default()
+            },
             Command::Wit { .. } => Options::default(),
             Command::Tools {
                 command: None,
@@ -244,15 +259,37 @@ impl Command {
                     Some(
                         ToolsCommand::Inspect { config, .. }
                         | ToolsCommand::Pull { config, .. }
-                        | ToolsCommand::Update { config },
+                        | ToolsCommand::Update { config }
+                        | ToolsCommand::Push { config, .. }
+                        | ToolsCommand::Sign { config, .. },
                     ),
                 ..
             } => Options {
                 config: take(config),
                 ..Options::default()
             },
+            Command::Tools {
+                command: Some(ToolsCommand::Keygen { .. }),
+                ..
+            } => Options::default(),
         }
     }
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum CacheCommand {
+    /// Print the cache's directory, its artifacts and bytes (this Sluice's, and the stale
+    /// ones other versions or settings wrote) and its bound (`cache.max_bytes`).
+    Info,
+    /// Remove the stale artifacts and orphan digest records, then the artifacts used
+    /// longest ago until at most --max-bytes are left. Prints what was removed and what is
+    /// left. A running Sluice loses nothing: it compiles a removed component again.
+    Prune {
+        /// Keep at most this many bytes (0 empties the cache). Default: `cache.max_bytes`
+        /// (512 MiB unless set).
+        #[arg(long, value_name = "BYTES")]
+        max_bytes: Option<u64>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -262,55 +299,6 @@ pub(crate) enum StoreCommand {
     /// rolling out replicas of a new version). A schema newer than this Sluice knows is
     /// refused, untouched.
     Migrate,
-}
-
-#[derive(Debug, Subcommand)]
-pub(crate) enum ToolsCommand {
-    /// Show what a component would provide (tools and their schemas) and what it imports,
-    /// before granting it anything. Does not run it. For `oci://…`: also its digest and
-    /// signature status (verified with --key; without one, how many signatures the
-    /// registry holds, unchecked).
-    Inspect {
-        /// The component: a `*.wasm` file, or `oci://REGISTRY/REPOSITORY:TAG` (or
-        /// `@sha256:…`).
-        target: String,
-        #[command(flatten)]
-        registry: RegistryArgs,
-        #[command(flatten)]
-        config: ConfigArgs,
-    },
-    /// Fetch a component from a registry into the cache, verify it (with --key), and pin
-    /// its digest in sluice.lock (beside sluice.toml). Prints the digest, the pinned
-    /// reference and the pull and verify times.
-    Pull {
-        /// `oci://REGISTRY/REPOSITORY:TAG` or `oci://REGISTRY/REPOSITORY@sha256:…`.
-        reference: String,
-        #[command(flatten)]
-        registry: RegistryArgs,
-        #[command(flatten)]
-        config: ConfigArgs,
-    },
-    /// Resolve the tags of every `oci://` component of the configuration again, fetch and
-    /// verify what they name now, and rewrite sluice.lock.
-    Update {
-        #[command(flatten)]
-        config: ConfigArgs,
-    },
-}
-
-/// How to reach and trust a registry (for the commands that name a reference).
-#[derive(Debug, Args)]
-pub(crate) struct RegistryArgs {
-    /// A public key (PEM, as `cosign generate-key-pair` writes cosign.pub) that must have
-    /// signed the component's digest with cosign; repeat for more (any one may have
-    /// signed). Keyless signatures are not checked.
-    #[arg(long = "key", value_name = "FILE")]
-    pub(crate) keys: Vec<PathBuf>,
-
-    /// Speak plain HTTP to a registry that is not on this machine (loopback registries
-    /// always get plain HTTP).
-    #[arg(long)]
-    pub(crate) insecure: bool,
 }
 
 #[derive(Debug, Args)]

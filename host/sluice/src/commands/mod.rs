@@ -1,5 +1,6 @@
 //! What each command does, given the parsed command line.
 
+mod cache;
 mod mcp;
 mod run;
 mod serve;
@@ -20,8 +21,18 @@ use crate::cli::{Cli, Command, Options};
 /// Runs the command.
 pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        // The one command that reads no configuration.
+        // The commands that read no configuration.
         Command::Wit { dir } => wit(dir),
+        Command::Tools {
+            command: Some(crate::cli::ToolsCommand::Keygen { output_key_prefix }),
+            ..
+        } => {
+            let value = tools::keygen(&output_key_prefix)?;
+            let mut out = std::io::stdout().lock();
+            serde_json::to_writer_pretty(&mut out, &value)?;
+            writeln!(out)?;
+            Ok(())
+        }
         command => configured(cli.options, command),
     }
 }
@@ -121,6 +132,11 @@ fn configured(options: Options, command: Command) -> anyhow::Result<()> {
             writeln!(out, "{}", observation.text())?;
         }
         Command::Wit { dir } => return wit(dir),
+        Command::Cache { command, .. } => {
+            let value = cache::run(&config, command)?;
+            serde_json::to_writer_pretty(&mut out, &value)?;
+            writeln!(out)?;
+        }
         Command::Tools { command: None, .. } => {
             let toolbox = runtime.block_on(sluice_wiring::load_tools(&config, None))?;
             let mut tools: Vec<_> = toolbox

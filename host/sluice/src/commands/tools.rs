@@ -1,12 +1,14 @@
-//! `sluice tools inspect|pull|update`: components from files and registries, before and
-//! after they are granted anything.
+//! `sluice tools inspect|pull|update|push|sign|keygen`: components from files and
+//! registries, before and after they are granted anything, and publishing them.
 
 use std::path::Path;
 
 use anyhow::Context as _;
 use serde_json::{Value, json};
 use sluice_config::{Config, ToolSource};
-use sluice_registry::{Fetched, Lock, OciReference, Request, Resolve, SignatureStatus};
+use sluice_registry::{
+    Fetched, Fetcher, KeyPair, Lock, OciReference, Request, Resolve, SignatureStatus,
+};
 use sluice_runtime::ToolPolicy;
 use sluice_wiring::ToolLoader;
 
@@ -24,7 +26,66 @@ pub(crate) async fn run(config: &Config, command: ToolsCommand) -> anyhow::Resul
             ..
         } => pull(config, &reference, &registry).await,
         ToolsCommand::Update { .. } => update(config).await,
+        ToolsCommand::Push {
+            component,
+            reference,
+            insecure,
+            ..
+        } => push(config, &component, &reference, insecure).await,
+        ToolsCommand::Sign {
+            reference,
+            key,
+            insecure,
+            ..
+        } => sign(config, &reference, &key, insecure).await,
+        ToolsCommand::Keygen { output_key_prefix } => keygen(&output_key_prefix),
     }
+}
+
+/// `sluice tools keygen`: the two files written, and what each is for. Reads no
+/// configuration.
+pub(crate) fn keygen(prefix: &Path) -> anyhow::Result<Value> {
+    let pair = KeyPair::generate().map_err(anyhow::Error::msg)?;
+    let files = pair.write(prefix)?;
+    Ok(json!({
+        "privateKey": files.private_key.display().to_string(),
+        "publicKey": files.public_key.display().to_string(),
+        "kind": "ECDSA P-256",
+        "note": "keep the private key secret (sign with --key on `sluice tools sign`); name the public key in verify.key",
+    }))
+}
+
+/// The fetcher the configuration sets up (its cache and `[registry]` limits).
+fn fetcher(config: &Config) -> Fetcher {
+    Fetcher::new(sluice_wiring::oci_cache_dir()).with_limits(config.registry)
+}
+
+/// `sluice tools push FILE REF`.
+async fn push(
+    config: &Config,
+    file: &Path,
+    reference: &str,
+    insecure: bool,
+) -> anyhow::Result<Value> {
+    let reference = OciReference::parse(reference)?;
+    let source = sluice_wiring::component_source(file)?;
+    let pushed = fetcher(config)
+        .push(&reference, source.bytes(), insecure)
+        .await?;
+    Ok(serde_json::to_value(pushed)?)
+}
+
+/// `sluice tools sign REF --key FILE`.
+async fn sign(
+    config: &Config,
+    reference: &str,
+    key: &Path,
+    insecure: bool,
+) -> anyhow::Result<Value> {
+    let reference = OciReference::parse(reference)?;
+    let pair = KeyPair::load(key)?;
+    let signed = fetcher(config).sign(&reference, &pair, insecure).await?;
+    Ok(serde_json::to_value(signed)?)
 }
 
 /// A file: its tools and imports. A reference: fetched (and verified with --key) first,

@@ -31,6 +31,10 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+mod upkeep;
+
+pub use upkeep::{CacheUsage, Pruned};
+
 /// The most bytes of compiled artifacts the cache keeps (512 MiB); older ones are removed.
 pub const DEFAULT_MAX_CACHE_BYTES: u64 = 512 << 20;
 
@@ -248,51 +252,8 @@ impl CompiledCache {
             format!("{}\n", hex(&Sha256::digest(&bytes))).as_bytes(),
         )?;
         write_atomically(&path, &bytes)?;
-        self.evict(&path);
+        self.evict(Some(&path), self.max_bytes);
         Ok(())
-    }
-
-    /// Removes artifacts (with their records) oldest first, by the time they were last
-    /// used, until those left hold at most the bound; never `keep`.
-    fn evict(&self, keep: &Path) {
-        let Ok(entries) = fs::read_dir(&self.dir) else {
-            return;
-        };
-        let mut artifacts: Vec<(SystemTime, u64, PathBuf)> = entries
-            .filter_map(Result::ok)
-            .filter(|e| e.path().extension().is_some_and(|x| x == ARTIFACT))
-            .filter_map(|e| {
-                let meta = e.metadata().ok()?;
-                Some((meta.modified().ok()?, meta.len(), e.path()))
-            })
-            .collect();
-        let mut total: u64 = artifacts.iter().map(|(_, len, _)| len).sum();
-        artifacts.sort();
-        for (_, len, path) in artifacts {
-            if total <= self.max_bytes {
-                break;
-            }
-            if path == keep {
-                continue;
-            }
-            if fs::remove_file(&path).is_ok() {
-                let _ = fs::remove_file(Self::record(&path));
-                total -= len;
-                tracing::debug!(path = %path.display(), "removed a compiled component (cache bound)");
-            }
-        }
-    }
-
-    /// The artifacts in the cache and their total size, in bytes: `(count, bytes)`.
-    pub(crate) fn usage(&self) -> (usize, u64) {
-        let Ok(entries) = fs::read_dir(&self.dir) else {
-            return (0, 0);
-        };
-        entries
-            .filter_map(Result::ok)
-            .filter(|e| e.path().extension().is_some_and(|x| x == ARTIFACT))
-            .filter_map(|e| e.metadata().ok())
-            .fold((0, 0), |(n, bytes), m| (n + 1, bytes + m.len()))
     }
 }
 
@@ -411,7 +372,7 @@ mod tests {
         assert!(matches!(cache.load(&engine, "aa"), Lookup::Miss));
         cache.store("aa", &component).unwrap();
         assert!(matches!(cache.load(&engine, "aa"), Lookup::Hit(_)));
-        assert_eq!(cache.usage().0, 1);
+        assert_eq!(cache.usage().artifacts, 1);
 
         // Another artifact under the name: its bytes do not match the record.
         let path = cache.artifact("aa");
@@ -462,7 +423,8 @@ mod tests {
         // a1 is used: it is now the newest of the two.
         assert!(matches!(cache.load(&engine, "a1"), Lookup::Hit(_)));
         cache.store("a3", &component).unwrap();
-        assert_eq!(cache.usage(), (2, 2 * one));
+        let usage = cache.usage();
+        assert_eq!((usage.artifacts, usage.bytes), (2, 2 * one));
         assert!(cache.artifact("a1").exists());
         assert!(!cache.artifact("a2").exists());
         assert!(!CompiledCache::record(&cache.artifact("a2")).exists());
