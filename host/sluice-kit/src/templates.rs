@@ -48,13 +48,18 @@ const PYTHON: [TemplateFile; 5] = [
     ("README.md", include_str!("../templates/python/README.md")),
 ];
 
-const JS: [TemplateFile; 6] = [
+const JS: [TemplateFile; 7] = [
     // It also imports the WASI filesystem: componentize-js has no `fs`.
     (
         "wit/world.wit",
         include_str!("../templates/js/wit/world.wit"),
     ),
     ("package.json", include_str!("../templates/js/package.json")),
+    // The lock of guest-examples/js-head: componentize-js 0.23.0 and what it needs.
+    (
+        "package-lock.json",
+        include_str!("../templates/js/package-lock.json"),
+    ),
     ("tool.js", include_str!("../templates/js/tool.js")),
     ("build.sh", include_str!("../templates/js/build.sh")),
     (".gitignore", include_str!("../templates/js/gitignore")),

@@ -40,7 +40,7 @@ fn sources(language: Language) -> &'static [&'static str] {
     match language {
         Language::Rust => &["Cargo.lock", "Cargo.toml", "src/lib.rs"],
         Language::Python => &["app.py"],
-        Language::Js => &["package.json", "tool.js"],
+        Language::Js => &["package-lock.json", "package.json", "tool.js"],
         Language::C => &["tool.c"],
     }
 }
