@@ -23,11 +23,15 @@ pub struct Created {
 
 impl Created {
     /// What to run next, one command a line, from the directory the project was made in:
-    /// `cd` into it, build, call the tool on the sample, run the tests.
+    /// `cd` into it (unless it is `.`), build, call the tool on the sample, run the tests.
     pub fn next_steps(&self) -> String {
+        let cd = if self.dir == Path::new(".") || self.dir.as_os_str().is_empty() {
+            String::new()
+        } else {
+            format!("cd {}\n", self.dir.display())
+        };
         format!(
-            "cd {dir}\nsluice build\nsluice --config sluice.toml call {tool} '{{\"path\":\"/data/notes.txt\"}}'\nsh test.sh\n",
-            dir = self.dir.display(),
+            "{cd}sluice build\nsluice --config sluice.toml call {tool} '{{\"path\":\"/data/notes.txt\"}}'\nsh test.sh\n",
             tool = self.tool,
         )
     }
@@ -39,7 +43,9 @@ impl Created {
 /// parent directories are made as needed.
 ///
 /// Nothing is written half: the project is written into a hidden directory beside `dir`
-/// (`.NAME.sluice-new-PID`), then renamed to `dir`; on any error that directory is removed.
+/// (`.DIR.sluice-new-PID`), then renamed to `dir`; into an existing empty `dir`, it is
+/// written into `dir/.sluice-new-PID` and its entries moved up. On any error what was
+/// written is removed.
 ///
 /// # Errors
 /// [`KitError::BadName`] for a name that breaks [`crate::NAME_RULE`];
@@ -47,32 +53,42 @@ impl Created {
 /// [`KitError::Io`] when a directory or file cannot be made.
 pub fn new_project(dir: &Path, name: &str, language: Language) -> Result<Created, KitError> {
     let name = ToolName::parse(name)?;
-    check_free(dir)?;
-    let parent = match dir.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
+    let existing = check_free(dir)?;
+    // An empty directory stays (its owner and mode, and a shell's working directory in
+    // it): the project is staged inside it and moved in. A new one is staged beside it and
+    // renamed into place.
+    let staging = if existing {
+        Staging::create(dir.join(format!(".sluice-new-{}", std::process::id())))?
+    } else {
+        let parent = match dir.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        std::fs::create_dir_all(&parent).map_err(|e| KitError::io("create", &parent, &e))?;
+        let leaf = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| name.kebab().to_string());
+        Staging::create(parent.join(format!(".{leaf}.sluice-new-{}", std::process::id())))?
     };
-    std::fs::create_dir_all(&parent).map_err(|e| KitError::io("create", &parent, &e))?;
-    let leaf = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| name.kebab().to_string());
-    let staging =
-        Staging::create(parent.join(format!(".{leaf}.sluice-new-{}", std::process::id())))?;
 
     let mut files = write_template(&staging.path, &name, language)?;
     files.extend(write_wit(&staging.path)?);
     files.sort();
 
-    std::fs::rename(&staging.path, dir).map_err(|e| match e.kind() {
-        std::io::ErrorKind::DirectoryNotEmpty | std::io::ErrorKind::AlreadyExists => {
-            KitError::DirNotEmpty {
-                dir: dir.to_path_buf(),
+    if existing {
+        move_into(&staging.path, dir)?;
+    } else {
+        std::fs::rename(&staging.path, dir).map_err(|e| match e.kind() {
+            std::io::ErrorKind::DirectoryNotEmpty | std::io::ErrorKind::AlreadyExists => {
+                KitError::DirNotEmpty {
+                    dir: dir.to_path_buf(),
+                }
             }
-        }
-        _ => KitError::io("create", dir, &e),
-    })?;
-    staging.done();
+            _ => KitError::io("create", dir, &e),
+        })?;
+        staging.done();
+    }
     Ok(Created {
         dir: dir.to_path_buf(),
         name: name.kebab().to_string(),
@@ -82,8 +98,9 @@ pub fn new_project(dir: &Path, name: &str, language: Language) -> Result<Created
     })
 }
 
-/// Refuses a `dir` that holds something or is not a directory.
-fn check_free(dir: &Path) -> Result<(), KitError> {
+/// Refuses a `dir` that holds something or is not a directory; true when it is an empty
+/// directory, false when there is nothing there.
+fn check_free(dir: &Path) -> Result<bool, KitError> {
     match std::fs::symlink_metadata(dir) {
         Ok(meta) if meta.is_dir() => {
             let mut entries = std::fs::read_dir(dir).map_err(|e| KitError::io("read", dir, &e))?;
@@ -92,14 +109,33 @@ fn check_free(dir: &Path) -> Result<(), KitError> {
                     dir: dir.to_path_buf(),
                 });
             }
-            Ok(())
+            Ok(true)
         }
         Ok(_) => Err(KitError::NotADirectory {
             path: dir.to_path_buf(),
         }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(KitError::io("read", dir, &e)),
     }
+}
+
+/// Moves every entry of `staging` into `dir`; on a failure, removes the ones moved.
+fn move_into(staging: &Path, dir: &Path) -> Result<(), KitError> {
+    let entries: Vec<_> = std::fs::read_dir(staging)
+        .and_then(|d| d.map(|e| e.map(|e| e.file_name())).collect())
+        .map_err(|e| KitError::io("read", staging, &e))?;
+    let mut moved = Vec::new();
+    for name in entries {
+        let to = dir.join(&name);
+        if let Err(e) = std::fs::rename(staging.join(&name), &to) {
+            for path in moved {
+                let _ = std::fs::remove_dir_all(&path).or_else(|_| std::fs::remove_file(&path));
+            }
+            return Err(KitError::io("create", &to, &e));
+        }
+        moved.push(to);
+    }
+    Ok(())
 }
 
 /// Writes the template's files into `root`; returns their relative paths.

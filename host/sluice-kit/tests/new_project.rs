@@ -351,8 +351,20 @@ fn an_empty_directory_is_used_and_missing_parents_are_made() {
     let tmp = tempfile::tempdir().unwrap();
     let empty = tmp.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&empty, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
     let created = new_project(&empty, "notes", Language::Js).unwrap();
+    // Every file moved in, nothing staged left behind, the directory itself kept.
     assert_eq!(walk(&empty), created.files);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&empty).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+    }
 
     let deep = tmp.path().join("a/b/notes");
     new_project(&deep, "notes", Language::C).unwrap();
@@ -389,5 +401,13 @@ fn next_steps_name_the_tool() {
             "cd {}\nsluice build\nsluice --config sluice.toml call line_pager '{{\"path\":\"/data/notes.txt\"}}'\nsh test.sh\n",
             dir.display()
         )
+    );
+    let here = sluice_kit::Created {
+        dir: PathBuf::from("."),
+        ..created
+    };
+    assert_eq!(
+        here.next_steps(),
+        "sluice build\nsluice --config sluice.toml call line_pager '{\"path\":\"/data/notes.txt\"}'\nsh test.sh\n"
     );
 }
