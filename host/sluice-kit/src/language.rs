@@ -110,6 +110,19 @@ pub struct Requirement {
     pub install: &'static str,
 }
 
+impl std::fmt::Display for Requirement {
+    /// What a build script says when it is missing: `componentize-py is not on PATH;
+    /// install it: pip install componentize-py==0.25.1` (`python-zig or zig is not …`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} is not on PATH; {}",
+            self.programs.join(" or "),
+            self.install
+        )
+    }
+}
+
 /// The first executable file called `name` in the directories of `path` (a `PATH`-style
 /// list), as a shell would find it.
 pub fn find_program(name: &str, path: &OsStr) -> Option<PathBuf> {

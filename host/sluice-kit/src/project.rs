@@ -37,6 +37,20 @@ impl Created {
     }
 }
 
+impl std::fmt::Display for Created {
+    /// `created notes: the python tool notes (21 files)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "created {}: the {} tool {} ({} files)",
+            self.dir.display(),
+            self.language,
+            self.tool,
+            self.files.len()
+        )
+    }
+}
+
 /// Writes a new tool project called `name` in `language` into `dir`: the template's files with
 /// the name filled in, and the WIT the host implements under `wit/deps/`
 /// (`sluice-tools.wit`, WASI 0.2.12, `wasi:config`). `dir` must not exist or be empty; its

