@@ -112,21 +112,12 @@ fn wasip2_installed() -> bool {
         .is_some_and(|o| Path::new(String::from_utf8_lossy(&o.stdout).trim()).is_dir())
 }
 
-/// One engine for every test, caching compiled components under the test target dir.
+/// One engine for every test, without a compile cache: the Python and JavaScript builds are
+/// not byte for byte reproducible, so each run's components would be new entries.
 fn engine() -> Arc<ToolEngine> {
     static ENGINE: OnceLock<Arc<ToolEngine>> = OnceLock::new();
     ENGINE
-        .get_or_init(|| {
-            Arc::new(
-                ToolEngine::new(EngineOptions {
-                    cache_dir: Some(
-                        Path::new(env!("CARGO_TARGET_TMPDIR")).join("sluice-kit-cache"),
-                    ),
-                    ..EngineOptions::default()
-                })
-                .unwrap(),
-            )
-        })
+        .get_or_init(|| Arc::new(ToolEngine::new(EngineOptions::default()).unwrap()))
         .clone()
 }
 
