@@ -7,9 +7,12 @@
 //!   the sources of one starter tool that pages a text file to the host's page budget
 //!   (`sluice:tools/budget` `page-bytes`) with a cursor and clear `tool-error`s, a build
 //!   script, its manifest `tool.toml` ([`Manifest`]), a starter policy `sluice.toml` over a
-//!   `sample/` root, a `test.sh` of exact observations, a `.gitignore` and a README.
+//!   `sample/` root, a `tests.toml` of exact observations, a `.gitignore` and a README.
 //! - [`build`] runs the manifest's `[build] command` and checks that its `output` is a
 //!   WebAssembly component.
+//! - [`cases`] (`sluice test`) runs a `tests.toml`'s calls through the host at each cap
+//!   and checks their observations: exact, a subset, a snapshot, or that the cap did not
+//!   cut them.
 //!
 //! Toolchains are found on `PATH` only ([`Language::requirements`] lists them with how to
 //! install each). There is no Go template: no package registry here has a Go toolchain that
@@ -29,6 +32,7 @@
 //! ```
 
 mod builder;
+pub mod cases;
 mod error;
 mod language;
 mod manifest;

@@ -31,14 +31,14 @@ impl Created {
             format!("cd {}\n", self.dir.display())
         };
         format!(
-            "{cd}sluice build\nsluice --config sluice.toml call {tool} '{{\"path\":\"/data/notes.txt\"}}'\nsh test.sh\n",
+            "{cd}sluice build\nsluice --config sluice.toml call {tool} '{{\"path\":\"/data/notes.txt\"}}'\nsluice test\n",
             tool = self.tool,
         )
     }
 }
 
 impl std::fmt::Display for Created {
-    /// `created notes: the python tool notes (21 files)`.
+    /// `created notes: the python tool notes (22 files)`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,

@@ -10,13 +10,18 @@ use crate::Language;
 pub type TemplateFile = (&'static str, &'static str);
 
 /// The files every language shares.
-const COMMON: [TemplateFile; 4] = [
+const COMMON: [TemplateFile; 5] = [
     ("tool.toml", include_str!("../templates/common/tool.toml")),
     (
         "sluice.toml",
         include_str!("../templates/common/sluice.toml"),
     ),
-    ("test.sh", include_str!("../templates/common/test.sh")),
+    ("tests.toml", include_str!("../templates/common/tests.toml")),
+    // A scripted model's turns, to drive the tool in `sluice run --model replay:replay.jsonl`.
+    (
+        "replay.jsonl",
+        include_str!("../templates/common/replay.jsonl"),
+    ),
     (
         "sample/notes.txt",
         include_str!("../templates/common/sample/notes.txt"),

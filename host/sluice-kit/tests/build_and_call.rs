@@ -1,7 +1,8 @@
 //! Each language's project, as `sluice new` writes it: built with its toolchain by `build`,
 //! loaded under its own `sluice.toml` through the host's library (sluice-config, sluice-wiring,
-//! sluice-runtime: what `sluice call` does), and called. Every `check` of its `test.sh` must
-//! give its exact observation, and so must a few cases `test.sh` does not show.
+//! sluice-runtime: what `sluice call` does), and called. Every case of its `tests.toml` must
+//! pass as `sluice test` runs it (and a wrong one fail), and a few cases it does not show
+//! must give their exact observations.
 //!
 //! The toolchains are the ones `guest-examples/install-toolchains.sh` installs under
 //! `target/guest-examples/` (put on the build's `PATH` here; `sluice build` itself finds
@@ -17,6 +18,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+use sluice_kit::cases::{self, Summary, TestPlan};
 use sluice_kit::{BuildOptions, Built, Language, build_with, new_project};
 use sluice_runtime::{EngineOptions, ToolEngine, Toolbox};
 
@@ -121,53 +123,6 @@ fn engine() -> Arc<ToolEngine> {
         .clone()
 }
 
-/// A `check CAP ARGS EXPECTED` line of test.sh.
-#[derive(Debug)]
-struct Check {
-    cap: u32,
-    args: String,
-    expected: String,
-}
-
-/// The checks of a test.sh: its `check` lines (a `\` line break joins two), each of whose
-/// arguments is a word or a single-quoted string.
-fn checks(script: &str) -> Vec<Check> {
-    let joined = script.replace("\\\n", " ");
-    joined
-        .lines()
-        .filter_map(|l| l.strip_prefix("check "))
-        .map(|rest| {
-            let words = words(rest);
-            assert_eq!(words.len(), 3, "check {rest}");
-            Check {
-                cap: words[0].parse().unwrap(),
-                args: words[1].clone(),
-                expected: words[2].clone(),
-            }
-        })
-        .collect()
-}
-
-/// `line` split at blanks outside single quotes, the quotes removed.
-fn words(line: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut word: Option<String> = None;
-    let mut quoted = false;
-    for c in line.chars() {
-        match c {
-            '\'' => {
-                quoted = !quoted;
-                word.get_or_insert_default();
-            }
-            c if c.is_whitespace() && !quoted => words.extend(word.take()),
-            c => word.get_or_insert_default().push(c),
-        }
-    }
-    assert!(!quoted, "unbalanced quote in `{line}`");
-    words.extend(word);
-    words
-}
-
 /// The project's tool, loaded under its sluice.toml as `sluice call` loads it.
 struct Loaded {
     toolbox: Toolbox,
@@ -193,6 +148,18 @@ impl Loaded {
             .build()
             .unwrap();
         Loaded { toolbox, runtime }
+    }
+
+    /// `plan` run through this tool as `sluice test` runs it: the summary and the line
+    /// printed for each case.
+    fn test(&self, plan: &TestPlan) -> (Summary, Vec<String>) {
+        let mut lines = Vec::new();
+        let summary = self
+            .runtime
+            .block_on(cases::run(plan, &self.toolbox, false, |o| {
+                lines.push(o.to_string());
+            }));
+        (summary, lines)
     }
 
     /// The observation of one call under a cap of `cap` bytes.
@@ -246,22 +213,70 @@ fn build_and_call(language: Language) {
     );
 
     let tool = Loaded::new(&dir);
-    let script = std::fs::read_to_string(dir.join("test.sh")).unwrap();
-    let checks = checks(&script);
-    assert_eq!(checks.len(), 6, "{checks:#?}");
-    for check in &checks {
-        assert_eq!(
-            tool.call(&check.args, check.cap),
-            check.expected,
-            "{language}: test.sh: {} (cap {})",
-            check.args,
-            check.cap
-        );
-    }
+    // The project's tests.toml, run as `sluice test` runs it: six cases, each passing.
+    let plan = TestPlan::load(&dir).unwrap();
+    assert_eq!(plan.cases.len(), 6);
+    let (summary, lines) = tool.test(&plan);
+    assert_eq!(
+        summary,
+        Summary {
+            passed: 6,
+            failed: 0
+        },
+        "{language}: {lines:#?}"
+    );
+    let expected_bytes = |i: usize| {
+        plan.cases[i]
+            .expect
+            .as_ref()
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .len()
+    };
+    assert_eq!(
+        lines[1],
+        format!(
+            "ok   the first of two pages @1024: {} bytes, paged",
+            expected_bytes(1)
+        )
+    );
+    assert_eq!(
+        lines[3],
+        format!(
+            "ok   a missing file @65536: {} bytes, whole",
+            expected_bytes(3)
+        )
+    );
+    // A wrong expectation fails that case alone, saying what came instead.
+    let toml = std::fs::read_to_string(dir.join("tests.toml")).unwrap();
+    std::fs::write(
+        dir.join("tests.toml"),
+        toml.replace(r#""nextCursor":448}}"#, r#""nextCursor":447}}"#),
+    )
+    .unwrap();
+    let (summary, lines) = tool.test(&TestPlan::load(&dir).unwrap());
+    assert_eq!(
+        summary,
+        Summary {
+            passed: 5,
+            failed: 1
+        },
+        "{lines:#?}"
+    );
+    assert!(
+        lines[1].starts_with(&format!(
+            "FAIL the first of two pages @1024: {} bytes, paged\n     expected ",
+            expected_bytes(1)
+        )),
+        "{}",
+        lines[1]
+    );
+    assert!(lines[1].contains(r#""nextCursor":447}}"#), "{}", lines[1]);
     more_cases(&tool, &dir.join("sample"));
 }
 
-/// What test.sh does not show: a line longer than a page, a path too long for any page,
+/// What tests.toml does not show: a line longer than a page, a path too long for any page,
 /// text that is not UTF-8, `\r\n` and no last newline, the end of the file as a cursor, and a
 /// long file paged through to its end.
 fn more_cases(tool: &Loaded, sample: &Path) {

@@ -14,13 +14,14 @@ use sluice_kit::{
 
 /// The files of every project: the manifest, policy, tests, sample, build script, README,
 /// `.gitignore`, the world and the WIT the host implements.
-const COMMON: [&str; 18] = [
+const COMMON: [&str; 19] = [
     ".gitignore",
     "README.md",
     "build.sh",
+    "replay.jsonl",
     "sample/notes.txt",
     "sluice.toml",
-    "test.sh",
+    "tests.toml",
     "tool.toml",
     "wit/deps/cli.wit",
     "wit/deps/clocks.wit",
@@ -113,18 +114,16 @@ fn every_language_writes_its_exact_files() {
 
 #[cfg(unix)]
 #[test]
-fn scripts_are_executable() {
+fn the_build_script_is_executable() {
     use std::os::unix::fs::PermissionsExt as _;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("p");
     new_project(&dir, "notes", Language::C).unwrap();
-    for script in ["build.sh", "test.sh"] {
-        let mode = std::fs::metadata(dir.join(script))
-            .unwrap()
-            .permissions()
-            .mode();
-        assert_eq!(mode & 0o100, 0o100, "{script}: {mode:o}");
-    }
+    let mode = std::fs::metadata(dir.join("build.sh"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o100, 0o100, "build.sh: {mode:o}");
 }
 
 /// The world every language builds resolves against the WIT written beside it, with the
@@ -433,14 +432,14 @@ fn next_steps_name_the_tool() {
     assert_eq!(
         created.next_steps(),
         format!(
-            "cd {}\nsluice build\nsluice --config sluice.toml call line_pager '{{\"path\":\"/data/notes.txt\"}}'\nsh test.sh\n",
+            "cd {}\nsluice build\nsluice --config sluice.toml call line_pager '{{\"path\":\"/data/notes.txt\"}}'\nsluice test\n",
             dir.display()
         )
     );
     assert_eq!(
         created.to_string(),
         format!(
-            "created {}: the c tool line_pager (19 files)",
+            "created {}: the c tool line_pager (20 files)",
             dir.display()
         )
     );
@@ -450,6 +449,6 @@ fn next_steps_name_the_tool() {
     };
     assert_eq!(
         here.next_steps(),
-        "sluice build\nsluice --config sluice.toml call line_pager '{\"path\":\"/data/notes.txt\"}'\nsh test.sh\n"
+        "sluice build\nsluice --config sluice.toml call line_pager '{\"path\":\"/data/notes.txt\"}'\nsluice test\n"
     );
 }

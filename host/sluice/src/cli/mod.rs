@@ -164,6 +164,36 @@ pub(crate) enum Command {
         #[command(flatten)]
         config: ConfigArgs,
     },
+    /// Write a new tool project into DIR (default NAME): the WIT, a starter tool that pages a
+    /// text file, its build script and `tool.toml`, a policy (`sluice.toml`), `tests.toml`
+    /// and a README. Prints what to run next. See docs/authoring.md.
+    New {
+        /// The tool's name: lowercase words joined by `-` (`line-pager`); the model calls it
+        /// with `_` (`line_pager`).
+        name: String,
+        /// The language: rust, python, js or c.
+        #[arg(long, value_name = "LANG")]
+        lang: String,
+        /// Where to write it (missing or empty). Default: NAME.
+        dir: Option<PathBuf>,
+    },
+    /// Build the tool project in DIR (default `.`): run the `[build]` command of `tool.toml` (its
+    /// output on stderr) and check that it made a component. Prints its path, size and the
+    /// build's time.
+    Build {
+        /// The project directory.
+        dir: Option<PathBuf>,
+    },
+    /// Run a tool's tests: each case of PLAN (default `tests.toml`; a directory means its
+    /// tests.toml) called as the model would call it, at each cap, its observation checked.
+    /// Prints one line per case and cap, then `N passed, N failed`; exits 1 when one failed.
+    Test {
+        /// The plan file, or a directory holding tests.toml.
+        plan: Option<PathBuf>,
+        /// Write each case's snapshot file instead of comparing it.
+        #[arg(long)]
+        bless: bool,
+    },
     /// Write the WIT a tool author builds against into DIR (default `wit`): the
     /// `sluice:tools` package (`sluice-tools.wit`) and the WASI 0.2 packages the host
     /// implements (`deps/*.wit`, WASI 0.2.12), so no Sluice build is needed to get them.
@@ -244,7 +274,10 @@ impl Command {
                 config: take(config),
                 ..Options::default()
             },
-            Command::Wit { .. } => Options::default(),
+            Command::Wit { .. }
+            | Command::New { .. }
+            | Command::Build { .. }
+            | Command::Test { .. } => Options::default(),
             Command::Tools {
                 command: None,
                 config,

@@ -1,5 +1,6 @@
 //! What each command does, given the parsed command line.
 
+mod author;
 mod cache;
 mod mcp;
 mod run;
@@ -23,6 +24,9 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         // The commands that read no configuration.
         Command::Wit { dir } => wit(dir),
+        Command::New { name, lang, dir } => author::new(&name, &lang, dir),
+        Command::Build { dir } => author::build(dir),
+        Command::Test { plan, bless } => author::test(plan, bless),
         Command::Tools {
             command: Some(crate::cli::ToolsCommand::Keygen { output_key_prefix }),
             ..
@@ -132,6 +136,9 @@ fn configured(options: Options, command: Command) -> anyhow::Result<()> {
             writeln!(out, "{}", observation.text())?;
         }
         Command::Wit { dir } => return wit(dir),
+        Command::New { .. } | Command::Build { .. } | Command::Test { .. } => {
+            unreachable!("run() handles the commands that read no configuration")
+        }
         Command::Cache { command, .. } => {
             let value = cache::run(&config, command)?;
             serde_json::to_writer_pretty(&mut out, &value)?;

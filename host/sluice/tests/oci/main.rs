@@ -10,6 +10,7 @@
 // bounds they assert are behaviour, not speed).
 #![allow(clippy::print_stderr)]
 
+mod author; // sluice new, build, test, then push, sign and a verified call, per language.
 mod publish; // keygen, push and sign with Sluice alone, then a verified load.
 mod registry; // Pull by tag and digest, the lock, offline starts, tampered blobs, signatures, inspect.
 mod reload; // Replacing components while `serve` runs: calls in flight, broken replacements, 100 swaps, list_changed.

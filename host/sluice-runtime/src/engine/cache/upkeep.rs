@@ -31,7 +31,7 @@ pub struct CacheUsage {
     pub max_bytes: u64,
 }
 
-/// What [`CompiledCache::prune`] removed, and what is left.
+/// What [`crate::ToolEngine::prune_cache`] removed, and what is left.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Pruned {

@@ -1,0 +1,218 @@
+//! A tool author's whole path through the binary, per language, on a clean directory:
+//! `sluice new` → `sluice build` → `sluice test` → `sluice tools keygen`, `push` to a real
+//! registry and `sign` → a load by `oci://` with `verify.key` → `sluice call`, which gives
+//! the observation the project's own tests.toml expects.
+//!
+//! The toolchains are those guest-examples/install-toolchains.sh puts under
+//! `target/guest-examples/` (on the build's PATH here), cargo with `wasm32-wasip2`, and npm;
+//! a missing one skips its language with `skipped:`, and fails under `CI=true`.
+
+use std::ffi::OsString;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use sluice_kit::Language;
+use sluice_kit::cases::TestPlan;
+use sluice_tests::registry::TestRegistry;
+
+use crate::{Workspace, failure};
+
+#[test]
+fn rust() {
+    new_to_signed_call(Language::Rust);
+}
+
+#[test]
+fn python() {
+    new_to_signed_call(Language::Python);
+}
+
+#[test]
+fn js() {
+    new_to_signed_call(Language::Js);
+}
+
+#[test]
+fn c() {
+    new_to_signed_call(Language::C);
+}
+
+/// `target/` of the repository, and `CARGO_TARGET_DIR` when set.
+fn target_dirs() -> Vec<PathBuf> {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut dirs: Vec<PathBuf> = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .into_iter()
+        .collect();
+    dirs.push(repo.join("target"));
+    dirs
+}
+
+/// PATH with the toolchains install-toolchains.sh installs first.
+fn search_path() -> OsString {
+    let own = std::env::var_os("PATH").unwrap_or_default();
+    let toolchains = target_dirs().into_iter().flat_map(|t| {
+        let out = t.join("guest-examples");
+        [out.join("venv/bin"), out.join("bin")]
+    });
+    std::env::join_paths(toolchains.chain(std::env::split_paths(&own))).unwrap()
+}
+
+/// Whether `language` can be built here; a `skipped:` line otherwise (a failure under
+/// `CI=true`).
+fn ready(language: Language) -> bool {
+    let path = search_path();
+    let mut missing: Vec<String> = language
+        .missing(Some(&path))
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    if language == Language::Rust {
+        let libdir = std::process::Command::new("rustc")
+            .args(["--print", "target-libdir", "--target", "wasm32-wasip2"])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+        if !libdir.is_some_and(|d| d.is_dir()) {
+            missing.push("the wasm32-wasip2 target (rustup target add wasm32-wasip2)".into());
+        }
+    }
+    if missing.is_empty() {
+        return true;
+    }
+    let why = format!("{language}: {}", missing.join("; "));
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
+    let _ = writeln!(std::io::stderr(), "skipped: {why}");
+    false
+}
+
+fn new_to_signed_call(language: Language) {
+    if !ready(language) {
+        return;
+    }
+    let Some(registry) = TestRegistry::start() else {
+        return;
+    };
+    let w = Workspace::new();
+    let run = |args: &[&str]| {
+        let out = w
+            .command(args)
+            .env("PATH", search_path())
+            // Rust: one target directory for every run, so wit-bindgen compiles once.
+            .env(
+                "CARGO_TARGET_DIR",
+                Path::new(env!("CARGO_TARGET_TMPDIR")).join("author-cargo"),
+            )
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "sluice {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let started = std::time::Instant::now();
+    let created = run(&["new", "line-pager", "--lang", &language.to_string()]);
+    assert!(
+        created.starts_with(&format!(
+            "created line-pager: the {language} tool line_pager ("
+        )),
+        "{created}"
+    );
+    let built = run(&["build", "line-pager"]);
+    assert!(
+        built.starts_with("built line-pager/build/line_pager.wasm: a component of "),
+        "{built}"
+    );
+    let built_at = started.elapsed();
+    let tested = run(&["test", "line-pager"]);
+    assert_eq!(
+        tested.lines().last(),
+        Some("6 passed, 0 failed"),
+        "{tested}"
+    );
+    assert_eq!(tested.lines().filter(|l| l.starts_with("ok   ")).count(), 6);
+
+    // A failing case: exit 1, its line and the summary say so.
+    let plan_path = w.path("line-pager/tests.toml");
+    let plan = std::fs::read_to_string(&plan_path).unwrap();
+    std::fs::write(
+        &plan_path,
+        plan.replace("\"kind\":\"not-found\"", "\"kind\":\"missing\""),
+    )
+    .unwrap();
+    let out = w.command(&["test", "line-pager"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("FAIL a missing file @65536: "), "{stdout}");
+    assert_eq!(stdout.lines().last(), Some("5 passed, 1 failed"));
+    std::fs::write(&plan_path, &plan).unwrap();
+
+    run(&["tools", "keygen"]);
+    let tag = format!(
+        "oci://{}/tools/line-pager-{language}:0.1.0",
+        registry.addr()
+    );
+    let pushed: serde_json::Value = serde_json::from_str(&run(&[
+        "tools",
+        "push",
+        "line-pager/build/line_pager.wasm",
+        &tag,
+    ]))
+    .unwrap();
+    let signed: serde_json::Value =
+        serde_json::from_str(&run(&["tools", "sign", &tag, "--key", "sluice.key"])).unwrap();
+    assert_eq!(signed["digest"], pushed["digest"]);
+    assert_eq!(signed["added"], true);
+
+    // The project's policy, its component now the signed one from the registry.
+    let policy = std::fs::read_to_string(w.path("line-pager/sluice.toml")).unwrap();
+    let published = policy.replace(
+        "component = \"build/line_pager.wasm\"",
+        &format!("component = \"{tag}\"\nverify.key = \"../sluice.pub\""),
+    );
+    assert_ne!(published, policy);
+    std::fs::write(w.path("line-pager/published.toml"), published).unwrap();
+    std::fs::remove_dir_all(w.path("line-pager/build")).unwrap();
+    let observation = run(&[
+        "--config",
+        "line-pager/published.toml",
+        "call",
+        "line_pager",
+        r#"{"path":"/data/notes.txt"}"#,
+    ]);
+    let plan = TestPlan::load(&plan_path).unwrap();
+    let expected = plan.cases[0].expect.as_ref().unwrap().as_str().unwrap();
+    assert_eq!(observation, format!("{expected}\n"));
+    let _ = writeln!(
+        std::io::stderr(),
+        "{language}: new + build {:.1} s, to a signed oci:// call {:.1} s",
+        built_at.as_secs_f64(),
+        started.elapsed().as_secs_f64()
+    );
+
+    // Signed by another key: refused.
+    std::fs::write(
+        w.path("line-pager/other.toml"),
+        std::fs::read_to_string(w.path("line-pager/published.toml"))
+            .unwrap()
+            .replace("../sluice.pub", "../other.pub"),
+    )
+    .unwrap();
+    run(&["tools", "keygen", "--output-key-prefix", "other"]);
+    let e = failure(&w.run(&[
+        "--strict",
+        "--config",
+        "line-pager/other.toml",
+        "call",
+        "line_pager",
+        "{}",
+    ]));
+    assert!(
+        e.contains("signature check failed: none of its 1 cosign signature(s) verifies"),
+        "{e}"
+    );
+}
