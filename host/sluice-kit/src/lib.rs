@@ -13,6 +13,7 @@
 //! - [`cases`] (`sluice test`) runs a `tests.toml`'s calls through the host at each cap
 //!   and checks their observations: exact, a subset, a snapshot, or that the cap did not
 //!   cut them.
+//! - [`dev`] (`sluice dev`) watches a project's sources, to build and test it on every save.
 //!
 //! Toolchains are found on `PATH` only ([`Language::requirements`] lists them with how to
 //! install each). There is no Go template: no package registry here has a Go toolchain that
@@ -33,6 +34,7 @@
 
 mod builder;
 pub mod cases;
+pub mod dev;
 mod error;
 mod language;
 mod manifest;

@@ -70,6 +70,7 @@ fn expected() -> Vec<(&'static str, Vec<&'static str>)> {
         ("wit", vec![]),
         ("new", vec!["--lang"]),
         ("build", vec![]),
+        ("dev", vec![]),
         ("test", vec!["--bless"]),
         ("tools", [CONFIG, TOOLS].concat()),
         ("tools inspect", [&registry[..], CONFIG].concat()),

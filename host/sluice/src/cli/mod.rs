@@ -184,6 +184,14 @@ pub(crate) enum Command {
         /// The project directory.
         dir: Option<PathBuf>,
     },
+    /// Build and test the tool project in DIR (default `.`) now and again on every save of
+    /// one of its sources: each round builds it, loads the new component and runs its
+    /// tests.toml, printing each case's observation size and shape (whole, paged or cut).
+    /// Ctrl-C stops it.
+    Dev {
+        /// The project directory.
+        dir: Option<PathBuf>,
+    },
     /// Run a tool's tests: each case of PLAN (default `tests.toml`; a directory means its
     /// tests.toml) called as the model would call it, at each cap, its observation checked.
     /// Prints one line per case and cap, then `N passed, N failed`; exits 1 when one failed.
@@ -277,6 +285,7 @@ impl Command {
             Command::Wit { .. }
             | Command::New { .. }
             | Command::Build { .. }
+            | Command::Dev { .. }
             | Command::Test { .. } => Options::default(),
             Command::Tools {
                 command: None,

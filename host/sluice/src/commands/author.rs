@@ -1,8 +1,8 @@
-//! `sluice new`, `sluice build` and `sluice test`: the tool author's kit (sluice-kit), which
-//! reads no configuration of its own.
+//! `sluice new`, `build`, `dev` and `test`: the tool author's kit (sluice-kit), which reads
+//! no configuration of its own.
 
-use std::io::Write as _;
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use sluice_kit::Language;
@@ -64,4 +64,61 @@ pub(crate) fn test(plan: Option<PathBuf>, bless: bool) -> anyhow::Result<()> {
         .into());
     }
     Ok(())
+}
+
+/// `sluice dev [DIR]`: a round now, then one after every save, until Ctrl-C. A round's
+/// failure (the build, the plan, a component that does not load) is printed, and the watch
+/// goes on.
+pub(crate) fn dev(dir: Option<PathBuf>) -> anyhow::Result<()> {
+    let dir = dir.unwrap_or_else(|| PathBuf::from("."));
+    let watcher = sluice_kit::dev::SourceWatcher::new(&dir)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("failed to start the async runtime")?;
+    let mut out = std::io::stdout().lock();
+    loop {
+        round(&dir, &runtime, &mut out)?;
+        writeln!(out, "watching {} for changes (Ctrl-C stops)", dir.display())?;
+        out.flush()?;
+        let changed = watcher.next_change()?;
+        let names: Vec<String> = changed.iter().map(|p| p.display().to_string()).collect();
+        writeln!(out, "\nchanged: {}", names.join(", "))?;
+    }
+}
+
+/// One round of `sluice dev`: build, then the tests (when there is a tests.toml) through a
+/// fresh load of the tools, so the new component is the one called.
+fn round(
+    dir: &Path,
+    runtime: &tokio::runtime::Runtime,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
+    match sluice_kit::build(dir) {
+        Ok(built) => writeln!(out, "{built}")?,
+        Err(e) => return writeln!(out, "build failed: {e}"),
+    }
+    let plan_path = dir.join("tests.toml");
+    if !plan_path.exists() {
+        return writeln!(
+            out,
+            "no tests.toml: nothing to run (docs/authoring.md#tests)"
+        );
+    }
+    let plan = match TestPlan::load(&plan_path) {
+        Ok(plan) => plan,
+        Err(e) => return writeln!(out, "{e}"),
+    };
+    let toolbox = match runtime.block_on(cases::load_tools(&plan)) {
+        Ok(toolbox) => toolbox,
+        Err(e) => return writeln!(out, "{e}"),
+    };
+    let mut written = Ok(());
+    let summary = runtime.block_on(cases::run(&plan, &toolbox, false, |outcome| {
+        if written.is_ok() {
+            written = writeln!(out, "{outcome}");
+        }
+    }));
+    written?;
+    writeln!(out, "{summary}")
 }

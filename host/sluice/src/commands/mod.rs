@@ -26,6 +26,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Wit { dir } => wit(dir),
         Command::New { name, lang, dir } => author::new(&name, &lang, dir),
         Command::Build { dir } => author::build(dir),
+        Command::Dev { dir } => author::dev(dir),
         Command::Test { plan, bless } => author::test(plan, bless),
         Command::Tools {
             command: Some(crate::cli::ToolsCommand::Keygen { output_key_prefix }),
@@ -136,7 +137,10 @@ fn configured(options: Options, command: Command) -> anyhow::Result<()> {
             writeln!(out, "{}", observation.text())?;
         }
         Command::Wit { dir } => return wit(dir),
-        Command::New { .. } | Command::Build { .. } | Command::Test { .. } => {
+        Command::New { .. }
+        | Command::Build { .. }
+        | Command::Dev { .. }
+        | Command::Test { .. } => {
             unreachable!("run() handles the commands that read no configuration")
         }
         Command::Cache { command, .. } => {

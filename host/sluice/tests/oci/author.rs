@@ -216,3 +216,95 @@ fn new_to_signed_call(language: Language) {
         "{e}"
     );
 }
+
+/// `sluice dev`: a round at start, then one per save of a source: the edit that changes an
+/// error message fails that case, a source that does not compile says so, and the fix passes
+/// again; writes to the build's output start no round.
+#[test]
+fn dev_rebuilds_and_tests_on_every_save() {
+    if !ready(Language::C) {
+        return;
+    }
+    let w = Workspace::new();
+    let new = w
+        .command(&["new", "line-pager", "--lang", "c"])
+        .output()
+        .unwrap();
+    assert!(new.status.success());
+    let mut child = w
+        .command(&["dev", "line-pager"])
+        .env("PATH", search_path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, lines) = std::sync::mpsc::channel::<String>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead as _;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    // The lines of one round, up to its `watching` line.
+    let round = || -> Vec<String> {
+        let mut got = Vec::new();
+        loop {
+            let line = lines
+                .recv_timeout(std::time::Duration::from_secs(120))
+                .unwrap_or_else(|e| panic!("{e}: {got:#?}"));
+            let done = line.starts_with("watching line-pager for changes");
+            got.push(line);
+            if done {
+                return got;
+            }
+        }
+    };
+    let first = round();
+    assert!(
+        first[0].starts_with("built line-pager/build/line_pager.wasm: a component of "),
+        "{first:#?}"
+    );
+    assert_eq!(first[first.len() - 2], "6 passed, 0 failed", "{first:#?}");
+
+    let source = w.path("line-pager/tool.c");
+    let original = std::fs::read_to_string(&source).unwrap();
+    std::fs::write(
+        &source,
+        original.replace("no such file or directory: %s", "missing: %s"),
+    )
+    .unwrap();
+    let edited = round();
+    assert_eq!(edited[0], "", "{edited:#?}");
+    assert_eq!(edited[1], "changed: tool.c");
+    assert!(
+        edited
+            .iter()
+            .any(|l| l.starts_with("FAIL a missing file @65536: ")),
+        "{edited:#?}"
+    );
+    assert_eq!(
+        edited[edited.len() - 2],
+        "5 passed, 1 failed",
+        "{edited:#?}"
+    );
+
+    std::fs::write(&source, format!("{original}\nthis is not C\n")).unwrap();
+    let broken = round();
+    assert!(
+        broken[2].starts_with("build failed: the build failed: `sh build.sh` (tool.toml's [build] command) in line-pager ended with exit status "),
+        "{broken:#?}"
+    );
+
+    std::fs::write(&source, &original).unwrap();
+    let fixed = round();
+    assert_eq!(fixed[fixed.len() - 2], "6 passed, 0 failed", "{fixed:#?}");
+    // The build's own writes start no round: the watch rests until the next save.
+    let after = lines.recv_timeout(std::time::Duration::from_secs(2));
+    assert!(after.is_err(), "a round started by itself: {after:?}");
+    let _ = child.kill();
+    let _ = child.wait();
+}
