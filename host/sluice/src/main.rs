@@ -7,6 +7,7 @@
 
 mod cli;
 mod commands;
+mod progress;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -37,6 +38,7 @@ fn main() -> ExitCode {
             sluice_runtime::logs::may_log,
         ))
         .init();
+    progress::start();
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,

@@ -18,6 +18,7 @@ use crate::pool::{CallPool, PoolOptions};
 
 pub mod cache;
 mod compile_pool;
+pub mod progress;
 
 pub use cache::{CacheRefused, CacheUsage, DEFAULT_MAX_CACHE_BYTES, Pruned};
 
@@ -236,10 +237,12 @@ impl ToolEngine {
             });
         }
         let started = Instant::now();
+        let registered = progress::register(what, wasm.len());
         let component = Component::new(&self.engine, wasm).map_err(|e| RuntimeError::Load {
             what: what.to_string(),
             reason: format!("{e:#}"),
         })?;
+        drop(registered);
         self.compiled.fetch_add(1, Ordering::Relaxed);
         tracing::info!(
             component = what,
