@@ -73,14 +73,13 @@ impl Display {
         }
         let mut text = String::new();
         for c in &slow {
-            if !self.announced.contains_key(&c.id) {
+            if let std::collections::btree_map::Entry::Vacant(entry) = self.announced.entry(c.id) {
                 text.push_str(&format!(
                     "compiling {} ({}); the first compile of a component is cached for the next start\n",
                     c.component,
                     mb(c.bytes)
                 ));
-                self.announced
-                    .insert(c.id, (Instant::now() - c.elapsed, c.component.clone()));
+                entry.insert((Instant::now() - c.elapsed, c.component.clone()));
             }
         }
         let running: Vec<u64> = now.iter().map(|c| c.id).collect();
