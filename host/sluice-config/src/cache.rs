@@ -41,19 +41,8 @@ impl FileCache {
 
 #[cfg(test)]
 mod tests {
-    use crate::{Config, Overrides};
-
     fn resolve(text: &str) -> Result<Option<u64>, String> {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("sluice.toml");
-        std::fs::write(&file, text).unwrap();
-        let overrides = Overrides {
-            roots: vec![dir.path().display().to_string()],
-            ..Overrides::default()
-        };
-        Config::resolve(Some(&file), &|_| None, &overrides)
-            .map(|c| c.cache_max_bytes)
-            .map_err(|e| e.to_string().replace(&file.display().to_string(), "<file>"))
+        crate::test_support::resolve_text(text).map(|c| c.cache_max_bytes)
     }
 
     #[test]

@@ -70,19 +70,9 @@ impl FileRegistry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Config, Overrides};
 
     fn resolve(text: &str) -> Result<Limits, String> {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("sluice.toml");
-        std::fs::write(&file, text).unwrap();
-        let overrides = Overrides {
-            roots: vec![dir.path().display().to_string()],
-            ..Overrides::default()
-        };
-        Config::resolve(Some(&file), &|_| None, &overrides)
-            .map(|c| c.registry)
-            .map_err(|e| e.to_string().replace(&file.display().to_string(), "<file>"))
+        crate::test_support::resolve_text(text).map(|c| c.registry)
     }
 
     #[test]
