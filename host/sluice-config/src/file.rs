@@ -293,8 +293,18 @@ fn allowed_for(key: &str) -> Option<String> {
                 .into()
         }
         ["tools", _, "functions", _] => {
-            "a table: [tools.NAME.functions.FUNC] with name = \"…\" and/or description = \"…\""
+            "a table: [tools.NAME.functions.FUNC] with name = \"…\", description = \"…\" and [tools.NAME.functions.FUNC.args.ARG] tables"
                 .into()
+        }
+        ["tools", _, "functions", _, "args"] => {
+            "a table of argument refinements, one [tools.NAME.functions.FUNC.args.ARG] table per argument".into()
+        }
+        ["tools", _, "functions", _, "args", _] => {
+            "a table: [tools.NAME.functions.FUNC.args.ARG] with description, minimum, maximum, enum or pattern".into()
+        }
+        ["tools", _, "functions", _, "args", _, "enum"] => crate::ENUM_RULE.into(),
+        ["tools", _, "functions", _, "args", _, "pattern"] => {
+            format!("a string, {}", crate::PATTERN_RULE)
         }
         ["tools", _, "functions", _, "name"] => {
             format!("a string, a tool name: {}", crate::TOOL_NAME_RULE)

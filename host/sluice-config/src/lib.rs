@@ -25,6 +25,7 @@ mod calls;
 mod code_mode;
 mod error;
 mod file;
+mod functions;
 pub mod http;
 mod mcp;
 mod model;
@@ -50,6 +51,7 @@ pub use calls::{
 };
 pub use code_mode::{CodeModeConfig, SCRIPT_TOOL};
 pub use error::ConfigError;
+pub use functions::{ArgConfig, BOUND_RULE, ENUM_RULE, FunctionConfig, PATTERN_RULE};
 pub use mcp::{DEFAULT_TOOLS_PER_PAGE, ENV_MCP_ALLOW_DESTRUCTIVE, MAX_TOOLS_PER_PAGE, McpConfig};
 pub use model::{ModelConfig, ProviderName, ToolChoice};
 pub use roots::RootConfig;
@@ -70,8 +72,8 @@ use sluice_protocol::limits::{
     MIN_MAX_TOOL_RESULT_BYTES as MIN_MAX_RESULT_BYTES,
 };
 pub use tools::{
-    BUILTIN_TOOLS, ConfiguredBy, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_MS, FunctionConfig,
-    MAX_MEMORY_MIB, MAX_TIMEOUT_MS, OciSource, PREFIX_RULE, TOOL_NAME_RULE, ToolConfig, ToolSource,
+    BUILTIN_TOOLS, ConfiguredBy, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_MS, MAX_MEMORY_MIB,
+    MAX_TIMEOUT_MS, OciSource, PREFIX_RULE, TOOL_NAME_RULE, ToolConfig, ToolSource,
 };
 pub use tools_dir::RejectedTool;
 

@@ -368,3 +368,83 @@ fn an_http_grant_that_may_write_is_destructive() {
         "http_methods = [\"GET\"]\ndestructive = true\n"
     ));
 }
+
+/// Issue 29 item 5: `[tools.NAME.functions.FUNC.args.ARG]` refinements are read into the
+/// tool's functions; one that cannot hold stops the start (naming the key and its line), or
+/// leaves out the tools-directory entry whose policy has it.
+#[test]
+fn argument_refinements_are_read_and_checked() {
+    let (_d, file) = setup(
+        "[tools.wc]\ncomponent = \"wc.wasm\"\n[tools.wc.functions.count]\ndescription = \"Count words\"\n[tools.wc.functions.count.args.top]\ndescription = \"How many words to list\"\nminimum = 1\nmaximum = 100\n[tools.wc.functions.count.args.mode]\nenum = [\"words\", \"lines\"]\n[tools.wc.functions.count.args.path]\npattern = \"^/data/\"\n",
+    );
+    let c = resolve(&file).unwrap();
+    let wc = c.tools.iter().find(|t| t.name == "wc").unwrap();
+    let count = &wc.functions["count"];
+    assert_eq!(count.description.as_deref(), Some("Count words"));
+    assert_eq!(
+        count.args["top"],
+        crate::ArgConfig {
+            description: Some("How many words to list".into()),
+            minimum: Some(1.into()),
+            maximum: Some(100.into()),
+            one_of: None,
+            pattern: None,
+        }
+    );
+    assert_eq!(
+        count.args["mode"].one_of.as_deref(),
+        Some(&["words".to_string(), "lines".to_string()][..])
+    );
+    assert_eq!(count.args["path"].pattern.as_deref(), Some("^/data/"));
+
+    let head = "[tools.wc]\ncomponent = \"wc.wasm\"\n[tools.wc.functions.count.args.top]\n";
+    let cases = [
+        (
+            "minimum = 5\nmaximum = 1\n",
+            "tools.wc.functions.count.args.top.maximum must be a number of at least its minimum, 5; got 1",
+            5,
+        ),
+        (
+            "minimum = \"1\"\n",
+            "tools.wc.functions.count.args.top.minimum must be a number (an integer; a float only for an f32 or f64 argument); got \"1\"",
+            4,
+        ),
+        (
+            "enum = \"words\"\n",
+            "tools.wc.functions.count.args.top.enum must be a non-empty array of distinct strings, like [\"words\", \"lines\"]; got \"words\"",
+            4,
+        ),
+        (
+            "pattern = '[a-'\n",
+            "tools.wc.functions.count.args.top.pattern must be a regular expression as JSON Schema's pattern takes it (ECMA-262 syntax, without look-around or backreferences); unclosed character class; got \"[a-\"",
+            4,
+        ),
+    ];
+    for (body, expected, line) in cases {
+        let (_d, file) = setup(&format!("{head}{body}"));
+        assert_eq!(
+            resolve(&file).unwrap_err().to_string(),
+            format!("{expected} (from {} line {line})", file.display()),
+            "{body}"
+        );
+    }
+
+    // In a sibling policy, only that entry is left out.
+    let (d, file) = setup("builtins = []\ntools_dir = \"tools\"\n");
+    let dir = d.path().join("tools");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("x.wasm"), b"").unwrap();
+    std::fs::write(
+        dir.join("x.toml"),
+        "[functions.count.args.mode]\nenum = []\n",
+    )
+    .unwrap();
+    let c = resolve(&file).unwrap();
+    assert_eq!(
+        c.rejected[0].reason,
+        format!(
+            "tools.x.functions.count.args.mode.enum must be a non-empty array of distinct strings, like [\"words\", \"lines\"]; got [] (from {})",
+            dir.join("x.toml").display()
+        )
+    );
+}

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::file::Raw;
+use crate::functions::{FunctionConfig, FunctionFile};
 use crate::http::{
     DEFAULT_HTTP_MAX_RESPONSE_BYTES, HTTP_ENTRY_RULE, HttpConfig, MAX_HTTP_MAX_RESPONSE_BYTES,
 };
@@ -105,18 +106,6 @@ pub struct ToolConfig {
     pub tool_calls: Option<crate::CodeModeConfig>,
 }
 
-/// The settings of one function of a component: `[tools.NAME.functions.FUNC]` in
-/// `sluice.toml`, `[functions.FUNC]` in a sibling policy.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FunctionConfig {
-    /// The tool's name instead of the derived one (no prefix is added): [`TOOL_NAME_RULE`].
-    pub name: Option<String>,
-    /// What the model is told the tool does (replaces its WIT doc comment and the policy's
-    /// `description`).
-    pub description: Option<String>,
-}
-
 /// Where a [`ToolConfig`] comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ConfiguredBy {
@@ -137,7 +126,7 @@ pub const PREFIX_RULE: &str = "1 to 32 characters of A-Z, a-z, 0-9, `_` and `-`"
 
 /// True when `name` is a valid tool name ([`sluice_protocol::valid_tool_name`]) of at most
 /// `max` bytes.
-fn valid_tool_name(name: &str, max: usize) -> bool {
+pub(crate) fn valid_tool_name(name: &str, max: usize) -> bool {
     name.len() <= max && sluice_protocol::valid_tool_name(name)
 }
 
@@ -163,7 +152,7 @@ pub(crate) struct PolicyFile {
     description: Option<String>,
     prefix: Option<String>,
     #[serde(default)]
-    functions: BTreeMap<String, FunctionConfig>,
+    functions: BTreeMap<String, FunctionFile>,
     #[serde(default)]
     http: Vec<String>,
     #[serde(default)]
@@ -226,7 +215,7 @@ pub(crate) struct Policy {
     description: Option<String>,
     prefix: Option<String>,
     #[serde(default)]
-    functions: BTreeMap<String, FunctionConfig>,
+    functions: BTreeMap<String, FunctionFile>,
     #[serde(default)]
     http: Vec<String>,
     #[serde(default)]
@@ -441,17 +430,7 @@ impl Resolver<'_> {
         {
             return Err(value_error("prefix", format!("{prefix:?}"), PREFIX_RULE));
         }
-        for (function, f) in &p.functions {
-            if let Some(new) = &f.name
-                && !valid_tool_name(new, 64)
-            {
-                return Err(value_error(
-                    &format!("functions.{function}.name"),
-                    format!("{new:?}"),
-                    &format!("a tool name: {TOOL_NAME_RULE}"),
-                ));
-            }
-        }
+        let functions = crate::functions::functions(&p.functions, &value_error)?;
         let http = http_config(p).map_err(|(field, v, allowed)| value_error(field, v, &allowed))?;
         let (config, secrets) = config_and_secrets(&p.config, &p.secrets, base, &value_error)?;
         Ok(ToolConfig {
@@ -466,7 +445,7 @@ impl Resolver<'_> {
             destructive: p.destructive.unwrap_or_else(|| http.may_write()),
             description: p.description.clone(),
             prefix: p.prefix.clone(),
-            functions: p.functions.clone(),
+            functions,
             http,
             config,
             secrets,
