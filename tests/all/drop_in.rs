@@ -135,6 +135,7 @@ fn a_function_renamed_and_described_by_its_policy() {
                 FunctionPolicy {
                     name: Some("fs_cat".into()),
                     description: Some("Print a whole file under /data.".into()),
+                    ..FunctionPolicy::default()
                 },
             );
             p.functions.insert(
@@ -142,6 +143,7 @@ fn a_function_renamed_and_described_by_its_policy() {
                 FunctionPolicy {
                     name: None,
                     description: Some("List a directory under /data.".into()),
+                    ..FunctionPolicy::default()
                 },
             );
         }),

@@ -166,6 +166,34 @@ pub struct FunctionPolicy {
     /// What the model is told the tool does: replaces the WIT doc comment and the policy's
     /// `description`.
     pub description: Option<String>,
+    /// `args.<a>`: refinements of single arguments, by the argument's WIT name
+    /// (`start-line`) or the name the model gives it (`startLine`); top-level arguments only
+    /// (a record argument's fields are not addressed). Checked against the argument's type
+    /// when the component loads ([`crate::component::refine`]): an argument that does not
+    /// exist, or a refinement its type cannot take, refuses the component.
+    pub args: BTreeMap<String, ArgPolicy>,
+}
+
+/// The refinements of one argument (`[tools.NAME.functions.FUNC.args.ARG]`), each narrowing
+/// what its WIT type allows: the JSON schema the model sees shows them, and a call that
+/// breaks one is an `invalid-argument` error before the component runs. A key set here
+/// replaces what the argument's WIT doc comment says (`@minimum`, `@maximum`, the text).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ArgPolicy {
+    /// What the model is told the argument is.
+    pub description: Option<String>,
+    /// The least value, inclusive: an integer within the type's range for an integer
+    /// argument, any finite number for an `f32` or `f64`. Other types refuse it.
+    pub minimum: Option<serde_json::Number>,
+    /// The greatest value, inclusive; as `minimum`, and not below it.
+    pub maximum: Option<serde_json::Number>,
+    /// `enum`: the values a `string` argument may take, or the cases of a WIT `enum`
+    /// argument it may take (each one of its cases); not empty, each once.
+    pub one_of: Option<Vec<String>>,
+    /// `pattern`: a regular expression a `string` argument must match somewhere, in JSON
+    /// Schema's dialect (ECMA-262, not anchored; no look-around or backreferences); not with
+    /// `one_of`.
+    pub pattern: Option<String>,
 }
 
 /// Where a policy is configured, for messages that name the key to change.
@@ -218,7 +246,7 @@ impl PolicyOrigin {
 }
 
 /// `key` as a TOML key: bare when it can be, quoted otherwise (`"iface/read-file"`).
-fn toml_key(key: &str) -> String {
+pub(crate) fn toml_key(key: &str) -> String {
     if !key.is_empty()
         && key
             .bytes()

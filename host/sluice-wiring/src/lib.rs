@@ -24,9 +24,9 @@ use sluice_config::{
 };
 use sluice_registry::RegistryError;
 use sluice_runtime::{
-    ComponentSpec, EngineOptions, FunctionPolicy, HttpAllow, HttpGrant, HttpHost, PolicyOrigin,
-    PoolOptions, RootGrant, RuntimeError, SecretSource, Source, ToolCallLimits, ToolEngine,
-    ToolPolicy, Toolbox,
+    ArgPolicy, ComponentSpec, EngineOptions, FunctionPolicy, HttpAllow, HttpGrant, HttpHost,
+    PolicyOrigin, PoolOptions, RootGrant, RuntimeError, SecretSource, Source, ToolCallLimits,
+    ToolEngine, ToolPolicy, Toolbox,
 };
 use sluice_store::{PgStore, SqliteStore, Store, StoreError};
 
@@ -227,6 +227,20 @@ pub(crate) fn policy_of(t: &ToolConfig) -> ToolPolicy {
                 let f = FunctionPolicy {
                     name: f.name.clone(),
                     description: f.description.clone(),
+                    args: f
+                        .args
+                        .iter()
+                        .map(|(a, r)| {
+                            let r = ArgPolicy {
+                                description: r.description.clone(),
+                                minimum: r.minimum.clone(),
+                                maximum: r.maximum.clone(),
+                                one_of: r.one_of.clone(),
+                                pattern: r.pattern.clone(),
+                            };
+                            (a.clone(), r)
+                        })
+                        .collect(),
                 };
                 (k.clone(), f)
             })

@@ -10,11 +10,13 @@ use wasmtime::component::types::Type;
 
 use crate::call::integers::{Bounds, Literals, integer};
 use crate::component::docs::ArgDocs;
+use crate::component::refine;
 use crate::component::schema::{integer_bounds, json_name};
 
 /// Lowers `json` into a value of type `ty`. `name` is the argument's path for messages
-/// (`startLine`, `items[2].name`); `docs` may narrow an integer's bounds. Integers are
-/// JSON integers or decimal strings ([`crate::call::integers`]).
+/// (`startLine`, `items[2].name`); `docs` may narrow what the type allows: a number's bounds,
+/// a string's or an enum's values, a string's pattern ([`crate::component::refine`]).
+/// Integers are JSON integers or decimal strings ([`crate::call::integers`]).
 ///
 /// # Errors
 /// A message naming the argument, what was expected and what was given.
@@ -35,8 +37,8 @@ fn lower(
             json.as_bool()
                 .ok_or_else(|| format!("{name} must be true or false; got {}", got()))?,
         ),
-        Type::Float32 => Val::Float32(number(json, name)? as f32),
-        Type::Float64 => Val::Float64(number(json, name)?),
+        Type::Float32 => Val::Float32(float(json, name, docs)? as f32),
+        Type::Float64 => Val::Float64(float(json, name, docs)?),
         Type::Char => {
             let s = json.as_str().unwrap_or_default();
             let mut chars = s.chars();
@@ -45,11 +47,13 @@ fn lower(
                 _ => return Err(format!("{name} must be a single character; got {}", got())),
             }
         }
-        Type::String => Val::String(
-            json.as_str()
-                .ok_or_else(|| format!("{name} must be a string; got {}", got()))?
-                .to_string(),
-        ),
+        Type::String => {
+            let s = json
+                .as_str()
+                .ok_or_else(|| format!("{name} must be a string; got {}", got()))?;
+            refine::check_string(docs, name, s)?;
+            Val::String(s.to_string())
+        }
         Type::List(l) => {
             let items = json
                 .as_array()
@@ -126,7 +130,11 @@ fn lower(
             Val::Variant(tag.to_string(), payload)
         }
         Type::Enum(e) => {
-            let names: Vec<&str> = e.names().collect();
+            // The policy's `enum` narrows the cases.
+            let names: Vec<&str> = match docs.and_then(|d| d.one_of.as_ref()) {
+                Some(cases) => cases.iter().map(String::as_str).collect(),
+                None => e.names().collect(),
+            };
             match json.as_str() {
                 Some(s) if names.contains(&s) => Val::Enum(s.to_string()),
                 _ => {
@@ -202,10 +210,12 @@ fn lower(
                 return Err(format!("{name} has a type that cannot be given as JSON"));
             };
             let min = docs
-                .and_then(|d| d.minimum)
+                .and_then(|d| d.minimum.as_ref())
+                .and_then(refine::as_i128)
                 .map_or(type_min, |m| m.max(type_min));
             let max = docs
-                .and_then(|d| d.maximum)
+                .and_then(|d| d.maximum.as_ref())
+                .and_then(refine::as_i128)
                 .map_or(type_max, |m| m.min(type_max));
             let bounds = Bounds {
                 min,
@@ -538,9 +548,13 @@ fn integer_val(ty: &Type, n: i128) -> Val {
     }
 }
 
-fn number(json: &Value, name: &str) -> Result<f64, String> {
-    json.as_f64()
-        .ok_or_else(|| format!("{name} must be a number; got {}", short_json(json)))
+/// The number `json` holds, within the bounds `docs` gives.
+fn float(json: &Value, name: &str, docs: Option<&ArgDocs>) -> Result<f64, String> {
+    let f = json
+        .as_f64()
+        .ok_or_else(|| format!("{name} must be a number; got {}", short_json(json)))?;
+    refine::check_float(docs, name, f, &short_json(json))?;
+    Ok(f)
 }
 
 /// A value as shown in a message: compact JSON, long ones cut to 100 bytes.

@@ -8,7 +8,10 @@
 
 use std::collections::HashMap;
 
+use serde_json::Number;
 use wit_parser::{Docs, Resolve, Type, TypeDefKind, WorldId, WorldItem, WorldKey};
+
+use crate::component::refine::Pattern;
 
 /// The `sluice:tools` WIT package (`wit/sluice-tools.wit`): the host's interfaces and one
 /// world per built-in tool, whose doc comments are the built-ins' descriptions
@@ -34,18 +37,26 @@ pub struct FuncDocs {
     pub json_fields: Vec<String>,
 }
 
-/// Documentation of one argument.
+/// Documentation of one argument, and the refinements of the policy
+/// ([`crate::component::refine`]), which replace what the doc comment says.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ArgDocs {
-    /// The doc comment without annotation lines.
+    /// The doc comment without annotation lines, or the policy's `description`.
     pub description: Option<String>,
-    /// From a `@minimum N` line.
-    pub minimum: Option<i128>,
-    /// From a `@maximum N` line.
-    pub maximum: Option<i128>,
+    /// From a `@minimum N` line (an integer), or the policy's `minimum`: the least value of
+    /// a number argument, inclusive.
+    pub minimum: Option<Number>,
+    /// From a `@maximum N` line (an integer), or the policy's `maximum`: the greatest value
+    /// of a number argument, inclusive.
+    pub maximum: Option<Number>,
     /// From a `@saturate` line: an integer above the maximum (the type's, or `@maximum`'s)
     /// counts as the maximum instead of being refused (docs/observations.md#arguments).
     pub saturate: bool,
+    /// The policy's `enum`: the only values a string argument (or cases a WIT `enum`
+    /// argument) may take.
+    pub one_of: Option<Vec<String>>,
+    /// The policy's `pattern`: what a string argument must match.
+    pub pattern: Option<Pattern>,
 }
 
 impl ComponentDocs {
@@ -171,15 +182,9 @@ fn arg_docs(docs: &Docs) -> ArgDocs {
     let mut lines = Vec::new();
     for line in docs.contents.as_deref().unwrap_or("").lines() {
         let trimmed = line.trim();
-        if let Some(n) = trimmed
-            .strip_prefix("@minimum ")
-            .and_then(|n| n.trim().parse().ok())
-        {
+        if let Some(n) = trimmed.strip_prefix("@minimum ").and_then(integer) {
             out.minimum = Some(n);
-        } else if let Some(n) = trimmed
-            .strip_prefix("@maximum ")
-            .and_then(|n| n.trim().parse().ok())
-        {
+        } else if let Some(n) = trimmed.strip_prefix("@maximum ").and_then(integer) {
             out.maximum = Some(n);
         } else if trimmed == "@saturate" {
             out.saturate = true;
@@ -190,6 +195,15 @@ fn arg_docs(docs: &Docs) -> ArgDocs {
     let description = lines.join(" ").trim().to_string();
     out.description = (!description.is_empty()).then_some(description);
     out
+}
+
+/// The integer of an annotation (`@minimum 1`), if it is one of 64 bits.
+fn integer(text: &str) -> Option<Number> {
+    let text = text.trim();
+    text.parse::<i64>()
+        .map(Number::from)
+        .or_else(|_| text.parse::<u64>().map(Number::from))
+        .ok()
 }
 
 /// A doc comment as one paragraph per blank-line-separated block.
@@ -217,14 +231,14 @@ mod tests {
             "Read a text file (cat, view or open a source file, config or log) one page at a time."
         ));
         let start = &f.args["start-line"];
-        assert_eq!(start.minimum, Some(1));
+        assert_eq!(start.minimum, Some(1.into()));
         assert_eq!(
             start.description.as_deref(),
             Some(
                 "First line to return (1-based). Default 1. With `offset`, the line number that `offset` starts (pass back `nextLine` and `nextOffset` together)."
             )
         );
-        assert_eq!(f.args["offset"].minimum, Some(0));
+        assert_eq!(f.args["offset"].minimum, Some(0.into()));
         assert_eq!(f.args["path"].minimum, None);
         assert!(f.json_fields.is_empty());
     }

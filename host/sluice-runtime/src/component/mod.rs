@@ -1,13 +1,16 @@
 //! What a component is to the host before it runs: where it comes from ([`source`]), what
 //! it imports and whether the host provides it ([`imports`]), and its exported functions as
-//! tools ([`reflect`]) with JSON schemas ([`schema`]), descriptions ([`docs`], [`mounts`])
-//! and names ([`names`]); [`inspect`] shows all of it for `sluice tools inspect`.
+//! tools ([`reflect`]) with JSON schemas ([`schema`]), descriptions ([`docs`], [`mounts`]),
+//! the policy's refinements of their arguments ([`refine`]) and names ([`names`]); [`inspect`] shows all of it for `sluice tools inspect`.
 
 pub mod docs;
 pub mod imports;
 pub mod inspect;
 pub mod mounts;
 pub mod names;
+pub mod refine;
+#[cfg(test)]
+mod refine_tests;
 pub mod reflect;
 pub mod schema;
 pub mod source;

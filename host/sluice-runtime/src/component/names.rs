@@ -64,14 +64,18 @@ impl Export<'_> {
         }
     }
 
-    /// The tool's name under `policy`, and the function's own settings if it has any.
-    pub(crate) fn named<'p>(&self, policy: &'p ToolPolicy) -> (String, Option<&'p FunctionPolicy>) {
+    /// The tool's name under `policy`, and the function's own settings if it has any, with
+    /// their key in `functions`.
+    pub(crate) fn named<'p>(
+        &self,
+        policy: &'p ToolPolicy,
+    ) -> (String, Option<(&'p str, &'p FunctionPolicy)>) {
         let own = policy
             .functions
             .iter()
             .find(|(k, _)| self.is_named_by(k))
-            .map(|(_, f)| f);
-        let name = match (own.and_then(|f| f.name.clone()), &policy.prefix) {
+            .map(|(k, f)| (k.as_str(), f));
+        let name = match (own.and_then(|(_, f)| f.name.clone()), &policy.prefix) {
             (Some(name), _) => name,
             // One `_` between: a prefix that ends with one gets no second (`h_` → `h_name`).
             (None, Some(prefix)) if prefix.ends_with('_') => format!("{prefix}{}", self.derived),
@@ -175,7 +179,7 @@ mod tests {
             "read-file".into(),
             FunctionPolicy {
                 name: Some("cat".into()),
-                description: None,
+                ..FunctionPolicy::default()
             },
         );
         assert_eq!(export.named(&policy).0, "cat");
@@ -185,7 +189,7 @@ mod tests {
             "read_file".into(),
             FunctionPolicy {
                 name: Some("fs.read".into()),
-                description: None,
+                ..FunctionPolicy::default()
             },
         );
         assert_eq!(export.named(&by_derived).0, "fs.read");

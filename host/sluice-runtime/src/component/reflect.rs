@@ -7,6 +7,7 @@ use wasmtime::component::{Component, ComponentExportIndex};
 
 use crate::component::docs::{ComponentDocs, FuncDocs};
 use crate::component::names::{Export, Naming, TOOL_NAME_RULE, valid_tool_name};
+use crate::component::refine::refine;
 use crate::component::schema::{Unsupported, object_schema, schema_of};
 use crate::component::source::Source;
 use crate::engine::ToolEngine;
@@ -35,7 +36,8 @@ pub struct ToolInfo {
     /// What it does: the policy's `functions.<f>.description`, else its WIT doc comment,
     /// else the policy's `description`, else a sentence naming the export.
     pub description: String,
-    /// JSON schema of its arguments (an object).
+    /// JSON schema of its arguments (an object), with the policy's refinements of them
+    /// (`functions.<f>.args.<a>`, [`crate::component::refine`]).
     pub input_schema: Value,
     /// Where it comes from (built-in name or component path).
     pub source: String,
@@ -251,7 +253,14 @@ impl Reflect<'_> {
             }
             _ => Shape::Params(params),
         };
-        let docs = self.docs.func(export_path).cloned().unwrap_or_default();
+        let mut docs = self.docs.func(export_path).cloned().unwrap_or_default();
+        if let Some((key, f)) = own {
+            let key_at = |k: &str| match &self.policy.origin {
+                Some(origin) => origin.key_at(k),
+                None => k.to_string(),
+            };
+            refine(shape.fields(), &mut docs, key, &f.args, &key_at).map_err(fail)?;
+        }
         let input_schema =
             object_schema(shape.fields(), Some(&docs)).map_err(|Unsupported(t)| {
                 fail(format!(
@@ -267,7 +276,7 @@ impl Reflect<'_> {
             })?;
         }
         let mut description = own
-            .and_then(|f| f.description.clone())
+            .and_then(|(_, f)| f.description.clone())
             .or_else(|| docs.description.clone())
             .or_else(|| self.policy.description.clone())
             .unwrap_or_else(|| format!("The {export_path} function of {}.", self.what));

@@ -126,7 +126,8 @@ pub fn schema_of(ty: &Type) -> Result<Value, Unsupported> {
 }
 
 /// The schema of an object with `fields` (WIT names and types): camelCase properties,
-/// `option` fields optional, no other properties. `docs` adds descriptions and bounds.
+/// `option` fields optional, no other properties. `docs` adds descriptions, bounds and the
+/// policy's refinements ([`crate::component::refine`]).
 pub fn object_schema(
     fields: &[(String, Type)],
     docs: Option<&FuncDocs>,
@@ -135,14 +136,22 @@ pub fn object_schema(
     let mut required = Vec::new();
     for (name, ty) in fields {
         let arg_docs = docs.and_then(|d| d.args.get(name));
-        let mut schema = match ty {
-            Type::Option(o) => schema_of(&o.ty())?,
+        let (mut schema, mut inner) = match ty {
+            Type::Option(o) => (schema_of(&o.ty())?, Some(o.ty())),
             other => {
                 required.push(json_name(name));
-                schema_of(other)?
+                (schema_of(other)?, None)
             }
         };
-        if let (Some(d), Value::Object(map)) = (arg_docs, &mut schema) {
+        // The docs describe the value: inside an `option` of an `option`, its first form.
+        let mut target = Some(&mut schema);
+        while let Some(Type::Option(o)) = &inner {
+            inner = Some(o.ty());
+            target = target
+                .and_then(|t| t.get_mut("anyOf"))
+                .and_then(|a| a.get_mut(0));
+        }
+        if let (Some(d), Some(Value::Object(map))) = (arg_docs, target) {
             apply_docs(map, d);
         }
         props.insert(json_name(name), schema);
@@ -154,15 +163,24 @@ pub fn object_schema(
     Ok(out)
 }
 
+/// The docs and refinements of an argument in its schema: `description`, `minimum`,
+/// `maximum` (replacing the integer type's own), `enum` (added to a string's, replacing a
+/// WIT enum's cases) and `pattern`.
 fn apply_docs(schema: &mut Map<String, Value>, docs: &ArgDocs) {
     if let Some(d) = &docs.description {
         schema.insert("description".into(), json!(d));
     }
-    if let Some(min) = docs.minimum {
-        schema.insert("minimum".into(), json!(min));
+    if let Some(min) = &docs.minimum {
+        schema.insert("minimum".into(), Value::Number(min.clone()));
     }
-    if let Some(max) = docs.maximum {
-        schema.insert("maximum".into(), json!(max));
+    if let Some(max) = &docs.maximum {
+        schema.insert("maximum".into(), Value::Number(max.clone()));
+    }
+    if let Some(values) = &docs.one_of {
+        schema.insert("enum".into(), json!(values));
+    }
+    if let Some(p) = &docs.pattern {
+        schema.insert("pattern".into(), json!(p.as_str()));
     }
 }
 
