@@ -35,6 +35,7 @@ mod keys_deep; // Keys the look-back does not see whole: long labels, lone `\r`,
 mod list_dir; // Row L1, entry kinds, list paging and name cutting.
 mod live; // Issue 18: a call on a replaced LiveToolbox keeps it, and cancellation reaches it.
 mod read_file; // Rows R1–R9: read_file pages, cursors and the page budget.
+mod refinements; // Issue 29 item 5: a policy's refinements of arguments: the schema, refused calls, load errors.
 mod sandbox; // Escapes from the root (`..`, absolute, symlinks) and named roots.
 mod secret_files; // The configuration's secret files: refused by name and by identity in every tool.
 mod shapes; // Key order, integers as strings and beyond 64 bits, the root as a file, unknown tools.
