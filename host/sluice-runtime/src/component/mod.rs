@@ -1,7 +1,8 @@
 //! What a component is to the host before it runs: where it comes from ([`source`]), what
 //! it imports and whether the host provides it ([`imports`]), and its exported functions as
 //! tools ([`reflect`]) with JSON schemas ([`schema`]), descriptions ([`docs`], [`mounts`]),
-//! the policy's refinements of their arguments ([`refine`]) and names ([`names`]); [`inspect`] shows all of it for `sluice tools inspect`.
+//! the policy's refinements of their arguments ([`refine`]) and names ([`names`]);
+//! [`inspect`] shows all of it for `sluice tools inspect`.
 
 pub mod docs;
 pub mod imports;
