@@ -33,6 +33,22 @@ pub fn builtin(name: &str) -> Source {
 }
 
 pub mod logs;
+
+/// `stderr` of the `sluice` binary without the lines of its compile display (a compile that
+/// took over a second: `compiling X (N MB); the first compile …` and `compiled X in T s`,
+/// host/sluice/src/progress.rs), which come or not with the machine's load.
+pub fn without_compile_progress(stderr: &str) -> String {
+    stderr
+        .split_inclusive('\n')
+        .filter(|line| {
+            let line = line.trim_end();
+            !(line.starts_with("compiling ")
+                && line
+                    .ends_with("; the first compile of a component is cached for the next start")
+                || line.starts_with("compiled ") && line.ends_with(" s"))
+        })
+        .collect()
+}
 pub mod registry;
 
 /// The marker of the versioned test component: `sluice-test-version=` and 24 bytes.
@@ -439,3 +455,15 @@ fn temp_dir() -> tempfile::TempDir {
 
 /// How long a test may wait for something that should take milliseconds.
 pub const PATIENCE: Duration = Duration::from_secs(30);
+
+#[cfg(test)]
+mod compile_progress_tests {
+    #[test]
+    fn only_the_compile_display_lines_are_removed() {
+        let stderr = "sluice: no session \"cli\" yet: created it\ncompiling built-in run_script (6.2 MB); the first compile of a component is cached for the next start\ncompiled built-in run_script in 3.1 s\nsession cli: completed\ncompiled by hand\n";
+        assert_eq!(
+            super::without_compile_progress(stderr),
+            "sluice: no session \"cli\" yet: created it\nsession cli: completed\ncompiled by hand\n"
+        );
+    }
+}

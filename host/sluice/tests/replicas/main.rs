@@ -180,6 +180,7 @@ impl Cluster {
             !stdout.contains(&self.password) && !stderr.contains(&self.password),
             "the password was printed: {stdout} {stderr}"
         );
+        let stderr = sluice_tests::without_compile_progress(&stderr);
         (out.status.code(), stdout, stderr)
     }
 
