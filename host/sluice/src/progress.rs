@@ -7,12 +7,12 @@ use std::collections::BTreeMap;
 use std::io::{IsTerminal as _, Write as _};
 use std::time::{Duration, Instant};
 
-use sluice_runtime::engine::progress::{Compiling, compiling};
+use sluice_runtime::engine::progress::{Compiling, compiling, wait_for_a_compile};
 
 /// How long a compile runs before it is shown.
 const SHOW_AFTER: Duration = Duration::from_secs(1);
 
-/// How often the display looks.
+/// How often the display looks while a compile runs (it sleeps while none does).
 const EVERY: Duration = Duration::from_millis(250);
 
 /// Starts the display on a thread of its own, for the life of the process.
@@ -23,6 +23,10 @@ pub(crate) fn start() {
         .spawn(move || {
             let mut display = Display::default();
             loop {
+                // Nothing shown and nothing to finish: sleep until a compile starts.
+                if display.announced.is_empty() && !display.line {
+                    wait_for_a_compile();
+                }
                 std::thread::sleep(EVERY);
                 let text = display.next(&compiling(), terminal);
                 if !text.is_empty() {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// One compile in progress.
@@ -28,6 +28,8 @@ struct Entry {
 
 static IN_PROGRESS: Mutex<BTreeMap<u64, Entry>> = Mutex::new(BTreeMap::new());
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+/// Signalled when a compile registers, for [`wait_for_a_compile`].
+static STARTED: Condvar = Condvar::new();
 
 /// The compiles running now, oldest first.
 pub fn compiling() -> Vec<Compiling> {
@@ -43,6 +45,17 @@ pub fn compiling() -> Vec<Compiling> {
             elapsed: now.saturating_duration_since(e.started),
         })
         .collect()
+}
+
+/// Blocks until a compile is in progress (at once when one is): a display sleeps here
+/// while nothing compiles, instead of looking again and again.
+pub fn wait_for_a_compile() {
+    let in_progress = IN_PROGRESS.lock().unwrap_or_else(PoisonError::into_inner);
+    drop(
+        STARTED
+            .wait_while(in_progress, |running| running.is_empty())
+            .unwrap_or_else(PoisonError::into_inner),
+    );
 }
 
 /// A compile's registration: listed by [`compiling`] until dropped.
@@ -62,6 +75,7 @@ pub(crate) fn register(component: &str, bytes: usize) -> Registered {
                 started: Instant::now(),
             },
         );
+    STARTED.notify_all();
     Registered(id)
 }
 
@@ -92,5 +106,19 @@ mod tests {
         assert!(listed("b.wasm").is_some());
         drop(second);
         assert_eq!(listed("b.wasm"), None);
+    }
+
+    /// A display waiting while nothing compiles wakes when a compile registers.
+    #[test]
+    fn a_waiting_display_wakes_when_a_compile_starts() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = std::thread::spawn(move || {
+            wait_for_a_compile();
+            tx.send(()).unwrap();
+        });
+        let registered = register("c.wasm", 30);
+        rx.recv().unwrap();
+        waiter.join().unwrap();
+        drop(registered);
     }
 }
