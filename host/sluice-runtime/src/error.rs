@@ -58,6 +58,21 @@ pub enum RuntimeError {
         /// The imports not provided.
         missing: Vec<String>,
     },
+    /// The component uses the component model's async ABI (WASIp3): async functions in
+    /// its exports or imports, or WASIp3 interfaces among its imports
+    /// (`component::async_abi`).
+    #[error(
+        "failed to load {what}: {}",
+        crate::component::async_abi::reason(exports, imports)
+    )]
+    AsyncComponent {
+        /// The component.
+        what: String,
+        /// Its async exported functions (`count-words`, `acme:tools/query@0.1.0/run`).
+        exports: Vec<String>,
+        /// Its WASIp3 imports (`wasi:cli/stdout@0.3.0`) and imported async functions.
+        imports: Vec<String>,
+    },
     /// A root granted to a tool cannot be opened.
     #[error("root {name:?} of tool {tool:?} cannot be opened at {dir}: {reason}")]
     Root {

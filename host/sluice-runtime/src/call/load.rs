@@ -227,7 +227,9 @@ pub(crate) fn load_component(
             (compiled, defs)
         }
         (None, None) => {
-            let component = engine.compile(&what, wasm, &sha256)?;
+            let component = engine
+                .compile(&what, wasm, &sha256)
+                .map_err(|e| crate::component::async_abi::refusal_or(e, &what, wasm))?;
             let defs = reflect(engine, &component, &spec.source, &spec.policy)?;
             let linked = link(engine, linker, &what, &component, &defs)?;
             (Compiled::ready(linked), defs)

@@ -30,7 +30,10 @@ pub fn inspect(
 ) -> Result<Inspection, RuntimeError> {
     let wasm = source.bytes();
     let sha256 = sha256_hex(wasm);
-    let component = engine.compile(&source.describe(), wasm, &sha256)?;
+    let what = source.describe();
+    let component = engine
+        .compile(&what, wasm, &sha256)
+        .map_err(|e| crate::component::async_abi::refusal_or(e, &what, wasm))?;
     let tools = reflect(engine, &component, source, policy)?
         .into_iter()
         .map(|d| d.info)

@@ -2,8 +2,10 @@
 //! it imports and whether the host provides it ([`imports`]), and its exported functions as
 //! tools ([`reflect`]) with JSON schemas ([`schema`]), descriptions ([`docs`], [`mounts`]),
 //! the policy's refinements of their arguments ([`refine`]) and names ([`names`]);
-//! [`inspect`] shows all of it for `sluice tools inspect`.
+//! [`inspect`] shows all of it for `sluice tools inspect`. Components of the component
+//! model's async ABI (WASIp3) are refused by name (`async_abi`).
 
+pub(crate) mod async_abi;
 pub mod docs;
 pub mod imports;
 pub mod inspect;

@@ -141,6 +141,15 @@ pub(crate) fn reflect(
         policy,
         builtin: matches!(source, Source::Builtin { .. }),
     };
+    // Only an engine with the component model's async feature compiles such a component.
+    let exports = crate::component::async_abi::async_exports(engine, component);
+    if !exports.is_empty() {
+        return Err(RuntimeError::AsyncComponent {
+            what,
+            exports,
+            imports: Vec::new(),
+        });
+    }
     let mut tools = Vec::new();
     let ty = component.component_type();
     for (export, item) in ty.exports(engine.engine()) {
