@@ -21,6 +21,7 @@ mod c_wc; // guest-examples/c-wc: `wc`, in C (zig + wit-bindgen + the preview1 a
 mod head; // guest-examples/{py,js,c,rust}-head: `head` in four languages, and the guide (README.md).
 mod js_json_query; // guest-examples/js-json-query: `query_json`, in JavaScript (componentize-js).
 mod python_csv_summary; // guest-examples/python-csv-summary: `summarize_table`, in Python (componentize-py).
+mod rust_async_words; // guest-examples/rust-async-words: an `async func` export, refused by name.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
