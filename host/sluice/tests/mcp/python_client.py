@@ -1,13 +1,18 @@
 """A client Sluice did not write: the official MCP Python SDK against `sluice mcp`.
 
-Usage: python_client.py stdio|http discover|initialize TARGET
+Usage: python_client.py stdio|http discover|initialize TARGET [CALLS]
   stdio: TARGET is a JSON array, the command line of `sluice … mcp`
   http:  TARGET is the endpoint URL (`http://127.0.0.1:PORT/mcp`)
+  CALLS: a JSON array of {"name": TOOL, "arguments": {…}}: after the handshake, lists the
+         tools and makes these calls instead of the built-in tools' exercise; over stdio
+         the server then runs with this process's whole environment and directory (not
+         only the SDK's default variables), as the test sets them
 
 Prints one JSON line: what the server answered (the Rust test asserts it).
 """
 
 import json
+import os
 import sys
 
 import anyio
@@ -57,18 +62,61 @@ async def exercise(session: ClientSession, handshake: str) -> dict:
     }
 
 
+async def call_each(session: ClientSession, handshake: str, calls: list) -> dict:
+    """The handshake, the tools listed, then each of `calls` as the client received it."""
+    if handshake == "discover":
+        result = await session.discover()
+        version = result.supported_versions
+        server = (result.meta or {})["io.modelcontextprotocol/serverInfo"]["name"]
+    else:
+        result = await session.initialize()
+        version = result.protocol_version
+        server = result.server_info.name
+    tools = await session.list_tools()
+    results = []
+    for call in calls:
+        r = await session.call_tool(call["name"], call["arguments"])
+        results.append(
+            {
+                "content": [
+                    {"type": c.type, "text": getattr(c, "text", None)}
+                    for c in r.content
+                ],
+                "structuredContent": r.structured_content,
+                "isError": r.is_error,
+            }
+        )
+    return {
+        "server": server,
+        "version": version,
+        "tools": [t.name for t in tools.tools],
+        "calls": results,
+    }
+
+
 async def main() -> None:
     transport, handshake, target = sys.argv[1], sys.argv[2], sys.argv[3]
+    calls = json.loads(sys.argv[4]) if len(sys.argv) > 4 else None
+
+    async def run(session: ClientSession) -> dict:
+        if calls is None:
+            return await exercise(session, handshake)
+        return await call_each(session, handshake, calls)
+
     if transport == "stdio":
         argv = json.loads(target)
         params = StdioServerParameters(command=argv[0], args=argv[1:])
+        if calls is not None:
+            params = StdioServerParameters(
+                command=argv[0], args=argv[1:], env=dict(os.environ), cwd=os.getcwd()
+            )
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
-                out = await exercise(session, handshake)
+                out = await run(session)
     else:
         async with streamable_http_client(target) as (read, write):
             async with ClientSession(read, write) as session:
-                out = await exercise(session, handshake)
+                out = await run(session)
     print(json.dumps(out, sort_keys=True), flush=True)
 
 

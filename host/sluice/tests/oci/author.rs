@@ -1,21 +1,26 @@
 //! A tool author's whole path through the binary, per language, on a clean directory:
 //! `sluice new` → `sluice build` → `sluice test` → `sluice tools keygen`, `push` to a real
 //! registry and `sign` → a load by `oci://` with `verify.key` → `sluice call`, which gives
-//! the observation the project's own tests.toml expects.
+//! the observation the project's own tests.toml expects → `sluice mcp` serving that signed
+//! component to a real MCP client (the official Python SDK), whose calls get those same
+//! observations as their text and structured content.
 //!
 //! The toolchains are those guest-examples/install-toolchains.sh puts under
 //! `target/guest-examples/` (on the build's PATH here), cargo with `wasm32-wasip2`, and npm;
-//! a missing one skips its language with `skipped:`, and fails under `CI=true`.
+//! a missing one skips its language with `skipped:`, and fails under `CI=true`. The Python
+//! SDK is the one host/sluice-mcp/clients/install.sh installs; without it the MCP part says
+//! it skipped (and fails under `CI=true`).
 
 use std::ffi::OsString;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use serde_json::{Value, json};
 use sluice_kit::Language;
 use sluice_kit::cases::TestPlan;
 use sluice_tests::registry::TestRegistry;
 
-use crate::{Workspace, failure};
+use crate::{SLUICE, Workspace, failure, python_mcp};
 
 #[test]
 fn rust() {
@@ -193,6 +198,7 @@ fn new_to_signed_call(language: Language) {
         built_at.as_secs_f64(),
         started.elapsed().as_secs_f64()
     );
+    served_over_mcp(&w, &plan, "line-pager/published.toml");
 
     // Signed by another key: refused.
     std::fs::write(
@@ -214,6 +220,80 @@ fn new_to_signed_call(language: Language) {
     assert!(
         e.contains("signature check failed: none of its 1 cosign signature(s) verifies"),
         "{e}"
+    );
+}
+
+/// `sluice --config CONFIG mcp` (the signed component by `oci://`, built-ins off) driven by
+/// the official MCP Python SDK over stdio: the handshake, a list of exactly the project's
+/// tool, then a `tools/call` of each case of `plan` made at the plan's cap (the server's
+/// default, 65,536): its one text block is the case's `expect` byte for byte, its
+/// `structuredContent` that text as JSON, and `isError` set exactly for the `"ok":false` ones.
+fn served_over_mcp(w: &Workspace, plan: &TestPlan, config: &str) {
+    let Some(python) = python_mcp::python() else {
+        return;
+    };
+    assert_eq!(
+        plan.caps,
+        [65_536],
+        "the cases are called at sluice mcp's default cap"
+    );
+    let cases: Vec<_> = plan.cases.iter().filter(|c| c.caps.is_none()).collect();
+    assert_eq!(cases.len(), 4, "{:?}", plan.cases);
+    let calls: Vec<Value> = cases
+        .iter()
+        .map(|c| json!({"name": c.tool, "arguments": c.args}))
+        .collect();
+    let expected: Vec<Value> = cases
+        .iter()
+        .map(|c| {
+            let text = c.expect.as_ref().and_then(Value::as_str).unwrap();
+            let observation: Value = serde_json::from_str(text).unwrap();
+            json!({
+                "content": [{"type": "text", "text": text}],
+                "isError": observation["ok"] != true,
+                "structuredContent": observation,
+            })
+        })
+        .collect();
+    // The server gets the client's environment and directory: the workspace's cache (which
+    // holds the pulled, verified component) and docker config, as `sluice call` had.
+    let mut client = std::process::Command::new(python);
+    for (key, value) in w.command(&[]).get_envs() {
+        match value {
+            Some(value) => client.env(key, value),
+            None => client.env_remove(key),
+        };
+    }
+    let started = std::time::Instant::now();
+    let out = client
+        .arg(python_mcp::script())
+        .args(["stdio", "initialize"])
+        .arg(json!([SLUICE, "--config", config, "mcp"]).to_string())
+        .arg(Value::from(calls).to_string())
+        .current_dir(w.dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the Python client failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: Value = serde_json::from_slice(&out.stdout).expect("one JSON line");
+    assert_eq!(
+        got,
+        json!({
+            "server": "sluice",
+            "version": "2025-11-25",
+            "tools": [cases[0].tool],
+            "calls": expected,
+        })
+    );
+    let _ = writeln!(
+        std::io::stderr(),
+        "served by sluice mcp: the Python SDK's {} calls in {:.1} s, handshake included",
+        cases.len(),
+        started.elapsed().as_secs_f64()
     );
 }
 
