@@ -1,7 +1,9 @@
 //! The `[runtime]` table: how tool calls run. Calls run on a pool of threads of their own,
 //! never on the threads that serve the API; `max_concurrent_calls` bounds how many run at
 //! once, and `queue_timeout_ms` how long a call waits for a free slot before it fails with a
-//! `busy` tool error.
+//! `busy` tool error. `baseline_compiler` says whether a server (`serve`, `mcp`) compiles a
+//! component the cache does not hold with wasmtime's baseline compiler first
+//! (docs/components.md#compiled-components).
 //!
 //! ```
 //! use sluice_config::{Config, Overrides};
@@ -30,6 +32,9 @@ pub const ENV_MAX_CONCURRENT_CALLS: &str = "SLUICE_RUNTIME_MAX_CONCURRENT_CALLS"
 /// The environment variable that sets `runtime.queue_timeout_ms`.
 pub const ENV_QUEUE_TIMEOUT_MS: &str = "SLUICE_RUNTIME_QUEUE_TIMEOUT_MS";
 
+/// The environment variable that sets `runtime.baseline_compiler`.
+pub const ENV_BASELINE_COMPILER: &str = "SLUICE_RUNTIME_BASELINE_COMPILER";
+
 /// The largest `runtime.max_concurrent_calls`.
 pub const MAX_MAX_CONCURRENT_CALLS: u64 = 1024;
 
@@ -54,6 +59,10 @@ pub struct RuntimeConfig {
     /// `runtime.queue_timeout_ms`: how long a call waits for a free slot, in ms (0 to
     /// 3,600,000; default 10,000); 0 fails at once when every slot is taken.
     pub queue_timeout_ms: u64,
+    /// `runtime.baseline_compiler`: in `serve` and `mcp`, compile a component the cache
+    /// does not hold first with wasmtime's baseline compiler (Winch), whose code answers its
+    /// first calls while Cranelift's compiles in the background (default true).
+    pub baseline_compiler: bool,
 }
 
 impl Default for RuntimeConfig {
@@ -61,6 +70,7 @@ impl Default for RuntimeConfig {
         RuntimeConfig {
             max_concurrent_calls: default_max_concurrent_calls(),
             queue_timeout_ms: DEFAULT_QUEUE_TIMEOUT_MS,
+            baseline_compiler: true,
         }
     }
 }
@@ -71,6 +81,7 @@ impl Default for RuntimeConfig {
 pub(crate) struct FileRuntime {
     max_concurrent_calls: Option<Raw>,
     queue_timeout_ms: Option<Raw>,
+    baseline_compiler: Option<Raw>,
 }
 
 impl FileRuntime {
@@ -118,9 +129,31 @@ impl FileRuntime {
             )?,
             None => DEFAULT_QUEUE_TIMEOUT_MS,
         };
+        let baseline_compiler = match layered(
+            None,
+            env,
+            ENV_BASELINE_COMPILER,
+            self.baseline_compiler.as_ref(),
+            file_label,
+        ) {
+            Some((v, origin)) => match v.trim() {
+                "true" | "1" => true,
+                "false" | "0" => false,
+                _ => {
+                    return Err(ConfigError::Value {
+                        key: "runtime.baseline_compiler".into(),
+                        value: v,
+                        allowed: "true or false".into(),
+                        origin,
+                    });
+                }
+            },
+            None => true,
+        };
         Ok(RuntimeConfig {
             max_concurrent_calls,
             queue_timeout_ms,
+            baseline_compiler,
         })
     }
 }
@@ -164,7 +197,8 @@ mod tests {
             resolve(Some(&file), &none, None).unwrap(),
             RuntimeConfig {
                 max_concurrent_calls: 3,
-                queue_timeout_ms: 0
+                queue_timeout_ms: 0,
+                baseline_compiler: true,
             }
         );
         assert_eq!(
@@ -201,6 +235,15 @@ mod tests {
                 file.display()
             )
         );
+        std::fs::write(&file, "[runtime]\nbaseline_compiler = false\n").unwrap();
+        assert!(!resolve(Some(&file), &none, None).unwrap().baseline_compiler);
+        let env = |k: &str| (k == ENV_BASELINE_COMPILER).then(|| "yes".to_string());
+        assert_eq!(
+            resolve(Some(&file), &env, None).unwrap_err().to_string(),
+            "runtime.baseline_compiler must be true or false; got yes (from SLUICE_RUNTIME_BASELINE_COMPILER)"
+        );
+        let env = |k: &str| (k == ENV_BASELINE_COMPILER).then(|| "1".to_string());
+        assert!(resolve(Some(&file), &env, None).unwrap().baseline_compiler);
         std::fs::write(&file, "[runtime]\nthreads = 4\n").unwrap();
         let e = resolve(Some(&file), &none, None).unwrap_err().to_string();
         assert!(e.contains("unknown field `threads`"), "{e}");

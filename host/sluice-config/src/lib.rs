@@ -46,8 +46,9 @@ use serde::Deserialize;
 use crate::file::{Raw, Source};
 pub use cache::KEY_CACHE_MAX_BYTES;
 pub use calls::{
-    DEFAULT_QUEUE_TIMEOUT_MS, ENV_MAX_CONCURRENT_CALLS, ENV_QUEUE_TIMEOUT_MS,
-    MAX_MAX_CONCURRENT_CALLS, MAX_QUEUE_TIMEOUT_MS, RuntimeConfig, default_max_concurrent_calls,
+    DEFAULT_QUEUE_TIMEOUT_MS, ENV_BASELINE_COMPILER, ENV_MAX_CONCURRENT_CALLS,
+    ENV_QUEUE_TIMEOUT_MS, MAX_MAX_CONCURRENT_CALLS, MAX_QUEUE_TIMEOUT_MS, RuntimeConfig,
+    default_max_concurrent_calls,
 };
 pub use code_mode::{CodeModeConfig, SCRIPT_TOOL};
 pub use error::ConfigError;
@@ -107,6 +108,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     (ENV_MCP_ALLOW_DESTRUCTIVE, "mcp.allow_destructive"),
     (ENV_MAX_CONCURRENT_CALLS, "runtime.max_concurrent_calls"),
     (ENV_QUEUE_TIMEOUT_MS, "runtime.queue_timeout_ms"),
+    (ENV_BASELINE_COMPILER, "runtime.baseline_compiler"),
 ];
 
 /// Refuses a variable of [`ENV_KEYS`] that is set but is not UTF-8 text, which

@@ -159,7 +159,22 @@ pub fn engine() -> Result<ToolEngine, WiringError> {
 /// # Errors
 /// [`WiringError::Runtime`] when no engine can be built.
 pub fn engine_for(config: &Config) -> Result<ToolEngine, WiringError> {
+    engine_with(config, false)
+}
+
+/// [`engine_for`], for a long-running server: with `runtime.baseline_compiler`, a component
+/// the cache does not hold is compiled by wasmtime's baseline compiler first
+/// ([`EngineOptions::baseline_first`]).
+///
+/// # Errors
+/// [`WiringError::Runtime`] when no engine can be built.
+pub fn serving_engine_for(config: &Config) -> Result<ToolEngine, WiringError> {
+    engine_with(config, config.runtime.baseline_compiler)
+}
+
+fn engine_with(config: &Config, baseline_first: bool) -> Result<ToolEngine, WiringError> {
     Ok(ToolEngine::new(EngineOptions {
+        baseline_first,
         cache_dir: cache_dir(),
         cache_max_bytes: config.cache_max_bytes,
         pool: PoolOptions {

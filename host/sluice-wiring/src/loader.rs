@@ -8,9 +8,12 @@ use std::sync::Arc;
 
 use sluice_config::{Config, OciSource, ToolConfig, ToolSource};
 use sluice_registry::{Fetched, Fetcher, Lock, PublicKey, RegistryError, Request, Resolve};
+use sluice_runtime::host::http_recorded::HttpRecordings;
 use sluice_runtime::{ComponentSpec, RuntimeError, Source, ToolEngine, ToolPolicy, Toolbox};
 
-use crate::{WiringError, cache_dir, component_spec, engine_for, policy_of, spec_with};
+use crate::{
+    WiringError, cache_dir, component_spec, engine_for, policy_of, serving_engine_for, spec_with,
+};
 
 /// What loads tools for the life of a process: one engine (its epoch thread, its pooled
 /// memories, its call pool, its cache of compiled components), and the fetcher of
@@ -23,6 +26,8 @@ pub struct ToolLoader {
     fetcher: Fetcher,
     /// Secret files named outside the configuration (the server's `--token-file`).
     refused: Vec<PathBuf>,
+    /// Recorded responses every tool's HTTP requests are answered from (`sluice test`).
+    http_recordings: Option<HttpRecordings>,
 }
 
 /// The tools one load produced, and what they were made from.
@@ -57,13 +62,36 @@ impl ToolLoader {
         ))
     }
 
+    /// [`ToolLoader::new`] for a long-running server (`serve`, `mcp`): its engine compiles a
+    /// component the cache does not hold with the baseline compiler first when
+    /// `runtime.baseline_compiler` is on ([`serving_engine_for`]).
+    ///
+    /// # Errors
+    /// [`WiringError::Runtime`] when no engine can be built.
+    pub fn serving(config: &Config) -> Result<ToolLoader, WiringError> {
+        Ok(ToolLoader::with(
+            Arc::new(serving_engine_for(config)?),
+            Fetcher::new(oci_cache_dir()).with_limits(config.registry),
+        ))
+    }
+
     /// A loader over `engine` and `fetcher`.
     pub fn with(engine: Arc<ToolEngine>, fetcher: Fetcher) -> ToolLoader {
         ToolLoader {
             engine,
             fetcher,
             refused: Vec::new(),
+            http_recordings: None,
         }
+    }
+
+    /// This loader, every tool it loads answering its HTTP requests from `recordings`
+    /// in place of the network ([`HttpGrant::recordings`](sluice_runtime::HttpGrant::recordings):
+    /// `sluice test`'s `[[http]]`); the policies' HTTP checks still apply first.
+    #[must_use]
+    pub fn with_http_recordings(mut self, recordings: HttpRecordings) -> ToolLoader {
+        self.http_recordings = Some(recordings);
+        self
     }
 
     /// This loader, its tools also refusing `file` (a secret named outside the
@@ -155,6 +183,10 @@ impl ToolLoader {
                     // Every tool refuses every secret file of the configuration, the tools
                     // not loaded now included (docs/keys.md#secret-files).
                     spec.policy.refused_files.clone_from(&secret_files);
+                    spec.policy
+                        .http
+                        .recordings
+                        .clone_from(&self.http_recordings);
                     configured.insert(spec.source.describe(), source_of(t));
                     specs.push(spec);
                 }

@@ -9,6 +9,11 @@
 //! waits for that compile ([`Compiled::wait`]) before it takes a slot of the call pool, so
 //! the tool's timeout counts from when its code runs. A toolbox loaded strictly waits for
 //! every compile (they run at once) and fails on the first component that fails.
+//!
+//! With a baseline compiler ([`crate::EngineOptions::baseline_first`]) a background compile
+//! has two tiers: Winch's code first, which calls run as soon as it is ready, then
+//! Cranelift's, queued behind every component's first tier and swapped in for the calls
+//! that start after it (a call in flight keeps the code it started with).
 
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -24,6 +29,33 @@ use crate::error::RuntimeError;
 use crate::host::state::CallState;
 use crate::policy::ToolPolicy;
 use crate::secrets::ComponentConfig;
+
+/// The host linked into an engine's linkers, once per toolbox: the optimizing engine's, and
+/// the baseline compiler's when the engine has one.
+#[derive(Clone)]
+pub(crate) struct Linkers {
+    pub(crate) optimized: Arc<Linker<CallState>>,
+    baseline: Option<Arc<Linker<CallState>>>,
+}
+
+impl Linkers {
+    /// The host's interfaces linked for `engine`'s engines.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Engine`] when the host's interfaces cannot be linked.
+    pub(crate) fn new(engine: &ToolEngine) -> Result<Linkers, RuntimeError> {
+        let linker = |engine: &wasmtime::Engine| {
+            let mut linker = Linker::new(engine);
+            crate::host::add_to_linker(&mut linker)
+                .map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
+            Ok(Arc::new(linker))
+        };
+        Ok(Linkers {
+            optimized: linker(engine.engine())?,
+            baseline: engine.baseline_engine().map(linker).transpose()?,
+        })
+    }
+}
 
 /// A component's code, linked and ready to instantiate: its pre-instance and the index of
 /// each of its tools' exports, in the order of its tools.
@@ -77,6 +109,8 @@ impl Compiled {
         compiled
     }
 
+    /// Sets the code (or why there is none), waking every waiter; a second call replaces
+    /// the first code (Cranelift's after Winch's) for the calls that start after it.
     fn finish(&self, outcome: Outcome) {
         *self.outcome.lock().unwrap_or_else(PoisonError::into_inner) = Some(outcome);
         self.finished.notify_all();
@@ -160,9 +194,10 @@ pub(crate) struct Loaded {
 /// compile, when it had no stand-in.
 pub(crate) fn load_component(
     engine: &Arc<ToolEngine>,
-    linker: &Arc<Linker<CallState>>,
+    linkers: &Linkers,
     spec: &ComponentSpec,
 ) -> Result<(Arc<Loaded>, Vec<ToolDef>), RuntimeError> {
+    let linker = &linkers.optimized;
     let what = spec.source.describe();
     let wasm = spec.source.bytes();
     let sha256 = sha256_hex(wasm);
@@ -215,7 +250,7 @@ pub(crate) fn load_component(
             if new {
                 let job = Job {
                     engine: engine.clone(),
-                    linker: linker.clone(),
+                    linkers: linkers.clone(),
                     what: what.clone(),
                     source: spec.source.clone(),
                     sha256,
@@ -254,7 +289,7 @@ pub(crate) fn load_component(
 /// from its stand-in.
 struct Job {
     engine: Arc<ToolEngine>,
-    linker: Arc<Linker<CallState>>,
+    linkers: Linkers,
     what: String,
     source: crate::component::source::Source,
     sha256: String,
@@ -263,21 +298,61 @@ struct Job {
 }
 
 impl Job {
+    /// Compiles the code: with a baseline compiler, Winch's first (then Cranelift's is
+    /// queued behind the compiles already waiting); otherwise Cranelift's.
     fn run(self) {
+        let Some(linker) = self.linkers.baseline.clone() else {
+            return self.optimize();
+        };
+        let baseline = self
+            .engine
+            .compile_baseline(&self.what, self.source.bytes())
+            .and_then(|component| {
+                link_paths(&self.engine, &linker, &self.what, &component, &self.paths)
+            });
+        match baseline {
+            Ok(linked) => {
+                // Behind every component's first compile, waiting or still to come.
+                let compiled = self.compiled.clone();
+                let engine = self.engine.clone();
+                engine.compile_after_first_tiers(move || self.optimize());
+                compiled.finish(Ok(Arc::new(linked)));
+            }
+            Err(e) => {
+                tracing::debug!(component = %self.what, "{e}; compiling with Cranelift only");
+                self.optimize();
+            }
+        }
+    }
+
+    /// Compiles Cranelift's code and sets it as the component's code; when it fails after
+    /// Winch's code was set, Winch's stays (with a warning).
+    fn optimize(self) {
         let outcome = self
             .engine
             .compile(&self.what, self.source.bytes(), &self.sha256)
             .and_then(|component| {
                 link_paths(
                     &self.engine,
-                    &self.linker,
+                    &self.linkers.optimized,
                     &self.what,
                     &component,
                     &self.paths,
                 )
             });
         match outcome {
-            Ok(linked) => self.compiled.finish(Ok(Arc::new(linked))),
+            Ok(linked) => {
+                if !self.compiled.is_compiling() {
+                    tracing::info!(component = %self.what, "Cranelift's code swapped in for Winch's");
+                }
+                self.compiled.finish(Ok(Arc::new(linked)));
+            }
+            Err(e) if matches!(self.compiled.outcome(), Some(Ok(_))) => {
+                tracing::warn!(
+                    component = %self.what,
+                    "{e}; it keeps running the baseline compiler's code"
+                );
+            }
             Err(e) => {
                 tracing::warn!(
                     component = %self.what,
@@ -311,7 +386,13 @@ fn link_paths(
     paths: &[ExportPath],
 ) -> Result<Linked, RuntimeError> {
     let pre = linker.instantiate_pre(component).map_err(|e| {
-        let missing = crate::component::imports::missing_imports(engine, component);
+        // Types are read through the engine that made them: the baseline compiler's code
+        // has the imports its stand-in was checked for.
+        let missing = if wasmtime::Engine::same(linker.engine(), engine.engine()) {
+            crate::component::imports::missing_imports(engine, component)
+        } else {
+            Vec::new()
+        };
         if missing.is_empty() {
             RuntimeError::Load {
                 what: what.to_string(),

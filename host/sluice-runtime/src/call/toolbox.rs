@@ -11,7 +11,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
-use wasmtime::component::Linker;
 
 use crate::call::load::load_component;
 use crate::call::observation::Observation;
@@ -155,10 +154,7 @@ impl Toolbox {
         specs: &[ComponentSpec],
         strict: bool,
     ) -> Result<Toolbox, RuntimeError> {
-        let mut linker = Linker::new(engine.engine());
-        crate::host::add_to_linker(&mut linker)
-            .map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
-        let linker = Arc::new(linker);
+        let linkers = crate::call::load::Linkers::new(&engine)?;
         let mut set = ToolSet {
             engine: engine.clone(),
             tools: Vec::new(),
@@ -168,7 +164,7 @@ impl Toolbox {
         let mut unavailable = Vec::new();
         let mut compiling = Vec::new();
         for spec in specs {
-            let (loaded, defs) = match load_component(&engine, &linker, spec) {
+            let (loaded, defs) = match load_component(&engine, &linkers, spec) {
                 Ok(loaded) => loaded,
                 Err(e) if !strict => {
                     unavailable.push(Unavailable {

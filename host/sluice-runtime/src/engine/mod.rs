@@ -1,7 +1,9 @@
 //! The wasmtime engine every tool runs on: epoch interruption with a ticker thread, the
 //! pooling allocator (with a fallback to on-demand allocation), the on-disk cache of
 //! compiled components ([`cache`]) and the compiles that run in the background
-//! (`compile_pool`).
+//! (`compile_pool`); for a server, a second engine with wasmtime's baseline compiler
+//! (Winch), whose code serves a component's first calls while Cranelift's compiles
+//! ([`EngineOptions::baseline_first`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,10 +11,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use wasmtime::component::Component;
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Strategy};
 
 use crate::engine::cache::{CompiledCache, Lookup};
-use crate::engine::compile_pool::CompilePool;
+use crate::engine::compile_pool::{CompilePool, Tier};
 use crate::error::RuntimeError;
 use crate::pool::{CallPool, PoolOptions};
 
@@ -58,6 +60,14 @@ pub struct EngineOptions {
     /// Write `/tmp/perf-<pid>.map` for the code wasmtime compiles, so `perf report` names
     /// guest functions (for profiling; default false).
     pub perf_map: bool,
+    /// Compile a component the cache does not hold first with wasmtime's baseline compiler
+    /// (Winch: about four times faster to compile, slower code), so its tools answer within
+    /// seconds of a cold start, then with Cranelift in the background; calls that start
+    /// after Cranelift's code is ready run it, and only Cranelift's code is cached. For
+    /// long-running servers (`serve`, `mcp`; `runtime.baseline_compiler`); a one-shot
+    /// command would never keep the optimized code. Default false. Where Winch cannot build
+    /// an engine (a target it does not support) it is off, with a warning.
+    pub baseline_first: bool,
 }
 
 /// A wasmtime [`Engine`] set up for tools, and the thread that ticks its epoch.
@@ -65,6 +75,9 @@ pub struct EngineOptions {
 /// Dropping it stops the ticker.
 pub struct ToolEngine {
     engine: Engine,
+    /// The baseline compiler's engine (on-demand allocation), with
+    /// [`EngineOptions::baseline_first`].
+    baseline: Option<Engine>,
     cache: Option<CompiledCache>,
     /// The components of this engine's toolboxes, by the SHA-256 of their bytes, for as long
     /// as some toolbox holds them: a reload of an unchanged component, or a second toolbox
@@ -81,6 +94,8 @@ pub struct ToolEngine {
     /// Components loaded from the cache / compiled, since the engine started.
     cache_hits: std::sync::atomic::AtomicUsize,
     compiled: std::sync::atomic::AtomicUsize,
+    /// Components compiled by the baseline compiler, since the engine started.
+    baseline_compiled: std::sync::atomic::AtomicUsize,
     /// The threads calls run on.
     pool: CallPool,
     /// Kept for its `Drop`, which stops the thread.
@@ -122,7 +137,12 @@ impl ToolEngine {
             None => Engine::new(&config(None, options.perf_map))
                 .map_err(|e| RuntimeError::Engine(e.to_string()))?,
         };
-        let ticker = Ticker::start(engine.clone()).map_err(|e| {
+        let baseline = options
+            .baseline_first
+            .then(|| baseline_engine(options.perf_map))
+            .flatten();
+        let ticked = std::iter::once(engine.clone()).chain(baseline.clone());
+        let ticker = Ticker::start(ticked.collect()).map_err(|e| {
             RuntimeError::Engine(format!("could not start the epoch ticker thread: {e}"))
         })?;
         let cache = options.cache_dir.and_then(|dir| {
@@ -134,6 +154,7 @@ impl ToolEngine {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         Ok(ToolEngine {
             engine,
+            baseline,
             cache,
             in_use: Default::default(),
             in_flight: Default::default(),
@@ -141,6 +162,7 @@ impl ToolEngine {
             pooling,
             cache_hits: Default::default(),
             compiled: Default::default(),
+            baseline_compiled: Default::default(),
             pool: CallPool::new(options.pool),
             _ticker: ticker,
         })
@@ -161,13 +183,62 @@ impl ToolEngine {
         self.pooling
     }
 
-    /// How many components were loaded from the cache and how many were compiled, since
-    /// this engine started: `(cached, compiled)`.
+    /// How many components were loaded from the cache and how many were compiled (by
+    /// Cranelift), since this engine started: `(cached, compiled)`.
     pub fn compile_counts(&self) -> (usize, usize) {
         (
             self.cache_hits.load(Ordering::Relaxed),
             self.compiled.load(Ordering::Relaxed),
         )
+    }
+
+    /// How many components the baseline compiler compiled since this engine started
+    /// ([`EngineOptions::baseline_first`]; 0 without it).
+    pub fn baseline_compiles(&self) -> usize {
+        self.baseline_compiled.load(Ordering::Relaxed)
+    }
+
+    /// True when components not in the cache are compiled by the baseline compiler first
+    /// ([`EngineOptions::baseline_first`], on a target Winch supports).
+    pub fn compiles_baseline_first(&self) -> bool {
+        self.baseline.is_some()
+    }
+
+    /// The baseline compiler's engine, with [`EngineOptions::baseline_first`].
+    pub(crate) fn baseline_engine(&self) -> Option<&Engine> {
+        self.baseline.as_ref()
+    }
+
+    /// `wasm` compiled by the baseline compiler, never cached nor shared: its code serves
+    /// only until Cranelift's is ready. `what` names it in errors and the log.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Load`] without a baseline engine, or when Winch cannot compile it.
+    pub(crate) fn compile_baseline(
+        &self,
+        what: &str,
+        wasm: &[u8],
+    ) -> Result<Arc<Component>, RuntimeError> {
+        let load = |reason: String| RuntimeError::Load {
+            what: what.to_string(),
+            reason,
+        };
+        let engine = self
+            .baseline
+            .as_ref()
+            .ok_or_else(|| load("there is no baseline compiler".into()))?;
+        let started = Instant::now();
+        let registered = progress::register(what, wasm.len());
+        let component = Component::new(engine, wasm).map_err(|e| load(format!("{e:#}")))?;
+        drop(registered);
+        self.baseline_compiled.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(
+            component = what,
+            bytes = wasm.len(),
+            ms = started.elapsed().as_millis() as u64,
+            "compiled by the baseline compiler (Winch); Cranelift's code follows"
+        );
+        Ok(Arc::new(component))
     }
 
     /// What the cache of compiled components holds (`None` without a cache, or when the
@@ -307,9 +378,16 @@ impl ToolEngine {
     }
 
     /// Runs `job` (a compile) on one of the engine's compile threads, at most one per core
-    /// at once, in the order submitted.
+    /// at once, in the order submitted, before any job of
+    /// [`ToolEngine::compile_after_first_tiers`].
     pub fn compile_in_background(&self, job: impl FnOnce() + Send + 'static) {
-        self.compiles.submit(job);
+        self.compiles.submit(Tier::First, job);
+    }
+
+    /// Runs `job` (Cranelift's compile of a component that has Winch's code) on one of the
+    /// engine's compile threads once no job of [`ToolEngine::compile_in_background`] waits.
+    pub fn compile_after_first_tiers(&self, job: impl FnOnce() + Send + 'static) {
+        self.compiles.submit(Tier::Later, job);
     }
 }
 
@@ -367,7 +445,20 @@ fn config(pooling: Option<&PoolOptions>, perf_map: bool) -> Config {
     config
 }
 
-/// The thread that advances the epoch every [`EPOCH_TICK_MS`].
+/// The baseline compiler's engine: [`config`] with Winch and on-demand allocation (it runs
+/// only a cold server's first calls), or `None`, with a warning, where Winch cannot build
+/// one.
+fn baseline_engine(perf_map: bool) -> Option<Engine> {
+    let mut config = config(None, perf_map);
+    config.strategy(Strategy::Winch);
+    Engine::new(&config)
+        .inspect_err(|e| {
+            tracing::warn!(error = %format!("{e:#}"), "no baseline compiler (Winch) here; a cold start compiles with Cranelift only");
+        })
+        .ok()
+}
+
+/// The thread that advances the epoch of its engines every [`EPOCH_TICK_MS`].
 struct Ticker {
     stop: Arc<AtomicBool>,
 }
@@ -375,7 +466,7 @@ struct Ticker {
 impl Ticker {
     /// Starts the thread. Without it no deadline would ever fire, so failing to start it is
     /// an error, not a warning.
-    fn start(engine: Engine) -> std::io::Result<Ticker> {
+    fn start(engines: Vec<Engine>) -> std::io::Result<Ticker> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         std::thread::Builder::new()
@@ -383,7 +474,9 @@ impl Ticker {
             .spawn(move || {
                 while !flag.load(Ordering::Relaxed) {
                     std::thread::sleep(Duration::from_millis(EPOCH_TICK_MS));
-                    engine.increment_epoch();
+                    for engine in &engines {
+                        engine.increment_epoch();
+                    }
                 }
             })?;
         Ok(Ticker { stop })
