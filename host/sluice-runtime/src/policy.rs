@@ -10,6 +10,7 @@ pub use sluice_protocol::limits::{
     DEFAULT_TOOL_TIMEOUT_MS as DEFAULT_TIMEOUT_MS,
 };
 
+use crate::host::http_recorded::HttpRecordings;
 use crate::secrets::SecretSource;
 
 /// A named host directory granted to a tool; the guest sees it preopened at `/<name>`.
@@ -105,6 +106,13 @@ pub struct HttpGrant {
     /// the call's [`MAX_OPEN_DESCRIPTORS`](crate::limits::MAX_OPEN_DESCRIPTORS), with its
     /// open files.
     pub max_connections: usize,
+    /// Recorded responses that answer its requests in place of the network (`sluice test`'s
+    /// `[[http]]` tables; no policy key sets it). When set, a request the checks above allow
+    /// (`allow`, `methods`) gets the recording of its method and URL, its body within
+    /// `max_response_bytes` as a real one; no name is resolved (`private` plays no part) and
+    /// nothing is sent. A request no recording matches is refused (`http-denied`, naming
+    /// them). `None` (the default): requests go to the network.
+    pub recordings: Option<HttpRecordings>,
 }
 
 impl Default for HttpGrant {
@@ -115,6 +123,7 @@ impl Default for HttpGrant {
             private: false,
             max_response_bytes: DEFAULT_HTTP_MAX_RESPONSE_BYTES,
             max_connections: DEFAULT_HTTP_MAX_CONNECTIONS,
+            recordings: None,
         }
     }
 }

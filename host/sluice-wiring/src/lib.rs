@@ -307,6 +307,7 @@ fn http_grant(c: &sluice_config::http::HttpConfig) -> HttpGrant {
         private: c.private,
         max_response_bytes: c.max_response_bytes,
         max_connections: c.max_connections,
+        recordings: None,
     }
 }
 

@@ -19,6 +19,12 @@
 //!    HTTP/1.1;
 //! 4. the response body is counted: past `http_max_response_bytes` it fails.
 //!
+//! Under recordings ([`HttpGrant::recordings`], `sluice test`'s `[[http]]`), a request that
+//! passes the checks of step 1 (and the IPv4-form and userinfo checks of step 2) is answered
+//! by the recording of its method and URL, or refused when none matches
+//! ([`crate::host::http_recorded`]): no name is resolved, so `http_private` plays no part,
+//! and nothing is sent. Step 4 is the same.
+//!
 //! A refused request, and a response past the limit, fail the guest's request (`wasi:http`
 //! error `HTTP-request-denied` or `HTTP-response-body-size`) and end the call with a tool
 //! error, whatever the guest does next: kind `http-denied` naming the host and the policy
@@ -27,21 +33,20 @@
 //! The requests a call made are in its log line (`HttpLog::summary`).
 
 use std::net::{IpAddr, SocketAddr};
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
 use std::time::Instant;
 
-use bytes::Bytes;
 use http::uri::Scheme;
-use http_body::{Body, Frame};
 use http_body_util::BodyExt;
 use tokio::net::TcpStream;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 use crate::address::special_range;
+use crate::host::http::limited::LimitedBody;
 use crate::host::open_requests::OpenRequests;
 use crate::policy::{HttpGrant, HttpHost};
+
+mod limited;
 
 /// Documented kind of the tool error of a request the policy refused.
 pub const HTTP_DENIED_KIND: &str = "http-denied";
@@ -168,28 +173,38 @@ impl From<Error> for NotSent {
     }
 }
 
+/// A request the policy allows, before its host name is resolved.
+struct Allowed {
+    /// The host without brackets, as in the URI.
+    bare: String,
+    /// The host as an IP literal, when it is one.
+    literal: Option<IpAddr>,
+    /// The host name, lowercase, without a trailing dot.
+    name: String,
+}
+
 /// Checks a request to `host` (as in the URI: brackets around IPv6) port `port` against
-/// `grant`, resolves it, and checks the addresses.
-async fn target(
+/// `grant`'s methods and hosts; the refusal's message when it is not allowed.
+fn allowed(
     grant: &HttpGrant,
     method: &str,
     host: &str,
     port: u16,
     tls: bool,
-) -> Result<Target, NotSent> {
+) -> Result<Allowed, String> {
     let authority = format!("{host}:{port}");
     if !grant.methods.is_empty() && !grant.methods.iter().any(|m| m == method) {
-        return Err(NotSent::Refused(format!(
+        return Err(format!(
             "the tool's {method} request to {authority} was refused: its policy allows only {} (policy key http_methods)",
             grant.methods.join(", ")
-        )));
+        ));
     }
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     let literal: Option<IpAddr> = bare.parse().ok();
     if literal.is_none() && is_other_ipv4_form(bare) {
-        return Err(NotSent::Refused(format!(
+        return Err(format!(
             "the tool's {method} request to {authority} was refused: the host {bare} is an IPv4 address written in another form than four decimal numbers a.b.c.d, which the policy does not match (write the address as a.b.c.d, and list it in the policy key http)"
-        )));
+        ));
     }
     // A trailing dot (a fully qualified name) names the same host.
     let name = bare.strip_suffix('.').unwrap_or(bare).to_ascii_lowercase();
@@ -229,10 +244,32 @@ async fn target(
         } else {
             String::new()
         };
-        return Err(NotSent::Refused(format!(
+        return Err(format!(
             "the tool's {method} request to {authority} was refused: {authority} is not in its policy key http ({allowed}{note})"
-        )));
+        ));
     }
+    Ok(Allowed {
+        bare: bare.to_string(),
+        literal,
+        name,
+    })
+}
+
+/// Resolves the host of `allowed` (a request `method` to port `port`) and checks the
+/// addresses against `grant`'s `http_private`.
+async fn target(
+    grant: &HttpGrant,
+    method: &str,
+    allowed: Allowed,
+    port: u16,
+    tls: bool,
+) -> Result<Target, NotSent> {
+    let Allowed {
+        bare,
+        literal,
+        name,
+    } = allowed;
+    let authority = format!("{bare}:{port}");
     let addrs: Vec<SocketAddr> = match literal {
         Some(ip) => vec![SocketAddr::new(ip, port)],
         None => tokio::net::lookup_host((name.as_str(), port))
@@ -258,7 +295,7 @@ async fn target(
     }
     Ok(Target {
         addrs,
-        host: bare.to_string(),
+        host: bare,
         tls,
     })
 }
@@ -338,18 +375,41 @@ impl WasiHttpHooks for HttpHooks {
             if host.is_empty() {
                 return Err(fail(Error::HttpRequestUriInvalid));
             }
-            // Userinfo would go out in the Host header; it is refused and never echoed.
-            if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
+            let refuse = |message: String| {
                 record(&log, index, |l, i| {
                     l.requests[i].error = Some("refused by the policy".into());
-                    l.refuse(
-                        format!(
-                            "the tool's {method} request to {host}:{port} was refused: credentials in the URL are not sent; use an Authorization header"
-                        ),
-                        HTTP_DENIED_KIND,
-                    );
+                    l.refuse(message, HTTP_DENIED_KIND);
                 });
-                return Err(Error::HttpRequestDenied);
+                Error::HttpRequestDenied
+            };
+            // Userinfo would go out in the Host header; it is refused and never echoed.
+            if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
+                return Err(refuse(format!(
+                    "the tool's {method} request to {host}:{port} was refused: credentials in the URL are not sent; use an Authorization header"
+                )));
+            }
+            let allowed = allowed(&grant, &method, &host, port, tls).map_err(refuse)?;
+            let limit = grant.max_response_bytes;
+            // Under recordings, the answer is the recording's: nothing is resolved or sent.
+            if let Some(recordings) = &grant.recordings {
+                let recording = recordings.answer(&method, &uri).map_err(refuse)?;
+                let response = recording.response();
+                record(&log, index, |l, i| {
+                    l.requests[i].status = Some(response.status().as_u16());
+                });
+                let response = response.map(|body| {
+                    let full = http_body_util::Full::new(body)
+                        .map_err(|never: std::convert::Infallible| -> Error { match never {} });
+                    LimitedBody::new(full, limit, log.clone(), index).boxed_unsync()
+                });
+                // The guest's request body is read to its end (and dropped), as a
+                // connection would take it; the request is open until then.
+                let io: Boxed<Result<(), Error>> = Box::new(async move {
+                    let _held = held;
+                    let _ = request.into_body().collect().await;
+                    Ok(())
+                });
+                return Ok((response, io));
             }
             // What the guest set, within what is left of the call.
             let connect_by = options
@@ -358,19 +418,13 @@ impl WasiHttpHooks for HttpHooks {
             let first_byte = options.and_then(|o| o.first_byte_timeout);
             let target = match tokio::time::timeout_at(
                 connect_by.into(),
-                target(&grant, &method, &host, port, tls),
+                target(&grant, &method, allowed, port, tls),
             )
             .await
             {
                 Err(_) => return Err(fail(Error::DnsTimeout)),
                 Ok(Err(NotSent::Failed(e))) => return Err(fail(e)),
-                Ok(Err(NotSent::Refused(message))) => {
-                    record(&log, index, |l, i| {
-                        l.requests[i].error = Some("refused by the policy".into());
-                        l.refuse(message, HTTP_DENIED_KIND);
-                    });
-                    return Err(Error::HttpRequestDenied);
-                }
+                Ok(Err(NotSent::Refused(message))) => return Err(refuse(message)),
                 Ok(Ok(t)) => t,
             };
             let io = match tokio::time::timeout_at(connect_by.into(), connect(&target)).await {
@@ -406,16 +460,8 @@ impl WasiHttpHooks for HttpHooks {
             };
             let status = response.status().as_u16();
             record(&log, index, |l, i| l.requests[i].status = Some(status));
-            let limit = grant.max_response_bytes;
             let response = response.map(|incoming| {
-                LimitedBody {
-                    incoming,
-                    seen: 0,
-                    limit,
-                    log: log.clone(),
-                    index,
-                }
-                .boxed_unsync()
+                LimitedBody::new(incoming, limit, log.clone(), index).boxed_unsync()
             });
             let io: Boxed<Result<(), Error>> = Box::new(async move {
                 let _held = held;
@@ -426,61 +472,6 @@ impl WasiHttpHooks for HttpHooks {
             });
             Ok((response, io))
         })
-    }
-}
-
-/// A response body that counts its bytes into the call's log and fails past `limit`.
-struct LimitedBody {
-    incoming: hyper::body::Incoming,
-    seen: u64,
-    limit: u64,
-    log: Arc<Mutex<HttpLog>>,
-    index: usize,
-}
-
-impl Body for LimitedBody {
-    type Data = Bytes;
-    type Error = Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
-        let this = &mut *self;
-        match Pin::new(&mut this.incoming).poll_frame(cx) {
-            Poll::Ready(Some(Ok(frame))) => {
-                let len = frame.data_ref().map_or(0, |d| d.len() as u64);
-                this.seen += len;
-                let (seen, limit) = (this.seen, this.limit);
-                record(&this.log, this.index, |l, i| {
-                    l.requests[i].bytes = seen;
-                    if seen > limit {
-                        let r = &mut l.requests[i];
-                        let message = format!(
-                            "the response to the tool's {} request to {} is larger than {limit} bytes, the most one response may have (policy key http_max_response_bytes); it was cut there",
-                            r.method, r.authority
-                        );
-                        r.error = Some(format!("body over {limit} bytes"));
-                        l.refuse(message, "resource-limit");
-                    }
-                });
-                if seen > limit {
-                    return Poll::Ready(Some(Err(Error::HttpResponseBodySize(Some(limit)))));
-                }
-                Poll::Ready(Some(Ok(frame)))
-            }
-            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e.into()))),
-            Poll::Ready(None) => Poll::Ready(None),
-            Poll::Pending => Poll::Pending,
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.incoming.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.incoming.size_hint()
     }
 }
 

@@ -6,7 +6,8 @@
 //!   `wasi:random` bounded by [`MAX_RANDOM_BYTES`](crate::limits::MAX_RANDOM_BYTES)
 //!   (`random`);
 //! - `wasi:http` to the policy's allowlist only ([`http`], `http_open`,
-//!   `open_requests`, addresses judged by [`crate::address`]);
+//!   `open_requests`, addresses judged by [`crate::address`]), or answered from recordings
+//!   ([`http_recorded`]);
 //! - `wasi:config/store` from the policy's values and secrets;
 //! - the `sluice:tools` interfaces (`bindings`): `budget` and `key-policy`
 //!   (`budget`) and `listing` ([`listing`]);
@@ -21,6 +22,7 @@ pub(crate) mod bindings;
 mod budget;
 pub mod http;
 mod http_open;
+pub mod http_recorded;
 pub mod listing;
 mod open_at;
 mod open_requests;
