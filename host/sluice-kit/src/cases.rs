@@ -25,6 +25,9 @@
 //! expect = '{"ok":false,"error":"no such file or directory: /data/nope.txt","kind":"not-found"}'
 //! ```
 //!
+//! `[[http]]` tables record HTTP responses that answer the calls' requests in place of the
+//! network ([`http`], docs/authoring.md#recorded-http-responses).
+//!
 //! A case checks any of: `expect` (a string: the observation's exact text; a table: its
 //! JSON, exactly), `contains` (a subset: each key given, recursively; arrays element by
 //! element, of the same length), `snapshot` (the observation's exact text in a file, written
@@ -35,6 +38,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::Value;
+
+pub mod http;
+
+pub use http::{HttpTable, PlanRecordings};
 
 /// The cap a plan without `caps` runs at: the host's default, 65,536 bytes.
 pub const DEFAULT_CAPS: [u32; 1] = [65_536];
@@ -57,7 +64,7 @@ pub enum TestsError {
     },
     /// The plan is not valid.
     #[error(
-        "{path} is not a valid tests file: {reason}; it takes `config`, `caps` (each 1024 to 1048576), [roots] and [[case]] tables with `name`, `tool`, `args`, `caps`, and any of `expect`, `contains`, `snapshot`, `must_page` (docs/authoring.md#tests)"
+        "{path} is not a valid tests file: {reason}; it takes `config`, `caps` (each 1024 to 1048576), [roots], [[http]] tables with `url`, `method`, `status`, `headers`, and `body` or `body_file`, and [[case]] tables with `name`, `tool`, `args`, `caps`, `http`, and any of `expect`, `contains`, `snapshot`, `must_page` (docs/authoring.md#tests)"
     )]
     Plan {
         /// The file.
@@ -88,6 +95,9 @@ pub struct TestPlan {
     pub roots: Vec<String>,
     /// The cases, in file order.
     pub cases: Vec<Case>,
+    /// The recorded HTTP responses that answer the calls' requests (`[[http]]` and the
+    /// cases' `http`); `None`: the plan has none, and requests go to the network.
+    pub recordings: Option<PlanRecordings>,
 }
 
 /// One call and what it must give.
@@ -113,6 +123,9 @@ pub struct Case {
     /// The cap must not cut the result.
     #[serde(default)]
     pub must_page: bool,
+    /// The recorded HTTP responses of this case's calls, in place of the plan's `[[http]]`
+    /// (`http = []`: none, so every request is refused).
+    pub http: Option<Vec<HttpTable>>,
 }
 
 fn empty_object() -> Value {
@@ -127,6 +140,8 @@ struct PlanFile {
     #[serde(default)]
     roots: BTreeMap<String, String>,
     #[serde(default)]
+    http: Vec<HttpTable>,
+    #[serde(default)]
     case: Vec<Case>,
 }
 
@@ -136,7 +151,8 @@ impl TestPlan {
     /// # Errors
     /// [`TestsError::Read`] when it cannot be read; [`TestsError::Plan`] for an unknown key,
     /// a cap out of range, a case without a name or tool, two cases of one name, a snapshot
-    /// name that is not a plain file name, or no case at all.
+    /// name that is not a plain file name, no case at all, or an `[[http]]` table (or an
+    /// entry of a case's `http`) that is not valid ([`HttpTable::recording`]).
     pub fn load(path: &Path) -> Result<TestPlan, TestsError> {
         let path = if path.is_dir() {
             path.join("tests.toml")
@@ -189,7 +205,14 @@ impl TestPlan {
                 )));
             }
         }
+        let file_name = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |f| f.to_string_lossy().into(),
+        );
+        let recordings =
+            PlanRecordings::read(&file_name, &base, &file.http, &file.case).map_err(plan)?;
         Ok(TestPlan {
+            recordings,
             config,
             caps,
             roots: file
@@ -302,7 +325,8 @@ impl std::fmt::Display for Summary {
 
 /// Loads the tools `plan` calls: its configuration, with its roots in place of the
 /// configuration's, strictly (a component that does not load is an error), as `sluice
-/// call` loads them.
+/// call` loads them; with the plan's recordings, every tool's HTTP requests are answered
+/// from them ([`PlanRecordings::handle`]).
 ///
 /// # Errors
 /// [`TestsError::Load`] when the configuration is not valid or a component does not load.
@@ -322,14 +346,20 @@ pub async fn load_tools(plan: &TestPlan) -> Result<sluice_runtime::Toolbox, Test
         &overrides,
     )
     .map_err(|e| load(e.to_string()))?;
-    sluice_wiring::load_tools(&config, None)
+    let mut loader = sluice_wiring::ToolLoader::new(&config).map_err(|e| load(e.to_string()))?;
+    if let Some(recordings) = &plan.recordings {
+        loader = loader.with_http_recordings(recordings.handle().clone());
+    }
+    loader
+        .load(&config, None)
         .await
         .map_err(|e| load(e.to_string()))
 }
 
 /// Runs every case of `plan` at each of its caps, in order, through `toolbox` (see
 /// [`load_tools`]), each call as `sluice call` makes it, and hands each outcome to `report`
-/// as it comes. With `bless`, snapshots are written instead of compared.
+/// as it comes. With `bless`, snapshots are written instead of compared. A case's calls are
+/// answered from its recordings ([`PlanRecordings::select`]).
 pub async fn run(
     plan: &TestPlan,
     toolbox: &sluice_runtime::Toolbox,
@@ -338,6 +368,9 @@ pub async fn run(
 ) -> Summary {
     let mut summary = Summary::default();
     for case in &plan.cases {
+        if let Some(recordings) = &plan.recordings {
+            recordings.select(&case.name);
+        }
         for cap in plan.caps_of(case) {
             let args = match &case.args {
                 Value::String(verbatim) => verbatim.clone(),
@@ -476,115 +509,4 @@ fn contains(value: &Value, subset: &Value, at: &mut String) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn a_subset_is_every_key_given_and_arrays_element_by_element() {
-        let v = json!({"ok": true, "result": {"lines": ["a", "b"], "nextCursor": 4, "path": "x"}});
-        let mut at = String::new();
-        assert!(contains(&v, &json!({"ok": true}), &mut at));
-        assert!(contains(&v, &json!({"result": {"nextCursor": 4}}), &mut at));
-        assert!(contains(
-            &v,
-            &json!({"result": {"lines": ["a", "b"]}}),
-            &mut at
-        ));
-        assert!(!contains(&v, &json!({"result": {"lines": ["a"]}}), &mut at));
-        assert_eq!(at, ".result.lines");
-        let mut at = String::new();
-        assert!(!contains(
-            &v,
-            &json!({"result": {"nextCursor": 5}}),
-            &mut at
-        ));
-        assert_eq!(at, ".result.nextCursor");
-        let mut at = String::new();
-        assert!(!contains(&v, &json!({"error": "x"}), &mut at));
-        assert_eq!(at, ".error");
-    }
-
-    fn plan(text: &str) -> Result<TestPlan, String> {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("tests.toml");
-        std::fs::write(&path, text).unwrap();
-        TestPlan::load(dir.path())
-            .map_err(|e| e.to_string().replace(&path.display().to_string(), "<file>"))
-    }
-
-    #[test]
-    fn a_plan_is_read_with_its_defaults_and_refused_by_what_is_wrong() {
-        let p = plan("[[case]]\nname = \"a\"\ntool = \"t\"\n").unwrap();
-        assert_eq!(p.caps, [65_536]);
-        assert_eq!(p.config, None, "no sluice.toml beside it");
-        assert_eq!(p.cases[0].args, json!({}));
-        assert!(!p.cases[0].must_page);
-        let rule = "; it takes `config`, `caps` (each 1024 to 1048576), [roots] and [[case]] tables with `name`, `tool`, `args`, `caps`, and any of `expect`, `contains`, `snapshot`, `must_page` (docs/authoring.md#tests)";
-        assert_eq!(
-            plan("caps = [512]\n[[case]]\nname = \"a\"\ntool = \"t\"\n").unwrap_err(),
-            format!("<file> is not a valid tests file: cap 512 is not from 1024 to 1048576{rule}")
-        );
-        assert_eq!(
-            plan("caps = [4096]\n").unwrap_err(),
-            format!("<file> is not a valid tests file: it has no [[case]]{rule}")
-        );
-        assert_eq!(
-            plan("[[case]]\nname = \"a\"\ntool = \"t\"\n[[case]]\nname = \"a\"\ntool = \"t\"\n")
-                .unwrap_err(),
-            format!("<file> is not a valid tests file: two cases are named `a`{rule}")
-        );
-        assert_eq!(
-            plan("[[case]]\nname = \"a\"\ntool = \"t\"\nsnapshot = \"../x\"\n").unwrap_err(),
-            format!(
-                "<file> is not a valid tests file: case `a`: snapshot `../x` is not a plain file name (it goes in snapshots/){rule}"
-            )
-        );
-        let e = plan("[[case]]\nname = \"a\"\ntool = \"t\"\nexpected = 1\n").unwrap_err();
-        assert!(e.contains("unknown field `expected`"), "{e}");
-    }
-
-    /// Each check of a case against one observation: exact text, exact JSON, a cut result
-    /// that must page, a snapshot missing, written by --bless, then matched and differing.
-    #[test]
-    fn each_check_fails_with_what_differs_and_bless_writes_the_snapshot() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(
-            dir.path().join("tests.toml"),
-            "[[case]]\nname = \"a\"\ntool = \"t\"\nsnapshot = \"first\"\nmust_page = true\nexpect = '{\"ok\":true}'\n",
-        )
-        .unwrap();
-        let plan = TestPlan::load(dir.path()).unwrap();
-        let case = &plan.cases[0];
-        let (failures, blessed) = check(&plan, case, 4096, r#"{"ok":true}"#, false, true);
-        assert_eq!((failures.len(), blessed), (0, true), "{failures:?}");
-        let stored = dir.path().join("snapshots/first@4096.txt");
-        assert_eq!(std::fs::read_to_string(&stored).unwrap(), "{\"ok\":true}\n");
-        assert_eq!(
-            check(&plan, case, 4096, r#"{"ok":true}"#, false, false).0,
-            Vec::<String>::new()
-        );
-        // Spaces change the text, not the JSON: the string `expect` and the snapshot see it.
-        let (failures, _) = check(&plan, case, 4096, r#"{"ok": true}"#, true, false);
-        assert_eq!(failures.len(), 3, "{failures:?}");
-        assert!(failures[0].starts_with("the cap (4096 bytes) cut the result: it must page"));
-        assert!(failures[1].starts_with("expected {\"ok\":true}\n     got      {\"ok\": true}"));
-        assert!(failures[2].starts_with(&format!("differs from {}", stored.display())));
-        let (failures, _) = check(&plan, case, 1024, r#"{"ok":true}"#, false, false);
-        assert!(failures[0].starts_with("no snapshot "), "{failures:?}");
-        assert!(
-            failures[0].ends_with("; run with --bless to write it"),
-            "{failures:?}"
-        );
-        // A table `expect` compares JSON, whatever the spacing.
-        let mut json_case = case.clone();
-        json_case.snapshot = None;
-        json_case.expect = Some(json!({"ok": true}));
-        assert!(
-            check(&plan, &json_case, 4096, r#"{"ok": true}"#, false, false)
-                .0
-                .is_empty()
-        );
-    }
-}
+mod tests;
