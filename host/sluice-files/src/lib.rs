@@ -16,6 +16,34 @@ pub const MAX_CONFIG_FILE_BYTES: u64 = 1 << 20;
 /// tools directory): 1 GiB.
 pub const MAX_COMPONENT_FILE_BYTES: u64 = 1 << 30;
 
+/// Why `wasm` cannot be a component, judged by its first 8 bytes (`\0asm`, version `0x0d`,
+/// layer 1, from the component model's binary format), or `None` when it may be one. The
+/// one check of a component's preamble: the runtime before a compile, `sluice build` on its
+/// output, `sluice tools push` before a push.
+///
+/// ```
+/// assert_eq!(sluice_files::not_a_component(b"\0asm\x0d\x00\x01\x00rest"), None);
+/// assert_eq!(
+///     sluice_files::not_a_component(b"\0asm\x01\x00\x00\x00"),
+///     Some("it is a core WebAssembly module, not a component: build it for wasm32-wasip2, or wrap it with `wasm-tools component new`")
+/// );
+/// assert_eq!(
+///     sluice_files::not_a_component(b"#!/bin/sh"),
+///     Some("it is not a WebAssembly component (a component starts with `\\0asm` and the component layer)")
+/// );
+/// ```
+pub fn not_a_component(wasm: &[u8]) -> Option<&'static str> {
+    match wasm.get(..8) {
+        Some([0, b'a', b's', b'm', 0x0d, 0, 1, 0]) => None,
+        Some([0, b'a', b's', b'm', 1, 0, 0, 0]) => Some(
+            "it is a core WebAssembly module, not a component: build it for wasm32-wasip2, or wrap it with `wasm-tools component new`",
+        ),
+        _ => Some(
+            "it is not a WebAssembly component (a component starts with `\\0asm` and the component layer)",
+        ),
+    }
+}
+
 /// The most bytes read from a secret or key file (`{ file = "…" }` in `[secrets]`,
 /// `model.api_key_file`, the server's token file, a registry's `verify.key`): 64 KiB.
 pub const MAX_SECRET_FILE_BYTES: u64 = 64 << 10;

@@ -166,27 +166,6 @@ fn tail(log: &str) -> String {
     lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n")
 }
 
-/// What the first 8 bytes of a WebAssembly binary say it is: the magic `\0asm`, a 16-bit
-/// version, and a 16-bit layer (0: a core module, 1: a component).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum WasmKind {
-    /// Layer 1.
-    Component,
-    /// Layer 0.
-    CoreModule,
-    /// Not WebAssembly, or a layer this does not know.
-    Other,
-}
-
-/// The kind of the binary that starts with `header`.
-pub(crate) fn wasm_kind(header: &[u8]) -> WasmKind {
-    match header {
-        [0, b'a', b's', b'm', _, _, 1, 0, ..] => WasmKind::Component,
-        [0, b'a', b's', b'm', _, _, 0, 0, ..] => WasmKind::CoreModule,
-        _ => WasmKind::Other,
-    }
-}
-
 /// Checks that `path` is a component; returns its size.
 fn check_component(path: &Path, command: &str) -> Result<u64, KitError> {
     let meta = match std::fs::metadata(path) {
@@ -209,32 +188,20 @@ fn check_component(path: &Path, command: &str) -> Result<u64, KitError> {
     std::fs::File::open(path)
         .and_then(|f| f.take(8).read_to_end(&mut header))
         .map_err(|e| KitError::io("read", path, &e))?;
-    let problem = match wasm_kind(&header) {
-        WasmKind::Component => return Ok(meta.len()),
-        WasmKind::CoreModule => {
-            "it is a core WebAssembly module; make a component of it (`wasm-tools component new`, with the WASI preview1 adapter for a WASI module)"
-        }
-        WasmKind::Other => {
-            "it does not start with the WebAssembly header of a component (\\0asm, layer 1); tool.toml's [build] output names the component the command makes"
-        }
+    let Some(problem) = sluice_files::not_a_component(&header) else {
+        return Ok(meta.len());
     };
     Err(KitError::NotAComponent {
         path: path.to_path_buf(),
-        problem: problem.to_string(),
+        problem: format!(
+            "{problem}; tool.toml's [build] output names the component the command makes"
+        ),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn kinds() {
-        assert_eq!(wasm_kind(b"\0asm\x0d\x00\x01\x00rest"), WasmKind::Component);
-        assert_eq!(wasm_kind(b"\0asm\x01\x00\x00\x00"), WasmKind::CoreModule);
-        assert_eq!(wasm_kind(b"\0asm\x01\x00"), WasmKind::Other);
-        assert_eq!(wasm_kind(b"#!/bin/sh\n"), WasmKind::Other);
-    }
 
     #[test]
     fn tail_keeps_the_last_lines() {

@@ -109,7 +109,7 @@ pub enum KitError {
         path: PathBuf,
     },
     /// The build's output is not a WebAssembly component.
-    #[error("{path} is not a WebAssembly component: {problem}")]
+    #[error("the build's output {path} cannot be loaded: {problem}")]
     NotAComponent {
         /// The output file.
         path: PathBuf,

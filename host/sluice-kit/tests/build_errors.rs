@@ -143,7 +143,7 @@ fn the_output_must_be_there_and_a_component() {
     assert_eq!(
         captured(dir.path()).unwrap_err().to_string(),
         format!(
-            "{} is not a WebAssembly component: it is a core WebAssembly module; make a component of it (`wasm-tools component new`, with the WASI preview1 adapter for a WASI module)",
+            "the build's output {} cannot be loaded: it is a core WebAssembly module, not a component: build it for wasm32-wasip2, or wrap it with `wasm-tools component new`; tool.toml's [build] output names the component the command makes",
             dir.path().join("x.wasm").display()
         )
     );
@@ -152,7 +152,7 @@ fn the_output_must_be_there_and_a_component() {
     assert_eq!(
         captured(dir.path()).unwrap_err().to_string(),
         format!(
-            "{} is not a WebAssembly component: it does not start with the WebAssembly header of a component (\\0asm, layer 1); tool.toml's [build] output names the component the command makes",
+            "the build's output {} cannot be loaded: it is not a WebAssembly component (a component starts with `\\0asm` and the component layer); tool.toml's [build] output names the component the command makes",
             dir.path().join("x.wasm").display()
         )
     );
@@ -161,7 +161,7 @@ fn the_output_must_be_there_and_a_component() {
     assert_eq!(
         captured(dir.path()).unwrap_err().to_string(),
         format!(
-            "{} is not a WebAssembly component: it is not a regular file; tool.toml's [build] output names the component file the command makes",
+            "the build's output {} cannot be loaded: it is not a regular file; tool.toml's [build] output names the component file the command makes",
             dir.path().join("x.wasm").display()
         )
     );

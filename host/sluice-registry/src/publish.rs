@@ -44,18 +44,6 @@ pub struct Signed {
     pub added: bool,
 }
 
-/// Why bytes are not a component, from their first 8 bytes; `None` when they are one
-/// (`\0asm`, then the component encoding's version 0x0d and layer 1).
-fn not_a_component(wasm: &[u8]) -> Option<&'static str> {
-    match wasm.get(..8) {
-        Some([0, b'a', b's', b'm', 0x0d, 0x00, 0x01, 0x00]) => None,
-        Some([0, b'a', b's', b'm', 0x01, 0x00, 0x00, 0x00]) => Some(
-            "it is a core WebAssembly module, not a component; make a component of it (`wasm-tools component new`, or build for the wasm32-wasip2 target)",
-        ),
-        _ => Some("it is not WebAssembly (a component starts with \\0asm and version 0x0d)"),
-    }
-}
-
 impl Fetcher {
     /// Pushes `wasm` to `reference`, which names a tag, as a component artifact (one
     /// `application/wasm` layer under an `application/vnd.wasm.config.v0+json` config), with
@@ -80,7 +68,7 @@ impl Fetcher {
                 "a push names a tag (oci://REGISTRY/REPOSITORY:TAG), not a digest: the registry computes the digest".into(),
             ));
         }
-        if let Some(reason) = not_a_component(wasm) {
+        if let Some(reason) = sluice_files::not_a_component(wasm) {
             return Err(refuse(reason.into()));
         }
         let remote = self.remote(reference, insecure);
@@ -166,26 +154,5 @@ impl Fetcher {
             &(self.credentials)(reference.registry()),
             self.limits,
         )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::not_a_component;
-
-    #[test]
-    fn only_component_bytes_are_pushed() {
-        assert_eq!(not_a_component(b"\0asm\x0d\x00\x01\x00rest"), None);
-        assert!(
-            not_a_component(b"\0asm\x01\x00\x00\x00")
-                .unwrap()
-                .starts_with("it is a core WebAssembly module, not a component;")
-        );
-        assert!(
-            not_a_component(b"#!/bin/sh")
-                .unwrap()
-                .starts_with("it is not WebAssembly")
-        );
-        assert!(not_a_component(b"").is_some());
     }
 }

@@ -301,7 +301,7 @@ impl ToolEngine {
         if let Some(component) = self.cached(what, sha256) {
             return Ok(component);
         }
-        if let Some(reason) = not_a_component(wasm) {
+        if let Some(reason) = sluice_files::not_a_component(wasm) {
             return Err(RuntimeError::Load {
                 what: what.to_string(),
                 reason: reason.to_string(),
@@ -388,20 +388,6 @@ impl ToolEngine {
     /// engine's compile threads once no job of [`ToolEngine::compile_in_background`] waits.
     pub fn compile_after_first_tiers(&self, job: impl FnOnce() + Send + 'static) {
         self.compiles.submit(Tier::Later, job);
-    }
-}
-
-/// Why `wasm` cannot be a component, judged by its preamble (`\0asm`, version `0x0d`,
-/// layer 1, from the component model's binary format), or `None` when it may be one.
-pub(crate) fn not_a_component(wasm: &[u8]) -> Option<&'static str> {
-    match wasm.get(..8) {
-        Some([0, b'a', b's', b'm', 0x0d, 0, 1, 0]) => None,
-        Some([0, b'a', b's', b'm', 1, 0, 0, 0]) => Some(
-            "it is a core WebAssembly module, not a component: build it for wasm32-wasip2, or wrap it with `wasm-tools component new`",
-        ),
-        _ => Some(
-            "it is not a WebAssembly component (a component starts with `\\0asm` and the component layer)",
-        ),
     }
 }
 

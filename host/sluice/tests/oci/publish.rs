@@ -114,12 +114,15 @@ fn what_cannot_be_published_is_refused_before_anything_is_sent() {
     std::fs::write(w.path("core.wasm"), b"\0asm\x01\x00\x00\x00").unwrap();
     let e = failure(&w.run(&["tools", "push", "core.wasm", &tag]));
     assert!(
-        e.contains(&format!("did not publish to {tag}: it is a core WebAssembly module, not a component; make a component of it (`wasm-tools component new`, or build for the wasm32-wasip2 target)")),
+        e.contains(&format!("did not publish to {tag}: it is a core WebAssembly module, not a component: build it for wasm32-wasip2, or wrap it with `wasm-tools component new`")),
         "{e}"
     );
     std::fs::write(w.path("notes.txt"), b"hello").unwrap();
     let e = failure(&w.run(&["tools", "push", "notes.txt", &tag]));
-    assert!(e.contains("it is not WebAssembly"), "{e}");
+    assert!(
+        e.contains("it is not a WebAssembly component (a component starts with `\\0asm` and the component layer)"),
+        "{e}"
+    );
     // A digest instead of a tag.
     std::fs::write(w.path("tool.wasm"), versioned("v1")).unwrap();
     let by_digest = format!(
