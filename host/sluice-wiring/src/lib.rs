@@ -172,6 +172,12 @@ pub fn serving_engine_for(config: &Config) -> Result<ToolEngine, WiringError> {
     engine_with(config, config.runtime.baseline_compiler)
 }
 
+/// The registry client as `config` sets it up: the cache of fetched components
+/// ([`oci_cache_dir`]) and the limits of `[registry]`.
+pub fn fetcher_for(config: &Config) -> sluice_registry::Fetcher {
+    sluice_registry::Fetcher::new(oci_cache_dir()).with_limits(config.registry)
+}
+
 fn engine_with(config: &Config, baseline_first: bool) -> Result<ToolEngine, WiringError> {
     Ok(ToolEngine::new(EngineOptions {
         baseline_first,

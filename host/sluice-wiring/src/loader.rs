@@ -12,7 +12,8 @@ use sluice_runtime::host::http_recorded::HttpRecordings;
 use sluice_runtime::{ComponentSpec, RuntimeError, Source, ToolEngine, ToolPolicy, Toolbox};
 
 use crate::{
-    WiringError, cache_dir, component_spec, engine_for, policy_of, serving_engine_for, spec_with,
+    WiringError, cache_dir, component_spec, engine_for, fetcher_for, policy_of, serving_engine_for,
+    spec_with,
 };
 
 /// What loads tools for the life of a process: one engine (its epoch thread, its pooled
@@ -58,7 +59,7 @@ impl ToolLoader {
     pub fn new(config: &Config) -> Result<ToolLoader, WiringError> {
         Ok(ToolLoader::with(
             Arc::new(engine_for(config)?),
-            Fetcher::new(oci_cache_dir()).with_limits(config.registry),
+            fetcher_for(config),
         ))
     }
 
@@ -71,7 +72,7 @@ impl ToolLoader {
     pub fn serving(config: &Config) -> Result<ToolLoader, WiringError> {
         Ok(ToolLoader::with(
             Arc::new(serving_engine_for(config)?),
-            Fetcher::new(oci_cache_dir()).with_limits(config.registry),
+            fetcher_for(config),
         ))
     }
 

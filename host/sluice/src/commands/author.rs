@@ -36,21 +36,13 @@ pub(crate) fn build(dir: Option<PathBuf>) -> anyhow::Result<()> {
 /// `sluice test [PLAN] [--bless]`: one line per case and cap as it runs, then the summary;
 /// exit code 1 when a case failed.
 pub(crate) fn test(plan: Option<PathBuf>, bless: bool) -> anyhow::Result<()> {
-    let plan = TestPlan::load(&plan.unwrap_or_else(|| PathBuf::from(".")))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("failed to start the async runtime")?;
-    let toolbox = runtime.block_on(cases::load_tools(&plan))?;
     let mut out = std::io::stdout().lock();
-    let mut written = Ok(());
-    let summary = runtime.block_on(cases::run(&plan, &toolbox, bless, |outcome| {
-        if written.is_ok() {
-            written = writeln!(out, "{outcome}");
-        }
-    }));
-    written?;
-    writeln!(out, "{summary}")?;
+    let plan = plan.unwrap_or_else(|| PathBuf::from("."));
+    let summary = run_plan(&plan, &runtime, bless, &mut out)?;
     out.flush()?;
     if summary.failed > 0 {
         return Err(RunEnded(
@@ -105,20 +97,37 @@ fn round(
             "no tests.toml: nothing to run (docs/authoring.md#tests)"
         );
     }
-    let plan = match TestPlan::load(&plan_path) {
-        Ok(plan) => plan,
-        Err(e) => return writeln!(out, "{e}"),
-    };
-    let toolbox = match runtime.block_on(cases::load_tools(&plan)) {
-        Ok(toolbox) => toolbox,
-        Err(e) => return writeln!(out, "{e}"),
-    };
+    match run_plan(&plan_path, runtime, false, out) {
+        Ok(_) => Ok(()),
+        Err(e) => match e.downcast::<std::io::Error>() {
+            Ok(written) => Err(written),
+            Err(e) => writeln!(out, "{e}"),
+        },
+    }
+}
+
+/// Loads the plan at `plan` (a tests.toml, or a directory holding one) and its tools, runs
+/// its cases (writing the snapshots with `bless`), and writes one line per case and cap to
+/// `out` as it runs, then the summary.
+///
+/// # Errors
+/// The plan or its tools cannot be loaded (`TestsError`), or `out` cannot be written
+/// (`std::io::Error`).
+fn run_plan(
+    plan: &Path,
+    runtime: &tokio::runtime::Runtime,
+    bless: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<cases::Summary> {
+    let plan = TestPlan::load(plan)?;
+    let toolbox = runtime.block_on(cases::load_tools(&plan))?;
     let mut written = Ok(());
-    let summary = runtime.block_on(cases::run(&plan, &toolbox, false, |outcome| {
+    let summary = runtime.block_on(cases::run(&plan, &toolbox, bless, |outcome| {
         if written.is_ok() {
             written = writeln!(out, "{outcome}");
         }
     }));
     written?;
-    writeln!(out, "{summary}")
+    writeln!(out, "{summary}")?;
+    Ok(summary)
 }

@@ -6,9 +6,7 @@ use std::path::Path;
 use anyhow::Context as _;
 use serde_json::{Value, json};
 use sluice_config::{Config, ToolSource};
-use sluice_registry::{
-    Fetched, Fetcher, KeyPair, Lock, OciReference, Request, Resolve, SignatureStatus,
-};
+use sluice_registry::{Fetched, KeyPair, Lock, OciReference, Request, Resolve, SignatureStatus};
 use sluice_runtime::ToolPolicy;
 use sluice_wiring::ToolLoader;
 
@@ -55,11 +53,6 @@ pub(crate) fn keygen(prefix: &Path) -> anyhow::Result<Value> {
     }))
 }
 
-/// The fetcher the configuration sets up (its cache and `[registry]` limits).
-fn fetcher(config: &Config) -> Fetcher {
-    Fetcher::new(sluice_wiring::oci_cache_dir()).with_limits(config.registry)
-}
-
 /// `sluice tools push FILE REF`.
 async fn push(
     config: &Config,
@@ -69,7 +62,7 @@ async fn push(
 ) -> anyhow::Result<Value> {
     let reference = OciReference::parse(reference)?;
     let source = sluice_wiring::component_source(file)?;
-    let pushed = fetcher(config)
+    let pushed = sluice_wiring::fetcher_for(config)
         .push(&reference, source.bytes(), insecure)
         .await?;
     Ok(serde_json::to_value(pushed)?)
@@ -84,7 +77,9 @@ async fn sign(
 ) -> anyhow::Result<Value> {
     let reference = OciReference::parse(reference)?;
     let pair = KeyPair::load(key)?;
-    let signed = fetcher(config).sign(&reference, &pair, insecure).await?;
+    let signed = sluice_wiring::fetcher_for(config)
+        .sign(&reference, &pair, insecure)
+        .await?;
     Ok(serde_json::to_value(signed)?)
 }
 
