@@ -1,7 +1,8 @@
 //! A cold `sluice mcp` (docs/components.md#compiled-components): with an empty cache and two
 //! interpreter tools (the Python and JavaScript examples, tens of seconds each to compile),
-//! `server/discover`, `initialize` and `tools/list` are answered before either has compiled, and a call of one
-//! waits for its code and then answers. Needs the examples built
+//! `server/discover`, `initialize` and `tools/list` are answered before either has compiled, and a call
+//! of each waits for its code (the baseline compiler's, Winch: `runtime.baseline_compiler`) and
+//! then answers. Its times are the bench's (`sluice-bench`). Needs the examples built
 //! (`guest-examples/build.sh`); without them it says it skipped (and fails under `CI=true`).
 
 use std::path::{Path, PathBuf};
@@ -79,12 +80,13 @@ async fn a_cold_start_answers_the_handshake_while_interpreter_tools_compile() {
             lines.lock().unwrap().push(line);
         }
     });
-    let compiled = |stem: &str| {
+    let logged = |what: &str, stem: &str| {
         log.lock()
             .unwrap()
             .iter()
-            .any(|l| l.contains(" compiled ") && l.contains(&format!("{stem}.wasm")))
+            .any(|l| l.contains(what) && l.contains(&format!("{stem}.wasm")))
     };
+    let compiled = |stem: &str| logged(" compiled ", stem);
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut ask = async |request: Value| -> Value {
@@ -155,12 +157,26 @@ async fn a_cold_start_answers_the_handshake_while_interpreter_tools_compile() {
     let text = call["result"]["content"][0]["text"].as_str().unwrap();
     let observation: Value = serde_json::from_str(text).unwrap();
     assert_eq!(observation["ok"], true, "{observation}");
-    assert!(compiled("csv_summary"), "{:?}", log.lock().unwrap());
+    let csv_answered = started.elapsed();
+    let call = ask(json!({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"query_json","arguments":{"path":"events.jsonl","query":"$[0]"}}})).await;
+    assert_eq!(call["result"]["isError"], false, "{call}");
+    let text = call["result"]["content"][0]["text"].as_str().unwrap();
+    let observation: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(observation["ok"], true, "{observation}");
+    assert_eq!(observation["result"]["total"], 1, "{observation}");
+    // Both answered from the baseline compiler's code.
+    for stem in ["csv_summary", "json_query"] {
+        assert!(
+            logged("compiled by the baseline compiler (Winch)", stem),
+            "{stem}: {:?}",
+            log.lock().unwrap()
+        );
+    }
     // For the record, with `--nocapture`.
     #[allow(clippy::print_stderr)]
     {
         eprintln!(
-            "cold start: tools/list answered after {answered:?}; the first csv_summary call after {:?}",
+            "cold start: tools/list answered after {answered:?}; the first csv_summary call after {csv_answered:?}, the first query_json call after {:?}",
             started.elapsed()
         );
     }
