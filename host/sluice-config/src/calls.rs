@@ -24,7 +24,7 @@
 use serde::Deserialize;
 
 use crate::file::Raw;
-use crate::{ConfigError, Overrides, integer, layered};
+use crate::{ConfigError, Overrides, boolean, integer, layered};
 
 /// The environment variable that sets `runtime.max_concurrent_calls`.
 pub const ENV_MAX_CONCURRENT_CALLS: &str = "SLUICE_RUNTIME_MAX_CONCURRENT_CALLS";
@@ -136,18 +136,7 @@ impl FileRuntime {
             self.baseline_compiler.as_ref(),
             file_label,
         ) {
-            Some((v, origin)) => match v.trim() {
-                "true" | "1" => true,
-                "false" | "0" => false,
-                _ => {
-                    return Err(ConfigError::Value {
-                        key: "runtime.baseline_compiler".into(),
-                        value: v,
-                        allowed: "true or false".into(),
-                        origin,
-                    });
-                }
-            },
+            Some((v, origin)) => boolean("runtime.baseline_compiler", v, origin)?,
             None => true,
         };
         Ok(RuntimeConfig {

@@ -302,6 +302,20 @@ fn layered(
     file.map(|v| (v.shown(), file_label.to_string()))
 }
 
+/// `true` or `false` (or `1`, `0`) given as text.
+fn boolean(key: &str, text: String, origin: String) -> Result<bool, ConfigError> {
+    match text.trim() {
+        "true" | "1" => Ok(true),
+        "false" | "0" => Ok(false),
+        _ => Err(ConfigError::Value {
+            key: key.to_string(),
+            value: text,
+            allowed: "true or false".into(),
+            origin,
+        }),
+    }
+}
+
 /// An integer from `min` to `max` given as text.
 fn integer(
     key: &str,
@@ -405,18 +419,7 @@ impl Config {
             parsed.agent.auto_approve.as_ref(),
             &file_label,
         ) {
-            Some((v, origin)) => match v.trim() {
-                "true" | "1" => true,
-                "false" | "0" => false,
-                _ => {
-                    return Err(ConfigError::Value {
-                        key: "agent.auto_approve".into(),
-                        value: v,
-                        allowed: "true or false".into(),
-                        origin,
-                    });
-                }
-            },
+            Some((v, origin)) => boolean("agent.auto_approve", v, origin)?,
             None => false,
         };
         let store = match (&overrides.store, env(ENV_STORE), &parsed.store.path) {

@@ -3,7 +3,7 @@
 use serde::Deserialize;
 
 use crate::file::Raw;
-use crate::{ConfigError, integer, layered};
+use crate::{ConfigError, boolean, integer, layered};
 
 /// The environment variable that sets `mcp.allow_destructive`.
 pub const ENV_MCP_ALLOW_DESTRUCTIVE: &str = "SLUICE_MCP_ALLOW_DESTRUCTIVE";
@@ -59,18 +59,7 @@ impl FileMcp {
             self.allow_destructive.as_ref(),
             file_label,
         ) {
-            Some((v, origin)) => match v.trim() {
-                "true" | "1" => true,
-                "false" | "0" => false,
-                _ => {
-                    return Err(ConfigError::Value {
-                        key: "mcp.allow_destructive".into(),
-                        value: v,
-                        allowed: "true or false".into(),
-                        origin,
-                    });
-                }
-            },
+            Some((v, origin)) => boolean("mcp.allow_destructive", v, origin)?,
             None => false,
         };
         let tools_per_page = match self.tools_per_page.as_ref() {
