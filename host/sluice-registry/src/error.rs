@@ -89,8 +89,9 @@ pub enum RegistryError {
         /// What failed.
         failure: SignatureFailure,
     },
-    /// A push or a signature was refused before anything was sent: a reference without a
-    /// tag, or bytes that are not a component.
+    /// A push or a signature was refused before anything was sent (a reference without a
+    /// tag, bytes that are not a component), or the registry did not take the push (it
+    /// cannot be reached, or refused it; the client's error with its causes).
     #[error("did not publish to {reference}: {reason}")]
     Publish {
         /// The reference pushed or signed.

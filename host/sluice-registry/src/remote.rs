@@ -8,7 +8,6 @@ use std::io::Write as _;
 use std::time::Duration;
 
 use oci_client::client::{ClientConfig, ClientProtocol, ImageLayer};
-use oci_client::errors::OciDistributionError;
 use oci_client::manifest::{
     IMAGE_MANIFEST_MEDIA_TYPE, OCI_IMAGE_INDEX_MEDIA_TYPE, OCI_IMAGE_MEDIA_TYPE, OciDescriptor,
     OciImageManifest,
@@ -335,7 +334,20 @@ impl Remote {
                 Some(manifest),
             )
             .await
-            .map_err(|e| fetch_error(reference, "the push", e))?;
+            .map_err(|e| {
+                // The client's error names the request; its sources say why (connection
+                // refused, a TLS failure, an HTTP status).
+                let mut reason = format!("the registry did not take the push: {e}");
+                let mut source = std::error::Error::source(&e);
+                while let Some(cause) = source {
+                    reason.push_str(&format!(": {cause}"));
+                    source = cause.source();
+                }
+                RegistryError::Publish {
+                    reference: reference.to_string(),
+                    reason,
+                }
+            })?;
         let (_, digest) = self.manifest(reference).await?;
         Ok(digest)
     }
@@ -395,30 +407,6 @@ pub(crate) fn signature_layers(raw: &[u8]) -> Result<Vec<(OciDescriptor, Option<
             (l, signature)
         })
         .collect())
-}
-
-/// The error of a failed request. A digest mismatch found by `oci-client` is a refusal;
-/// anything else is a fetch failure. Credentials are never part of either.
-fn fetch_error(
-    reference: &OciReference,
-    what: &'static str,
-    e: OciDistributionError,
-) -> RegistryError {
-    match e {
-        OciDistributionError::DigestError(oci_client::errors::DigestError::VerificationError {
-            expected,
-            actual,
-        }) => RegistryError::Digest {
-            reference: reference.to_string(),
-            what,
-            expected,
-            actual,
-        },
-        other => RegistryError::Fetch {
-            reference: reference.to_string(),
-            reason: format!("{what}: {other}"),
-        },
-    }
 }
 
 #[cfg(test)]

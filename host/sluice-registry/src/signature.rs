@@ -263,7 +263,7 @@ pub struct SignatureLayer {
 pub enum SignatureFailure {
     /// The registry has no signature manifest for the digest.
     #[error(
-        "it is not signed: the registry has no cosign signature for it (looked for the tag {tag})"
+        "it is not signed: the registry has no cosign signature for it (looked for the tag {tag}); sign it with `sluice tools sign REF --key FILE` (docs/components.md#publishing)"
     )]
     Unsigned {
         /// The tag looked for.

@@ -135,6 +135,15 @@ fn what_cannot_be_published_is_refused_before_anything_is_sent() {
         e.contains("a push names a tag (oci://REGISTRY/REPOSITORY:TAG), not a digest"),
         "{e}"
     );
+    // A registry nobody listens at: the push says so, with the cause.
+    let nowhere = "oci://127.0.0.1:1/tools/refused:1";
+    let e = failure(&w.run(&["tools", "push", "tool.wasm", nowhere]));
+    assert!(
+        e.contains(&format!(
+            "did not publish to {nowhere}: the registry did not take the push: "
+        )) && e.contains("Connection refused"),
+        "{e}"
+    );
     // Nothing reached the registry.
     assert!(
         !registry.log().contains("/v2/tools/refused/blobs/uploads"),

@@ -237,7 +237,7 @@ fn only_a_signature_by_a_configured_key_over_the_digest_lets_a_component_load() 
     let e = refused("unsigned");
     assert!(
         e.contains(&format!(
-            "refusing oci://{}:1 ({d2}): signature check failed: it is not signed: the registry has no cosign signature for it (looked for the tag sha256-{}.sig)",
+            "refusing oci://{}:1 ({d2}): signature check failed: it is not signed: the registry has no cosign signature for it (looked for the tag sha256-{}.sig); sign it with `sluice tools sign REF --key FILE` (docs/components.md#publishing)",
             repo("unsigned"),
             &d2[7..]
         )),
