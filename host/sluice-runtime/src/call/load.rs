@@ -328,9 +328,10 @@ impl Job {
     /// Compiles Cranelift's code and sets it as the component's code; when it fails after
     /// Winch's code was set, Winch's stays (with a warning).
     fn optimize(self) {
+        let swap = !self.compiled.is_compiling();
         let outcome = self
             .engine
-            .compile(&self.what, self.source.bytes(), &self.sha256)
+            .compile_shown(&self.what, self.source.bytes(), &self.sha256, !swap)
             .and_then(|component| {
                 link_paths(
                     &self.engine,
@@ -342,7 +343,7 @@ impl Job {
             });
         match outcome {
             Ok(linked) => {
-                if !self.compiled.is_compiling() {
+                if swap {
                     tracing::info!(component = %self.what, "Cranelift's code swapped in for Winch's");
                 }
                 self.compiled.finish(Ok(Arc::new(linked)));

@@ -298,6 +298,19 @@ impl ToolEngine {
         wasm: &[u8],
         sha256: &str,
     ) -> Result<Arc<Component>, RuntimeError> {
+        self.compile_shown(what, wasm, sha256, true)
+    }
+
+    /// [`ToolEngine::compile`]; with `shown` false the compile stays off the compile display
+    /// ([`progress`]): Cranelift's compile of a component that already runs Winch's code,
+    /// which nobody waits for.
+    pub(crate) fn compile_shown(
+        &self,
+        what: &str,
+        wasm: &[u8],
+        sha256: &str,
+        shown: bool,
+    ) -> Result<Arc<Component>, RuntimeError> {
         if let Some(component) = self.cached(what, sha256) {
             return Ok(component);
         }
@@ -308,7 +321,7 @@ impl ToolEngine {
             });
         }
         let started = Instant::now();
-        let registered = progress::register(what, wasm.len());
+        let registered = shown.then(|| progress::register(what, wasm.len()));
         let component = Component::new(&self.engine, wasm).map_err(|e| RuntimeError::Load {
             what: what.to_string(),
             reason: format!("{e:#}"),
