@@ -19,10 +19,15 @@
 //! measure PostgreSQL when `SLUICE_TEST_POSTGRES_URL` names a server (store.rs). Row 13 holds
 //! 4,000 idle event streams open on `sluice serve` (streams.rs). Row 14 asks "ERROR lines per
 //! worker" of a 1 GiB log in code mode, and times a script's inner calls (code_mode.rs).
+//! Row 15 times edit → `sluice build` → `sluice call` of a `sluice new` project per language,
+//! and row 16 a cold `sluice mcp` to `initialize` and to each interpreter example's first call,
+//! with the compile times the binary logs (authoring.rs).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)] // A benchmark prints its table.
 
+mod authoring;
 mod code_mode;
+mod compile_log;
 mod grep_resume;
 mod machine;
 mod mcp;
@@ -111,9 +116,9 @@ fn main() -> anyhow::Result<()> {
                     n.trim()
                         .parse::<usize>()
                         .ok()
-                        .filter(|n| (1..=14).contains(n))
+                        .filter(|n| (1..=16).contains(n))
                         .ok_or_else(|| {
-                            anyhow::anyhow!("--only takes row numbers 1 to 14; got {n:?}")
+                            anyhow::anyhow!("--only takes row numbers 1 to 16; got {n:?}")
                         })
                 })
                 .collect::<anyhow::Result<_>>()?,
@@ -135,7 +140,7 @@ fn main() -> anyhow::Result<()> {
     };
     let mut table = Vec::new();
     type RowFn = fn(&Bench) -> anyhow::Result<Vec<Row>>;
-    let all: [(&str, RowFn); 14] = [
+    let all: [(&str, RowFn); 16] = [
         ("per-call overhead", rows::per_call),
         ("sequential paging", rows::paging),
         ("resume cost", rows::resume),
@@ -150,6 +155,8 @@ fn main() -> anyhow::Result<()> {
         ("replicas", store::replicas),
         ("idle event streams", streams::idle_streams),
         ("code mode", code_mode::rows),
+        ("edit to first call", authoring::edit_to_call),
+        ("cold MCP start", authoring::cold_mcp),
     ];
     for (row, (name, f)) in (1..).zip(all) {
         if only.as_ref().is_some_and(|o| !o.contains(&row)) {
