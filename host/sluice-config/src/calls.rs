@@ -59,9 +59,10 @@ pub struct RuntimeConfig {
     /// `runtime.queue_timeout_ms`: how long a call waits for a free slot, in ms (0 to
     /// 3,600,000; default 10,000); 0 fails at once when every slot is taken.
     pub queue_timeout_ms: u64,
-    /// `runtime.baseline_compiler`: in `serve` and `mcp`, compile a component the cache
-    /// does not hold first with wasmtime's baseline compiler (Winch), whose code answers its
-    /// first calls while Cranelift's compiles in the background (default true).
+    /// `runtime.baseline_compiler`: in `serve` and `mcp` (not under `--strict`), compile a
+    /// component the cache does not hold first with wasmtime's baseline compiler (Winch),
+    /// whose code answers its first calls while Cranelift's compiles in the background
+    /// (default true).
     pub baseline_compiler: bool,
 }
 

@@ -162,14 +162,15 @@ pub fn engine_for(config: &Config) -> Result<ToolEngine, WiringError> {
     engine_with(config, false)
 }
 
-/// [`engine_for`], for a long-running server: with `runtime.baseline_compiler`, a component
-/// the cache does not hold is compiled by wasmtime's baseline compiler first
+/// [`engine_for`], for a long-running server: with `runtime.baseline_compiler`, and not
+/// `strict` (a strict start waits for every component's optimized code), a component the
+/// cache does not hold is compiled by wasmtime's baseline compiler first
 /// ([`EngineOptions::baseline_first`]).
 ///
 /// # Errors
 /// [`WiringError::Runtime`] when no engine can be built.
 pub fn serving_engine_for(config: &Config) -> Result<ToolEngine, WiringError> {
-    engine_with(config, config.runtime.baseline_compiler)
+    engine_with(config, config.runtime.baseline_compiler && !config.strict)
 }
 
 /// The registry client as `config` sets it up: the cache of fetched components
