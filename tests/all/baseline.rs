@@ -9,19 +9,24 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use sluice_runtime::{
-    CallOptions, CallStatus, ComponentSpec, EngineOptions, ToolEngine, ToolPolicy, Toolbox,
+    CallOptions, CallStatus, Compilers, ComponentSpec, EngineOptions, ToolEngine, ToolPolicy,
+    Toolbox,
 };
 use sluice_tests::{HOSTILE_WASM, builtin, component_spec};
 
 /// A server's engine over the cache `cache`: baseline compiler first, one compile thread
 /// (so compiles run in the order queued).
 fn serving_engine(cache: &Path) -> Arc<ToolEngine> {
+    engine_compiling_with(cache, Compilers::BaselineFirst)
+}
+
+fn engine_compiling_with(cache: &Path, compilers: Compilers) -> Arc<ToolEngine> {
     Arc::new(
         ToolEngine::new(EngineOptions {
             cache_dir: Some(cache.to_path_buf()),
             compile_threads: Some(1),
             on_demand_allocation: true,
-            baseline_first: true,
+            compilers,
             ..EngineOptions::default()
         })
         .unwrap(),
@@ -67,7 +72,7 @@ fn a_cold_server_answers_from_winch_code_then_swaps_in_cranelift_and_caches_only
     let root = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join("f.txt"), "one\ntwo\n").unwrap();
     let engine = serving_engine(cache.path());
-    assert!(engine.compiles_baseline_first());
+    assert_eq!(engine.compilers(), Compilers::BaselineFirst);
     let release = winch_only(&engine, || {
         Toolbox::load_available(engine.clone(), &[read_file_over(root.path())]).unwrap()
     });
@@ -113,6 +118,27 @@ fn winch_only(engine: &ToolEngine, load: impl FnOnce() -> Toolbox) -> (Toolbox, 
     let second = hold_compiles(engine);
     first.send(()).unwrap();
     (toolbox, second)
+}
+
+#[test]
+fn the_authors_loop_compiles_with_winch_only_and_caches_nothing() {
+    let cache = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("f.txt"), "one\ntwo\n").unwrap();
+    let engine = engine_compiling_with(cache.path(), Compilers::BaselineOnly);
+    assert_eq!(engine.compilers(), Compilers::BaselineOnly);
+    // Strict, as `sluice test` loads: the load returns once Winch's code is there.
+    let toolbox = Toolbox::load(engine.clone(), &[read_file_over(root.path())]).unwrap();
+    assert!(toolbox.compiling().is_empty());
+    let (status, obs) = call(&toolbox, "read_file", json!({"path": "f.txt"}));
+    assert_eq!(status, CallStatus::Ok, "{obs}");
+    assert_eq!(obs["result"]["content"], "one\ntwo\n");
+    wait_for_queued_compiles(&engine);
+    assert_eq!(
+        (engine.baseline_compiles(), engine.compile_counts()),
+        (1, (0, 0))
+    );
+    assert_eq!(engine.cache_usage().unwrap().artifacts, 0);
 }
 
 #[test]

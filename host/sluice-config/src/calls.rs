@@ -61,8 +61,8 @@ pub struct RuntimeConfig {
     pub queue_timeout_ms: u64,
     /// `runtime.baseline_compiler`: in `serve` and `mcp` (not under `--strict`), compile a
     /// component the cache does not hold first with wasmtime's baseline compiler (Winch),
-    /// whose code answers its first calls while Cranelift's compiles in the background
-    /// (default true).
+    /// whose code answers its first calls while Cranelift's compiles in the background; in
+    /// `test` and `dev`, with Winch only (default true).
     pub baseline_compiler: bool,
 }
 

@@ -346,7 +346,9 @@ pub async fn load_tools(plan: &TestPlan) -> Result<sluice_runtime::Toolbox, Test
         &overrides,
     )
     .map_err(|e| load(e.to_string()))?;
-    let mut loader = sluice_wiring::ToolLoader::new(&config).map_err(|e| load(e.to_string()))?;
+    let compilers = sluice_wiring::authoring_compilers(&config);
+    let mut loader = sluice_wiring::ToolLoader::compiling_with(&config, compilers)
+        .map_err(|e| load(e.to_string()))?;
     if let Some(recordings) = &plan.recordings {
         loader = loader.with_http_recordings(recordings.handle().clone());
     }

@@ -45,7 +45,7 @@ pub mod policy;
 pub mod pool;
 pub mod secrets;
 
-pub use engine::{CacheUsage, EngineOptions, Pruned, ToolEngine};
+pub use engine::{CacheUsage, Compilers, EngineOptions, Pruned, ToolEngine};
 pub use pool::{CallPool, PoolError, PoolOptions};
 
 pub use call::live::LiveToolbox;

@@ -24,9 +24,9 @@ use sluice_config::{
 };
 use sluice_registry::RegistryError;
 use sluice_runtime::{
-    ArgPolicy, ComponentSpec, EngineOptions, FunctionPolicy, HttpAllow, HttpGrant, HttpHost,
-    PolicyOrigin, PoolOptions, RootGrant, RuntimeError, SecretSource, Source, ToolCallLimits,
-    ToolEngine, ToolPolicy, Toolbox,
+    ArgPolicy, Compilers, ComponentSpec, EngineOptions, FunctionPolicy, HttpAllow, HttpGrant,
+    HttpHost, PolicyOrigin, PoolOptions, RootGrant, RuntimeError, SecretSource, Source,
+    ToolCallLimits, ToolEngine, ToolPolicy, Toolbox,
 };
 use sluice_store::{PgStore, SqliteStore, Store, StoreError};
 
@@ -159,18 +159,30 @@ pub fn engine() -> Result<ToolEngine, WiringError> {
 /// # Errors
 /// [`WiringError::Runtime`] when no engine can be built.
 pub fn engine_for(config: &Config) -> Result<ToolEngine, WiringError> {
-    engine_with(config, false)
+    engine_with(config, Compilers::Optimizing)
 }
 
-/// [`engine_for`], for a long-running server: with `runtime.baseline_compiler`, and not
-/// `strict` (a strict start waits for every component's optimized code), a component the
-/// cache does not hold is compiled by wasmtime's baseline compiler first
-/// ([`EngineOptions::baseline_first`]).
-///
-/// # Errors
-/// [`WiringError::Runtime`] when no engine can be built.
-pub fn serving_engine_for(config: &Config) -> Result<ToolEngine, WiringError> {
-    engine_with(config, config.runtime.baseline_compiler && !config.strict)
+/// The compilers of a long-running server (`serve`, `mcp`): Winch first, Cranelift's code
+/// swapped in ([`Compilers::BaselineFirst`]), with `runtime.baseline_compiler` and not
+/// `strict` (a strict start waits for every component's optimized code); else Cranelift's
+/// only.
+pub fn server_compilers(config: &Config) -> Compilers {
+    if config.runtime.baseline_compiler && !config.strict {
+        Compilers::BaselineFirst
+    } else {
+        Compilers::Optimizing
+    }
+}
+
+/// The compilers of the tool author's loop (`sluice test`, `sluice dev`): Winch only
+/// ([`Compilers::BaselineOnly`]: each build is a new component), with
+/// `runtime.baseline_compiler`; else Cranelift's only.
+pub fn authoring_compilers(config: &Config) -> Compilers {
+    if config.runtime.baseline_compiler {
+        Compilers::BaselineOnly
+    } else {
+        Compilers::Optimizing
+    }
 }
 
 /// The registry client as `config` sets it up: the cache of fetched components
@@ -179,9 +191,13 @@ pub fn fetcher_for(config: &Config) -> sluice_registry::Fetcher {
     sluice_registry::Fetcher::new(oci_cache_dir()).with_limits(config.registry)
 }
 
-fn engine_with(config: &Config, baseline_first: bool) -> Result<ToolEngine, WiringError> {
+/// [`engine_for`] with `compilers`.
+///
+/// # Errors
+/// [`WiringError::Runtime`] when no engine can be built.
+pub fn engine_with(config: &Config, compilers: Compilers) -> Result<ToolEngine, WiringError> {
     Ok(ToolEngine::new(EngineOptions {
-        baseline_first,
+        compilers,
         cache_dir: cache_dir(),
         cache_max_bytes: config.cache_max_bytes,
         pool: PoolOptions {

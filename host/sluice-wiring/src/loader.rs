@@ -9,11 +9,12 @@ use std::sync::Arc;
 use sluice_config::{Config, OciSource, ToolConfig, ToolSource};
 use sluice_registry::{Fetched, Fetcher, Lock, PublicKey, RegistryError, Request, Resolve};
 use sluice_runtime::host::http_recorded::HttpRecordings;
-use sluice_runtime::{ComponentSpec, RuntimeError, Source, ToolEngine, ToolPolicy, Toolbox};
+use sluice_runtime::{
+    Compilers, ComponentSpec, RuntimeError, Source, ToolEngine, ToolPolicy, Toolbox,
+};
 
 use crate::{
-    WiringError, cache_dir, component_spec, engine_for, fetcher_for, policy_of, serving_engine_for,
-    spec_with,
+    WiringError, cache_dir, component_spec, engine_with, fetcher_for, policy_of, spec_with,
 };
 
 /// What loads tools for the life of a process: one engine (its epoch thread, its pooled
@@ -50,28 +51,27 @@ pub struct Loaded {
 }
 
 impl ToolLoader {
-    /// A loader with a new engine as `config` sets it up ([`engine_for`]: the call pool of
+    /// A loader with a new engine as `config` sets it up ([`engine_for`](crate::engine_for): the call pool of
     /// `[runtime]`, read once: a reload keeps the engine) and a fetcher over
     /// [`oci_cache_dir`] with the limits of `[registry]`.
     ///
     /// # Errors
     /// [`WiringError::Runtime`] when no engine can be built.
     pub fn new(config: &Config) -> Result<ToolLoader, WiringError> {
-        Ok(ToolLoader::with(
-            Arc::new(engine_for(config)?),
-            fetcher_for(config),
-        ))
+        ToolLoader::compiling_with(config, Compilers::Optimizing)
     }
 
-    /// [`ToolLoader::new`] for a long-running server (`serve`, `mcp`): its engine compiles a
-    /// component the cache does not hold with the baseline compiler first when
-    /// `runtime.baseline_compiler` is on ([`serving_engine_for`]).
+    /// [`ToolLoader::new`] whose engine compiles with `compilers` ([`server_compilers`](crate::server_compilers),
+    /// [`authoring_compilers`](crate::authoring_compilers)).
     ///
     /// # Errors
     /// [`WiringError::Runtime`] when no engine can be built.
-    pub fn serving(config: &Config) -> Result<ToolLoader, WiringError> {
+    pub fn compiling_with(
+        config: &Config,
+        compilers: Compilers,
+    ) -> Result<ToolLoader, WiringError> {
         Ok(ToolLoader::with(
-            Arc::new(serving_engine_for(config)?),
+            Arc::new(engine_with(config, compilers)?),
             fetcher_for(config),
         ))
     }

@@ -10,10 +10,10 @@
 //! the tool's timeout counts from when its code runs. A toolbox loaded strictly waits for
 //! every compile (they run at once) and fails on the first component that fails.
 //!
-//! With a baseline compiler ([`crate::EngineOptions::baseline_first`]) a background compile
-//! has two tiers: Winch's code first, which calls run as soon as it is ready, then
-//! Cranelift's, queued behind every component's first tier and swapped in for the calls
-//! that start after it (a call in flight keeps the code it started with).
+//! With a baseline compiler ([`crate::Compilers`]) a background compile makes Winch's code
+//! first, which calls run as soon as it is ready; with [`Compilers::BaselineFirst`]
+//! Cranelift's follows, queued behind every component's first compile and swapped in for the
+//! calls that start after it (a call in flight keeps the code it started with).
 
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -24,7 +24,7 @@ use wasmtime::component::{Component, ComponentExportIndex, InstancePre, Linker};
 
 use crate::component::reflect::{ExportPath, ToolDef, reflect};
 use crate::component::source::{ComponentSpec, sha256_hex};
-use crate::engine::ToolEngine;
+use crate::engine::{Compilers, ToolEngine};
 use crate::error::RuntimeError;
 use crate::host::state::CallState;
 use crate::policy::ToolPolicy;
@@ -298,8 +298,9 @@ struct Job {
 }
 
 impl Job {
-    /// Compiles the code: with a baseline compiler, Winch's first (then Cranelift's is
-    /// queued behind the compiles already waiting); otherwise Cranelift's.
+    /// Compiles the code: with a baseline compiler, Winch's (then, with
+    /// [`Compilers::BaselineFirst`], Cranelift's behind every first compile); otherwise
+    /// Cranelift's.
     fn run(self) {
         let Some(linker) = self.linkers.baseline.clone() else {
             return self.optimize();
@@ -312,10 +313,12 @@ impl Job {
             });
         match baseline {
             Ok(linked) => {
-                // Behind every component's first compile, waiting or still to come.
                 let compiled = self.compiled.clone();
-                let engine = self.engine.clone();
-                engine.compile_after_first_tiers(move || self.optimize());
+                if self.engine.compilers() == Compilers::BaselineFirst {
+                    // Behind every component's first compile, waiting or still to come.
+                    let engine = self.engine.clone();
+                    engine.compile_after_first_tiers(move || self.optimize());
+                }
                 compiled.finish(Ok(Arc::new(linked)));
             }
             Err(e) => {

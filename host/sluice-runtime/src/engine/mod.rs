@@ -1,9 +1,9 @@
 //! The wasmtime engine every tool runs on: epoch interruption with a ticker thread, the
 //! pooling allocator (with a fallback to on-demand allocation), the on-disk cache of
 //! compiled components ([`cache`]) and the compiles that run in the background
-//! (`compile_pool`); for a server, a second engine with wasmtime's baseline compiler
-//! (Winch), whose code serves a component's first calls while Cranelift's compiles
-//! ([`EngineOptions::baseline_first`]).
+//! (`compile_pool`); for a server or an author's loop, a second engine with wasmtime's
+//! baseline compiler (Winch), whose code serves a component's first calls while Cranelift's
+//! compiles, or instead of it ([`Compilers`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -41,6 +41,24 @@ pub const POOLED_INSTANCES: u32 = 128;
 /// know.
 type InFlight = std::sync::Weak<dyn std::any::Any + Send + Sync>;
 
+/// Which of wasmtime's compilers compile a component the cache does not hold.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Compilers {
+    /// Cranelift only: optimized code, cached for the next start (one-shot commands and
+    /// strict servers). The default.
+    #[default]
+    Optimizing,
+    /// Winch first (about four times faster to compile, slower code), so a component's
+    /// tools answer within seconds of a cold start; then Cranelift in the background, whose
+    /// code the calls that start after it run and which alone is cached. For long-running
+    /// servers (`serve`, `mcp`; `runtime.baseline_compiler`): a one-shot command would exit
+    /// before the swap.
+    BaselineFirst,
+    /// Winch only, nothing cached: the tool author's loop (`sluice test`, `sluice dev`),
+    /// where every build is a new component that a few calls try.
+    BaselineOnly,
+}
+
 /// Options for [`ToolEngine::new`].
 #[derive(Clone, Debug, Default)]
 pub struct EngineOptions {
@@ -60,14 +78,10 @@ pub struct EngineOptions {
     /// Write `/tmp/perf-<pid>.map` for the code wasmtime compiles, so `perf report` names
     /// guest functions (for profiling; default false).
     pub perf_map: bool,
-    /// Compile a component the cache does not hold first with wasmtime's baseline compiler
-    /// (Winch: about four times faster to compile, slower code), so its tools answer within
-    /// seconds of a cold start, then with Cranelift in the background; calls that start
-    /// after Cranelift's code is ready run it, and only Cranelift's code is cached. For
-    /// long-running servers (`serve`, `mcp`; `runtime.baseline_compiler`); a one-shot
-    /// command would never keep the optimized code. Default false. Where Winch cannot build
-    /// an engine (a target it does not support) it is off, with a warning.
-    pub baseline_first: bool,
+    /// The compilers of a component the cache does not hold (default
+    /// [`Compilers::Optimizing`]). Where Winch cannot build an engine (a target it does not
+    /// support), Cranelift alone compiles, with a warning.
+    pub compilers: Compilers,
 }
 
 /// A wasmtime [`Engine`] set up for tools, and the thread that ticks its epoch.
@@ -75,9 +89,11 @@ pub struct EngineOptions {
 /// Dropping it stops the ticker.
 pub struct ToolEngine {
     engine: Engine,
-    /// The baseline compiler's engine (on-demand allocation), with
-    /// [`EngineOptions::baseline_first`].
+    /// The baseline compiler's engine (on-demand allocation), unless the compilers are
+    /// [`Compilers::Optimizing`].
     baseline: Option<Engine>,
+    /// The compilers, as used: [`Compilers::Optimizing`] when there is no baseline engine.
+    compilers: Compilers,
     cache: Option<CompiledCache>,
     /// The components of this engine's toolboxes, by the SHA-256 of their bytes, for as long
     /// as some toolbox holds them: a reload of an unchanged component, or a second toolbox
@@ -137,10 +153,13 @@ impl ToolEngine {
             None => Engine::new(&config(None, options.perf_map))
                 .map_err(|e| RuntimeError::Engine(e.to_string()))?,
         };
-        let baseline = options
-            .baseline_first
+        let baseline = (options.compilers != Compilers::Optimizing)
             .then(|| baseline_engine(options.perf_map))
             .flatten();
+        let compilers = match baseline {
+            Some(_) => options.compilers,
+            None => Compilers::Optimizing,
+        };
         let ticked = std::iter::once(engine.clone()).chain(baseline.clone());
         let ticker = Ticker::start(ticked.collect()).map_err(|e| {
             RuntimeError::Engine(format!("could not start the epoch ticker thread: {e}"))
@@ -155,6 +174,7 @@ impl ToolEngine {
         Ok(ToolEngine {
             engine,
             baseline,
+            compilers,
             cache,
             in_use: Default::default(),
             in_flight: Default::default(),
@@ -192,25 +212,26 @@ impl ToolEngine {
         )
     }
 
-    /// How many components the baseline compiler compiled since this engine started
-    /// ([`EngineOptions::baseline_first`]; 0 without it).
+    /// How many components the baseline compiler compiled since this engine started (0
+    /// with [`Compilers::Optimizing`]).
     pub fn baseline_compiles(&self) -> usize {
         self.baseline_compiled.load(Ordering::Relaxed)
     }
 
-    /// True when components not in the cache are compiled by the baseline compiler first
-    /// ([`EngineOptions::baseline_first`], on a target Winch supports).
-    pub fn compiles_baseline_first(&self) -> bool {
-        self.baseline.is_some()
+    /// The compilers of a component not in the cache: [`EngineOptions::compilers`], or
+    /// [`Compilers::Optimizing`] where Winch cannot build an engine.
+    pub fn compilers(&self) -> Compilers {
+        self.compilers
     }
 
-    /// The baseline compiler's engine, with [`EngineOptions::baseline_first`].
+    /// The baseline compiler's engine, unless the compilers are [`Compilers::Optimizing`].
     pub(crate) fn baseline_engine(&self) -> Option<&Engine> {
         self.baseline.as_ref()
     }
 
-    /// `wasm` compiled by the baseline compiler, never cached nor shared: its code serves
-    /// only until Cranelift's is ready. `what` names it in errors and the log.
+    /// `wasm` compiled by the baseline compiler, never cached nor shared (with
+    /// [`Compilers::BaselineFirst`] its code serves only until Cranelift's is ready). `what`
+    /// names it in errors and the log.
     ///
     /// # Errors
     /// [`RuntimeError::Load`] without a baseline engine, or when Winch cannot compile it.
@@ -236,7 +257,7 @@ impl ToolEngine {
             component = what,
             bytes = wasm.len(),
             ms = started.elapsed().as_millis() as u64,
-            "compiled by the baseline compiler (Winch); Cranelift's code follows"
+            "compiled by the baseline compiler (Winch)"
         );
         Ok(Arc::new(component))
     }

@@ -66,7 +66,8 @@ pub(crate) async fn live_tools(
     watch: bool,
     token_file: Option<&std::path::Path>,
 ) -> anyhow::Result<(Arc<LiveToolbox>, Option<Reloader>)> {
-    let loader = ToolLoader::serving(config)?.refusing(token_file);
+    let loader = ToolLoader::compiling_with(config, sluice_wiring::server_compilers(config))?
+        .refusing(token_file);
     let loaded = loader
         .load_checked(config, None)
         .await
