@@ -240,25 +240,18 @@ impl ToolEngine {
         what: &str,
         wasm: &[u8],
     ) -> Result<Arc<Component>, RuntimeError> {
-        let load = |reason: String| RuntimeError::Load {
+        let engine = self.baseline.as_ref().ok_or_else(|| RuntimeError::Load {
             what: what.to_string(),
-            reason,
-        };
-        let engine = self
-            .baseline
-            .as_ref()
-            .ok_or_else(|| load("there is no baseline compiler".into()))?;
-        let started = Instant::now();
-        let registered = progress::register(what, wasm.len());
-        let component = Component::new(engine, wasm).map_err(|e| load(format!("{e:#}")))?;
-        drop(registered);
+            reason: "there is no baseline compiler".into(),
+        })?;
+        let component = compile_on(
+            engine,
+            what,
+            wasm,
+            true,
+            "compiled by the baseline compiler (Winch)",
+        )?;
         self.baseline_compiled.fetch_add(1, Ordering::Relaxed);
-        tracing::info!(
-            component = what,
-            bytes = wasm.len(),
-            ms = started.elapsed().as_millis() as u64,
-            "compiled by the baseline compiler (Winch)"
-        );
         Ok(Arc::new(component))
     }
 
@@ -341,20 +334,8 @@ impl ToolEngine {
                 reason: reason.to_string(),
             });
         }
-        let started = Instant::now();
-        let registered = shown.then(|| progress::register(what, wasm.len()));
-        let component = Component::new(&self.engine, wasm).map_err(|e| RuntimeError::Load {
-            what: what.to_string(),
-            reason: format!("{e:#}"),
-        })?;
-        drop(registered);
+        let component = compile_on(&self.engine, what, wasm, shown, "compiled")?;
         self.compiled.fetch_add(1, Ordering::Relaxed);
-        tracing::info!(
-            component = what,
-            bytes = wasm.len(),
-            ms = started.elapsed().as_millis() as u64,
-            "compiled"
-        );
         if let Some(cache) = &self.cache
             && let Err(e) = cache.store(sha256, &component)
         {
@@ -423,6 +404,34 @@ impl ToolEngine {
     pub fn compile_after_first_tiers(&self, job: impl FnOnce() + Send + 'static) {
         self.compiles.submit(Tier::Later, job);
     }
+}
+
+/// `wasm` compiled by `engine`, on the compile display when `shown` ([`progress`]), logged
+/// at `info` with `logged` (the message), its size and the time taken; `what` names it.
+///
+/// # Errors
+/// [`RuntimeError::Load`] when the engine cannot compile it.
+fn compile_on(
+    engine: &Engine,
+    what: &str,
+    wasm: &[u8],
+    shown: bool,
+    logged: &'static str,
+) -> Result<Component, RuntimeError> {
+    let started = Instant::now();
+    let registered = shown.then(|| progress::register(what, wasm.len()));
+    let component = Component::new(engine, wasm).map_err(|e| RuntimeError::Load {
+        what: what.to_string(),
+        reason: format!("{e:#}"),
+    })?;
+    drop(registered);
+    tracing::info!(
+        component = what,
+        bytes = wasm.len(),
+        ms = started.elapsed().as_millis() as u64,
+        "{logged}"
+    );
+    Ok(component)
 }
 
 /// Bytes of each pooled linear memory kept resident between calls (see [`config`]).
