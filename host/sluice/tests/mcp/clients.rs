@@ -3,54 +3,25 @@
 //! official conformance suite (npm `@modelcontextprotocol/conformance`). Without them the
 //! tests print why and pass; under `CI=true` they fail.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Value, json};
 
 use crate::http::listen;
-use crate::{SLUICE, cache, root_flag};
-
-/// Where install.sh puts the clients.
-fn clients_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-clients")
-}
-
-/// `path` when it exists; else `None` after saying why (and a failure under `CI=true`).
-fn installed(path: PathBuf, what: &str) -> Option<PathBuf> {
-    if path.exists() {
-        return Some(path);
-    }
-    let reason = format!(
-        "skipped: {what} is not installed at {} (run host/sluice-mcp/clients/install.sh)",
-        path.display()
-    );
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "{reason}");
-    #[allow(clippy::print_stderr)]
-    {
-        eprintln!("{reason}");
-    }
-    None
-}
+use crate::{SLUICE, cache, mcp_clients, root_flag};
 
 /// Runs the Python SDK script; returns the JSON line it printed.
 async fn python(transport: &str, handshake: &str, target: &str) -> Option<Value> {
-    let python = installed(clients_dir().join("venv/bin/python"), "the MCP Python SDK")?;
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/python_client.py");
+    let python = mcp_clients::python()?;
     let out = tokio::process::Command::new(python)
-        .arg(script)
+        .arg(mcp_clients::script())
         .args([transport, handshake, target])
         .env("SLUICE_CACHE_DIR", cache())
         .env_remove("SLUICE_AGENT_MAX_TOOL_RESULT_BYTES")
         .output()
         .await
         .unwrap();
-    assert!(
-        out.status.success(),
-        "the Python client failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(serde_json::from_slice(&out.stdout).expect("one JSON line"))
+    Some(mcp_clients::answer(&out))
 }
 
 /// What the script must see, whatever the transport and handshake.
@@ -127,11 +98,11 @@ async fn python_sdk_over_http_with_initialize() {
 /// 2026-07-28 stateless).
 #[tokio::test]
 async fn conformance_suite_passes_with_its_baseline() {
-    let dir = clients_dir();
-    let Some(node) = installed(dir.join("node/bin/node"), "Node 22") else {
+    let dir = mcp_clients::clients_dir();
+    let Some(node) = mcp_clients::installed(dir.join("node/bin/node"), "Node 22") else {
         return;
     };
-    let Some(cli) = installed(
+    let Some(cli) = mcp_clients::installed(
         dir.join("conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"),
         "the MCP conformance suite",
     ) else {

@@ -12,6 +12,9 @@ mod code_mode; // run_script through sluice call, a session and MCP: the same ob
 mod cold_start; // An empty cache with two interpreter tools: the handshake is answered while they compile.
 mod http; // POST /mcp of `sluice serve` and `sluice mcp --listen`: token, Host, Origin, body limit.
 mod stdio; // rmcp's client: list, each built-in byte for byte, paging 5 MB, keys, errors, limits, concurrency.
+// The clients Sluice did not write, where install.sh puts them.
+#[path = "../support/mcp_clients.rs"]
+mod mcp_clients;
 mod surface; // The cap declared to Claude Code, tool-search words, instructions, rmcp's logs, backpressure.
 
 use std::path::{Path, PathBuf};

@@ -21,17 +21,19 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 
-async def exercise(session: ClientSession, handshake: str) -> dict:
+async def handshake_with(session: ClientSession, handshake: str):
+    """The handshake (`discover` or `initialize`): the server's name and its version(s)."""
     if handshake == "discover":
         result = await session.discover()
-        version = result.supported_versions
         # 2026-07-28 carries the server's identity in `_meta`.
         meta = result.meta or {}
-        server = meta["io.modelcontextprotocol/serverInfo"]["name"]
-    else:
-        result = await session.initialize()
-        version = result.protocol_version
-        server = result.server_info.name
+        return meta["io.modelcontextprotocol/serverInfo"]["name"], result.supported_versions
+    result = await session.initialize()
+    return result.server_info.name, result.protocol_version
+
+
+async def exercise(session: ClientSession, handshake: str) -> dict:
+    server, version = await handshake_with(session, handshake)
     tools = await session.list_tools()
     progress = []
 
@@ -64,14 +66,7 @@ async def exercise(session: ClientSession, handshake: str) -> dict:
 
 async def call_each(session: ClientSession, handshake: str, calls: list) -> dict:
     """The handshake, the tools listed, then each of `calls` as the client received it."""
-    if handshake == "discover":
-        result = await session.discover()
-        version = result.supported_versions
-        server = (result.meta or {})["io.modelcontextprotocol/serverInfo"]["name"]
-    else:
-        result = await session.initialize()
-        version = result.protocol_version
-        server = result.server_info.name
+    server, version = await handshake_with(session, handshake)
     tools = await session.list_tools()
     results = []
     for call in calls:

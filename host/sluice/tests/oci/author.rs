@@ -20,7 +20,7 @@ use sluice_kit::Language;
 use sluice_kit::cases::TestPlan;
 use sluice_tests::registry::TestRegistry;
 
-use crate::{SLUICE, Workspace, failure, python_mcp};
+use crate::{SLUICE, Workspace, failure, mcp_clients};
 
 #[test]
 fn rust() {
@@ -229,7 +229,7 @@ fn new_to_signed_call(language: Language) {
 /// default, 65,536): its one text block is the case's `expect` byte for byte, its
 /// `structuredContent` that text as JSON, and `isError` set exactly for the `"ok":false` ones.
 fn served_over_mcp(w: &Workspace, plan: &TestPlan, config: &str) {
-    let Some(python) = python_mcp::python() else {
+    let Some(python) = mcp_clients::python() else {
         return;
     };
     assert_eq!(
@@ -266,20 +266,14 @@ fn served_over_mcp(w: &Workspace, plan: &TestPlan, config: &str) {
     }
     let started = std::time::Instant::now();
     let out = client
-        .arg(python_mcp::script())
+        .arg(mcp_clients::script())
         .args(["stdio", "initialize"])
         .arg(json!([SLUICE, "--config", config, "mcp"]).to_string())
         .arg(Value::from(calls).to_string())
         .current_dir(w.dir.path())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "the Python client failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let got: Value = serde_json::from_slice(&out.stdout).expect("one JSON line");
+    let got = mcp_clients::answer(&out);
     assert_eq!(
         got,
         json!({

@@ -13,8 +13,8 @@
 mod author; // sluice new, build, test, then push, sign, a verified call and an MCP client's calls, per language.
 mod publish; // keygen, push and sign with Sluice alone, then a verified load.
 // The official MCP Python SDK, where install.sh puts it.
-#[path = "../support/python_mcp.rs"]
-mod python_mcp;
+#[path = "../support/mcp_clients.rs"]
+mod mcp_clients;
 mod registry; // Pull by tag and digest, the lock, offline starts, tampered blobs, signatures, inspect.
 mod reload; // Replacing components while `serve` runs: calls in flight, broken replacements, 100 swaps, list_changed.
 
