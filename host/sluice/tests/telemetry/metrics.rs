@@ -1,0 +1,1 @@
+//! Metrics scraped by a real Prometheus.

@@ -1,0 +1,1 @@
+//! Traces received by a real OTLP receiver.
