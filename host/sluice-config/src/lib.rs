@@ -34,6 +34,7 @@ mod roots;
 mod runtime;
 mod secrets;
 mod server;
+pub mod telemetry;
 mod tools;
 mod tools_dir;
 
@@ -72,6 +73,7 @@ use sluice_protocol::limits::{
     MAX_MAX_TOOL_RESULT_BYTES as MAX_MAX_RESULT_BYTES,
     MIN_MAX_TOOL_RESULT_BYTES as MIN_MAX_RESULT_BYTES,
 };
+pub use telemetry::TelemetryConfig;
 pub use tools::{
     BUILTIN_TOOLS, ConfiguredBy, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_MS, MAX_MEMORY_MIB,
     MAX_TIMEOUT_MS, OciSource, PREFIX_RULE, TOOL_NAME_RULE, ToolConfig, ToolSource,
@@ -109,6 +111,10 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     (ENV_MAX_CONCURRENT_CALLS, "runtime.max_concurrent_calls"),
     (ENV_QUEUE_TIMEOUT_MS, "runtime.queue_timeout_ms"),
     (ENV_BASELINE_COMPILER, "runtime.baseline_compiler"),
+    (telemetry::ENV_OTLP_ENDPOINT, "telemetry.otlp_endpoint"),
+    (telemetry::ENV_CAPTURE_CONTENT, "telemetry.capture_content"),
+    (telemetry::ENV_METRICS, "telemetry.metrics"),
+    (telemetry::ENV_METRICS_LISTEN, "telemetry.metrics_listen"),
 ];
 
 /// Refuses a variable of [`ENV_KEYS`] that is set but is not UTF-8 text, which
@@ -217,6 +223,8 @@ pub struct Config {
     pub lock_file: PathBuf,
     /// The tools directory (`--tools`, `tools_dir`), if any.
     pub tools_dir: Option<PathBuf>,
+    /// Traces and metrics (`[telemetry]`).
+    pub telemetry: TelemetryConfig,
 }
 
 /// Settings of the agent loop.
@@ -266,6 +274,8 @@ struct File {
     registry: registry::FileRegistry,
     #[serde(default)]
     cache: cache::FileCache,
+    #[serde(default)]
+    telemetry: telemetry::FileTelemetry,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -552,6 +562,7 @@ impl Config {
         let registry = parsed.registry.resolve(&file_label)?;
         let cache_max_bytes = parsed.cache.resolve(&file_label)?;
         let code_mode = parsed.code_mode.resolve(&file_label)?;
+        let telemetry = parsed.telemetry.resolve(env, &file_label)?;
         for t in &mut tools {
             if matches!(&t.source, ToolSource::Builtin(b) if b == SCRIPT_TOOL) {
                 t.tool_calls = Some(code_mode);
@@ -576,6 +587,7 @@ impl Config {
             code_mode,
             registry,
             cache_max_bytes,
+            telemetry,
             agent: AgentConfig {
                 max_tool_result_bytes,
                 max_turns,
