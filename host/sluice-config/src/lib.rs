@@ -34,6 +34,7 @@ mod roots;
 mod runtime;
 mod secrets;
 mod server;
+mod sources;
 pub mod telemetry;
 mod tools;
 mod tools_dir;
@@ -73,6 +74,7 @@ use sluice_protocol::limits::{
     MAX_MAX_TOOL_RESULT_BYTES as MAX_MAX_RESULT_BYTES,
     MIN_MAX_TOOL_RESULT_BYTES as MIN_MAX_RESULT_BYTES,
 };
+pub use sources::{Explained, Origin, REDACTED, Setting};
 pub use telemetry::TelemetryConfig;
 pub use tools::{
     BUILTIN_TOOLS, ConfiguredBy, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_MS, MAX_MEMORY_MIB,
