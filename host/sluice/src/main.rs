@@ -12,34 +12,24 @@ mod progress;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use tracing_subscriber::layer::SubscriberExt;
-use tracing_subscriber::util::SubscriberInitExt;
-
 fn main() -> ExitCode {
     let cli = cli::parse();
     // Colour codes only for a person at a terminal: not in a file, a pipe or a CI log, and
     // never with NO_COLOR set (https://no-color.org).
     let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    // Whatever SLUICE_LOG asks for, nothing that logs guests' arguments (docs/observations.md#secrets-are-withheld).
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(colour)
-        .with_env_filter(
-            // rmcp's own lines show only when asked for (see `sluice_mcp::logs`).
-            std::env::var("SLUICE_LOG")
-                .ok()
-                .and_then(|spec| {
-                    tracing_subscriber::EnvFilter::try_new(sluice_mcp::logs::quiet_rmcp(&spec)).ok()
-                })
-                .unwrap_or_else(|| sluice_mcp::logs::quiet_rmcp("warn").into()),
-        )
-        .finish()
-        .with(tracing_subscriber::filter::filter_fn(
-            sluice_runtime::logs::may_log,
-        ))
-        .init();
+    let logging = sluice_telemetry::Logging {
+        // clap allows only `text` and `json`.
+        format: cli.log_format.parse().unwrap_or_default(),
+        filter: std::env::var("SLUICE_LOG").ok(),
+        colour,
+        // rmcp's own lines show only when asked for (see `sluice_mcp::logs`).
+        quiet_targets: vec![(sluice_mcp::logs::RMCP_TARGET, true)],
+        // Whatever SLUICE_LOG asks for, nothing that logs guests' arguments
+        // (docs/observations.md#secrets-are-withheld).
+        may_log: sluice_runtime::logs::may_log,
+    };
     progress::start();
-    match commands::run(cli) {
+    match commands::run(cli, &logging) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         // The run already said how it ended (on stderr); only the exit code is left.

@@ -88,6 +88,17 @@ pub(crate) struct Cli {
     /// those given after it; from then on, every one given, wherever.
     #[command(flatten)]
     pub(crate) options: Options,
+    /// The format of log lines on stderr: `text`, or `json` (one object a line, with the
+    /// fields of the spans around each event). See docs/telemetry.md.
+    #[arg(
+        long,
+        global = true,
+        value_name = "FORMAT",
+        env = "SLUICE_LOG_FORMAT",
+        default_value = "text",
+        value_parser = ["text", "json"],
+    )]
+    pub(crate) log_format: String,
     #[command(subcommand)]
     pub(crate) command: Command,
 }

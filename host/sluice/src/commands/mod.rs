@@ -20,7 +20,25 @@ use sluice_server::reload::ReloadOptions;
 use crate::cli::{Cli, Command, Options};
 
 /// Runs the command.
-pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
+pub(crate) fn run(cli: Cli, logging: &sluice_telemetry::Logging) -> anyhow::Result<()> {
+    // The commands that read no configuration log (and export spans, by the OTEL_*
+    // variables alone) from the start; the others from when the configuration is resolved
+    // (`configured`), so that `telemetry.otlp_endpoint` of the file applies.
+    let _telemetry = match &cli.command {
+        Command::Wit { .. }
+        | Command::New { .. }
+        | Command::Build { .. }
+        | Command::Dev { .. }
+        | Command::Test { .. }
+        | Command::Tools {
+            command: Some(crate::cli::ToolsCommand::Keygen { .. }),
+            ..
+        } => Some(sluice_telemetry::install(
+            logging,
+            &sluice_telemetry::Traces::default(),
+        )?),
+        _ => None,
+    };
     match cli.command {
         // The commands that read no configuration.
         Command::Wit { dir } => wit(dir),
@@ -38,7 +56,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<()> {
             writeln!(out)?;
             Ok(())
         }
-        command => configured(cli.options, command),
+        command => configured(cli.options, command, logging),
     }
 }
 
@@ -54,7 +72,11 @@ fn wit(dir: Option<std::path::PathBuf>) -> anyhow::Result<()> {
 }
 
 /// Runs a command that resolves the configuration first.
-fn configured(options: Options, command: Command) -> anyhow::Result<()> {
+fn configured(
+    options: Options,
+    command: Command,
+    logging: &sluice_telemetry::Logging,
+) -> anyhow::Result<()> {
     let (max_turns, auto_approve, model, allowed_hosts) = match &command {
         Command::Run(r) => (
             r.max_turns.clone(),
@@ -94,6 +116,15 @@ fn configured(options: Options, command: Command) -> anyhow::Result<()> {
         options.config.file.as_deref(),
         &|k| std::env::var(k).ok(),
         &overrides,
+    )?;
+    // Dropped after the runtime (declared before it): the spans of the command are all
+    // ended, and are exported before the process exits.
+    let _telemetry = sluice_telemetry::install(
+        logging,
+        &sluice_telemetry::Traces {
+            otlp_endpoint: config.telemetry.otlp_endpoint.clone(),
+            capture_content: config.telemetry.capture_content,
+        },
     )?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
