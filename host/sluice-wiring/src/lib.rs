@@ -31,6 +31,7 @@ use sluice_runtime::{
 use sluice_store::{PgStore, SqliteStore, Store, StoreError};
 
 mod loader;
+pub mod report;
 
 pub use crate::loader::{Loaded, ToolLoader, oci_cache_dir, oci_source, public_keys};
 

@@ -7,12 +7,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use sluice_config::{Config, OciSource, ToolConfig, ToolSource};
-use sluice_registry::{Fetched, Fetcher, Lock, PublicKey, RegistryError, Request, Resolve};
+use sluice_registry::{
+    Fetched, Fetcher, Lock, PublicKey, RegistryError, Request, Resolve, SignatureStatus,
+};
 use sluice_runtime::host::http_recorded::HttpRecordings;
 use sluice_runtime::{
     Compilers, ComponentSpec, RuntimeError, Source, ToolEngine, ToolPolicy, Toolbox,
 };
 
+use crate::report::{self, ToolReport};
 use crate::{
     WiringError, cache_dir, component_spec, engine_with, fetcher_for, policy_of, spec_with,
 };
@@ -48,6 +51,9 @@ pub struct Loaded {
     /// The configured components that did not load, named the same way, each with the
     /// message that says why (`… is unavailable, its tools are not offered: …`).
     pub unavailable: BTreeMap<String, String>,
+    /// Every tool offered, then every component that did not load, as `sluice doctor` and
+    /// `GET /tools` show them.
+    pub report: Vec<ToolReport>,
 }
 
 impl ToolLoader {
@@ -161,6 +167,8 @@ impl ToolLoader {
         let mut secret_files = config.secret_files();
         secret_files.extend(self.refused.iter().cloned());
         let mut specs = Vec::new();
+        // The configuration of each spec, and for `oci://` its manifest digest and signature.
+        let mut entries: Vec<(&ToolConfig, Option<(String, SignatureStatus)>)> = Vec::new();
         let mut fetched = Vec::new();
         let mut failed = Vec::new();
         // The runtime names an unavailable component by its source; map that back to the
@@ -171,13 +179,14 @@ impl ToolLoader {
                 ToolSource::Oci(_) => match fetches.next() {
                     Some(Ok(f)) => {
                         let spec = spec_with(t, oci_source(&f));
+                        entries.push((t, Some((f.digest.clone(), f.signature.clone()))));
                         fetched.push(f);
                         Ok(spec)
                     }
                     Some(Err(e)) => Err(WiringError::Registry(e)),
                     None => Err(WiringError::NotFetched(t.name.clone())),
                 },
-                _ => component_spec(t),
+                _ => component_spec(t).inspect(|_| entries.push((t, None))),
             };
             match spec {
                 Ok(mut spec) => {
@@ -201,6 +210,28 @@ impl ToolLoader {
                 let digest = s.source.bytes();
                 let digest = sluice_runtime::component::source::sha256_hex(digest);
                 (s.source.describe(), digest, s.policy.clone())
+            })
+            .collect();
+        let entries: Vec<report::Entry<'_>> = specs
+            .iter()
+            .zip(entries)
+            .map(|(s, (t, oci))| {
+                let (digest, signature) = match oci {
+                    Some((digest, signature)) => (digest, Some(signature)),
+                    None => (
+                        format!(
+                            "sha256:{}",
+                            sluice_runtime::component::source::sha256_hex(s.source.bytes())
+                        ),
+                        None,
+                    ),
+                };
+                report::Entry {
+                    described: s.source.describe(),
+                    config: t,
+                    digest,
+                    signature,
+                }
             })
             .collect();
         let engine = self.engine.clone();
@@ -243,6 +274,18 @@ impl ToolLoader {
                 (component, u.to_string())
             })
             .collect();
+        let mut reports: Vec<ToolReport> = toolbox
+            .tools()
+            .filter_map(|info| {
+                let entry = entries.iter().find(|e| e.described == info.source)?;
+                Some(report::offered(info, entry))
+            })
+            .collect();
+        for u in toolbox.unavailable() {
+            let component = configured.get(&u.source).unwrap_or(&u.source);
+            let t = selected.iter().find(|t| source_of(t) == *component);
+            reports.push(report::unavailable(u, t.copied()));
+        }
         let available = selected
             .iter()
             .map(|t| source_of(t))
@@ -254,6 +297,7 @@ impl ToolLoader {
             fetched,
             available,
             unavailable,
+            report: reports,
         })
     }
 
