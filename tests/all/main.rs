@@ -13,6 +13,7 @@ mod agent_cases; // The reference scenario (1 MB log, 300 KB / 45 KB windows) an
 mod agent_loop; // Rows P1–P11: the agent loop with a replay model, caps, recovery, cancel, approvals.
 mod bad_input; // Wrong types, bounds, unknown and missing arguments, bad JSON, unknown tools.
 mod baseline; // A server's cold start: Winch's code first, under the same limits; Cranelift's swapped in and cached.
+mod call_facts; // What a call cost in its sandbox: outcome, time, memory, descriptors, HTTP, digest.
 mod cancel; // Cancelling a run stops the tool call in progress; the transcript stays valid.
 mod cap; // Every observation within the cap: pages of tricky text tile files under several caps.
 mod cases; // Cases C1–C4 and C7–C13 from real bug reports, at CAP 8192.

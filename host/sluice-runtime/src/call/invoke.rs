@@ -17,6 +17,7 @@ use wasmtime::{Store, UpdateDeadline};
 use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi_http::WasiHttpCtx;
 
+use crate::call::facts::CallFacts;
 use crate::call::failure::{Failure, explain};
 use crate::call::observation::{Draft, Observation, says_more_follows};
 use crate::call::value::{to_json, write_json_marking};
@@ -46,8 +47,6 @@ pub(crate) struct Call {
     pub(crate) params: Vec<Val>,
     /// The cap, in bytes.
     pub(crate) cap: u32,
-    /// The tool's name, for the call's log line.
-    pub(crate) tool: String,
     /// The string fields of its result shown as the JSON they hold (`@json`).
     pub(crate) json_fields: Vec<String>,
     /// What answers its `sluice:tools/tool-calls` (`run_script`'s calls), if anything.
@@ -55,17 +54,24 @@ pub(crate) struct Call {
 }
 
 impl Call {
-    /// Runs the call until it returns, its timeout passes or `cancel` fires.
-    pub(crate) async fn run(mut self, cancel: CancellationToken) -> Draft {
+    /// Runs the call until it returns, its timeout passes or `cancel` fires; returns its
+    /// draft observation and what it cost (all but `queue_wait_us` and `digest`, which the
+    /// caller knows).
+    pub(crate) async fn run(mut self, cancel: CancellationToken) -> (Draft, CallFacts) {
         if cancel.is_cancelled() {
-            return failed(Failure::cancelled());
+            return (failed(Failure::cancelled()), CallFacts::default());
         }
         let started = Instant::now();
         let deadline = started + self.policy.timeout;
         let tool_caller = self.tool_caller.take();
         let mut store = match self.store(deadline, &cancel, tool_caller) {
             Ok(s) => s,
-            Err(message) => return Observation::error(&message, Some("io")),
+            Err(message) => {
+                return (
+                    Observation::error(&message, Some("io")),
+                    CallFacts::default(),
+                );
+            }
         };
         let mut results = vec![Val::Bool(false); usize::from(self.result.is_some())];
         let (pre, export, params) = (&self.pre, self.export, &self.params);
@@ -107,26 +113,40 @@ impl Call {
                 (failed(failure), kind)
             }
         };
-        self.log_line(&store, started, outcome);
-        draft
+        let facts = self.facts(&store, started, outcome);
+        (draft, facts)
     }
 
-    /// The call's log line: the tool, how it ended (`returned`, `timeout`, `cancelled`, or
-    /// the kind of its failure: `resource-limit`, `trap`, …), how long it took, and the HTTP
-    /// requests it made (`METHOD host:port STATUS BYTES`, see [`crate::host::http`]), the
-    /// component's secrets withheld from them ([`crate::logs`]). At `info` for a call that
-    /// made requests or passed a host limit, at `debug` otherwise.
-    fn log_line(&self, store: &Store<CallState>, started: Instant, outcome: &str) {
-        let ms = started.elapsed().as_millis() as u64;
-        let log = store.data().http.log();
-        if log.is_empty() && outcome == "resource-limit" {
-            tracing::info!(tool = %self.tool, outcome, ms, "tool call");
-        } else if log.is_empty() {
-            tracing::debug!(tool = %self.tool, outcome, ms, "tool call");
+    /// What the call cost: how it ended (`returned`, `timeout`, `cancelled`, or the kind of
+    /// its failure: `resource-limit`, `trap`, …), its time, peak memory and descriptors,
+    /// and its HTTP requests (`METHOD host:port STATUS BYTES`, see [`crate::host::http`],
+    /// the component's secrets withheld from them: the guest chose each request's method
+    /// and authority), each counted in `sluice_http_requests_total`.
+    fn facts(&self, store: &Store<CallState>, started: Instant, outcome: &str) -> CallFacts {
+        let state = store.data();
+        let log = state.http.log();
+        let (requests, denied) = log.counts();
+        for (host, denied) in log.egress() {
+            let decision = if denied { "denied" } else { "allowed" };
+            let (host, _) = self.config.secrets.withhold(host);
+            metrics::counter!("sluice_http_requests_total", "host" => host, "decision" => decision)
+                .increment(1);
+        }
+        let http_summary = if log.is_empty() {
+            String::new()
         } else {
-            // The guest chose each request's method and authority.
-            let (http, _) = self.config.secrets.withhold(&log.summary());
-            tracing::info!(tool = %self.tool, outcome, ms, http = %http, "tool call");
+            self.config.secrets.withhold(&log.summary()).0
+        };
+        CallFacts {
+            outcome: outcome.to_string(),
+            queue_wait_us: 0,
+            guest_us: started.elapsed().as_micros() as u64,
+            peak_memory_bytes: state.limiter.peak_bytes as u64,
+            peak_descriptors: state.peak_descriptors as u32,
+            http_requests: requests as u32,
+            http_denied: denied as u32,
+            digest: String::new(),
+            http_summary,
         }
     }
 
@@ -161,6 +181,7 @@ impl Call {
             budget: CallBudget::new(self.cap, policy.timeout, self.key_names.clone()),
             stderr,
             descriptors: Vec::new(),
+            peak_descriptors: 0,
             http_ctx: WasiHttpCtx::new(),
             http: HttpHooks::new(self.http.clone(), deadline),
             config: self.config.clone(),

@@ -182,6 +182,8 @@ pub(crate) struct Loaded {
     pub(crate) config: Arc<ComponentConfig>,
     /// The files none of its opens reaches: the policy's and its own secret files.
     pub(crate) refused: Arc<crate::host::refused::RefusedFiles>,
+    /// `sha256:HEX` of its bytes, for the sandbox facts of its calls.
+    pub(crate) digest: String,
 }
 
 /// Loads one component: checks its pin, resolves its configuration, reflects its tools
@@ -210,6 +212,7 @@ pub(crate) fn load_component(
             actual: sha256,
         });
     }
+    let digest = format!("sha256:{sha256}");
     let config =
         crate::secrets::resolve(&spec.policy.config, &spec.policy.secrets, &|var: &str| {
             std::env::var_os(var)
@@ -281,6 +284,7 @@ pub(crate) fn load_component(
         refused: Arc::new(crate::host::refused::RefusedFiles::new(refused_files(
             &spec.policy,
         ))),
+        digest,
     });
     Ok((loaded, defs))
 }

@@ -6,6 +6,7 @@
 //! toolbox atomically for live reload. A script's tool calls (code mode) are answered by
 //! [`script`] over the same path (`tool_set`).
 
+pub mod facts;
 mod failure;
 pub mod hint;
 pub mod integers;

@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::call::facts::CallFacts;
 use crate::call::script::ScriptRecord;
 use crate::secrets::Secrets;
 
@@ -54,7 +55,10 @@ pub enum CallStatus {
 /// One tool call's observation: made only by [`Draft::finish`], so its text has had the
 /// component's secrets withheld, holds no PEM private-key armor and is at most the cap in
 /// bytes. Read it through its accessors.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Two observations are equal when the model sees the same: their [`CallFacts`] (times,
+/// memory) differ from call to call and are not compared.
+#[derive(Clone, Debug)]
 pub struct Observation {
     text: String,
     full_bytes: usize,
@@ -63,7 +67,32 @@ pub struct Observation {
     paged: bool,
     withheld: Vec<String>,
     script: Option<Arc<ScriptRecord>>,
+    facts: CallFacts,
 }
+
+impl PartialEq for Observation {
+    fn eq(&self, other: &Self) -> bool {
+        let Observation {
+            text,
+            full_bytes,
+            truncated,
+            status,
+            paged,
+            withheld,
+            script,
+            facts: _,
+        } = self;
+        *text == other.text
+            && *full_bytes == other.full_bytes
+            && *truncated == other.truncated
+            && *status == other.status
+            && *paged == other.paged
+            && *withheld == other.withheld
+            && *script == other.script
+    }
+}
+
+impl Eq for Observation {}
 
 /// Whether a result field says more can be had: a present field whose JSON name starts with
 /// `next` (`nextOffset`, `nextCursor`, ...), or `truncated` when it is `true`. `is_true` is
@@ -110,6 +139,18 @@ impl Observation {
     /// audit (docs/code-mode.md#the-audit); `None` for any other call.
     pub fn script(&self) -> Option<&ScriptRecord> {
         self.script.as_deref()
+    }
+
+    /// What the call cost inside its sandbox (all zero for an observation made without a
+    /// call).
+    pub fn facts(&self) -> &CallFacts {
+        &self.facts
+    }
+
+    /// The same observation, with the facts of the call that made it.
+    pub(crate) fn with_facts(mut self, facts: CallFacts) -> Self {
+        self.facts = facts;
+        self
     }
 
     /// The config keys whose secret values were found and withheld, in the order scanned
@@ -298,6 +339,7 @@ impl Draft {
             paged,
             withheld,
             script,
+            facts: CallFacts::default(),
         }
     }
 

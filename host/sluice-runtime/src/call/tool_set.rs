@@ -9,12 +9,14 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::Val;
 use wasmtime::component::types::Type;
 
+use crate::call::facts::CallFacts;
 use crate::call::integers::Literals;
 use crate::call::invoke::Call;
 use crate::call::load::{Loaded, NotCompiled};
@@ -89,24 +91,51 @@ impl ToolSet {
     }
 
     /// `draft` of a call of `tool` made an observation: the secrets withheld, the key scan,
-    /// the cap `cap`.
-    pub(crate) fn finish(&self, tool: &Tool, draft: Draft, cap: u32) -> Observation {
+    /// the cap `cap`; with the call's `facts`.
+    pub(crate) fn finish(
+        &self,
+        tool: &Tool,
+        (draft, facts): (Draft, CallFacts),
+        cap: u32,
+    ) -> Observation {
         draft
             .withholding(self.secrets.clone())
             .finish(&tool.info.name, cap as usize, &tool.hint)
+            .with_facts(facts)
     }
 
     /// Runs one call of `tool` with the JSON text `args` as `run` says, and returns its draft
-    /// observation.
-    pub(crate) async fn invoke(self: &Arc<Self>, tool: &Tool, args: &str, run: &Run) -> Draft {
+    /// observation and what it cost.
+    pub(crate) async fn invoke(
+        self: &Arc<Self>,
+        tool: &Tool,
+        args: &str,
+        run: &Run,
+    ) -> (Draft, CallFacts) {
+        let digest = &tool.loaded.digest;
+        let (draft, mut facts) = match self.call(tool, args, run).await {
+            Ok(ran) => ran,
+            Err(draft) => (draft, CallFacts::default()),
+        };
+        facts.digest.clone_from(digest);
+        (draft, facts)
+    }
+
+    /// [`ToolSet::invoke`] but the digest; `Err` for a call that ran no guest code.
+    async fn call(
+        self: &Arc<Self>,
+        tool: &Tool,
+        args: &str,
+        run: &Run,
+    ) -> Result<(Draft, CallFacts), Draft> {
         let text = if args.trim().is_empty() { "{}" } else { args };
         let args: Value = match serde_json::from_str(text) {
             Ok(v) => v,
             Err(e) => {
-                return Observation::error(
+                return Err(Observation::error(
                     &format!("arguments are not valid JSON: {e}"),
                     Some("invalid-argument"),
-                );
+                ));
             }
         };
         let literals = if run.arguments_reencoded {
@@ -116,21 +145,21 @@ impl ToolSet {
         };
         let params = match lower_args(tool, &args, &literals) {
             Ok(p) => p,
-            Err(message) => return Observation::error(&message, Some("invalid-argument")),
+            Err(message) => return Err(Observation::error(&message, Some("invalid-argument"))),
         };
         let linked = match tool.loaded.compiled.wait(&run.cancel).await {
             Ok(linked) => linked,
             Err(NotCompiled::Failed(reason)) => {
-                return Observation::error(
+                return Err(Observation::error(
                     &format!("the tool's component could not be compiled: {reason}"),
                     Some("host-error"),
-                );
+                ));
             }
             Err(NotCompiled::Cancelled { waited }) => {
-                return Observation::cancelled(&format!(
+                return Err(Observation::cancelled(&format!(
                     "the call was cancelled while its component was still being compiled ({} ms)",
                     waited.as_millis()
-                ));
+                )));
             }
         };
         let policy = tool.loaded.policy.clone();
@@ -152,39 +181,55 @@ impl ToolSet {
             result: tool.result.clone(),
             params,
             cap: run.cap,
-            tool: tool.info.name.clone(),
             json_fields: tool.docs.json_fields.clone(),
             tool_caller: script.map(|s| Box::new(s) as _),
         };
-        let draft = match run.place {
+        let (draft, facts) = match run.place {
             Place::Inline => call.run(run.cancel.clone()).await,
             Place::Pool => {
+                let asked = Instant::now();
                 let ran = self
                     .engine
                     .pool()
-                    .run(&run.cancel, policy.timeout, move |token| call.run(token))
+                    .run(&run.cancel, policy.timeout, move |token| {
+                        let waited = asked.elapsed();
+                        async move {
+                            let (draft, mut facts) = call.run(token).await;
+                            facts.queue_wait_us = waited.as_micros() as u64;
+                            (draft, facts)
+                        }
+                    })
                     .await;
                 match ran {
-                    Ok(draft) => draft,
-                    Err(e @ PoolError::Busy { .. }) => {
-                        Observation::error(&e.to_string(), Some("busy"))
-                    }
-                    Err(e @ PoolError::Cancelled { .. }) => Observation::cancelled(&e.to_string()),
-                    Err(e @ PoolError::Stuck { .. }) => Observation::error(
-                        &format!(
-                            "the tool ran past its timeout of {} ms: {e}",
-                            policy.timeout.as_millis()
-                        ),
-                        Some("timeout"),
-                    ),
-                    Err(e) => Observation::error(&e.to_string(), Some("host-error")),
+                    Ok(ran) => ran,
+                    Err(e) => return Err(pool_failure(&e, &policy)),
                 }
             }
         };
-        match record {
-            Some(record) => draft.with_script(record.take()),
-            None => draft,
+        Ok(match record {
+            Some(record) => (draft.with_script(record.take()), facts),
+            None => (draft, facts),
+        })
+    }
+}
+
+/// The draft observation of a call the pool did not run to its end, and the count of a
+/// refusal for want of a slot (`sluice_busy_refusals_total{what="calls"}`).
+fn pool_failure(e: &PoolError, policy: &crate::policy::ToolPolicy) -> Draft {
+    match e {
+        PoolError::Busy { .. } => {
+            metrics::counter!("sluice_busy_refusals_total", "what" => "calls").increment(1);
+            Observation::error(&e.to_string(), Some("busy"))
         }
+        PoolError::Cancelled { .. } => Observation::cancelled(&e.to_string()),
+        PoolError::Stuck { .. } => Observation::error(
+            &format!(
+                "the tool ran past its timeout of {} ms: {e}",
+                policy.timeout.as_millis()
+            ),
+            Some("timeout"),
+        ),
+        _ => Observation::error(&e.to_string(), Some("host-error")),
     }
 }
 

@@ -289,8 +289,11 @@ impl Toolbox {
     /// milliseconds of a cancellation. A call that finds no free slot within
     /// `runtime.queue_timeout_ms` is a `busy` tool error.
     pub async fn call_with(&self, name: &str, args: &str, options: &CallOptions) -> Observation {
+        let started = std::time::Instant::now();
         let Some(tool) = self.set.tool(name) else {
-            return self.set.unknown(name, options.cap);
+            let observation = self.set.unknown(name, options.cap);
+            crate::call::facts::report(None, &observation, started.elapsed());
+            return observation;
         };
         let run = Run {
             cap: options.cap,
@@ -299,16 +302,9 @@ impl Toolbox {
             arguments_reencoded: options.arguments_reencoded,
             place: Place::Pool,
         };
-        let draft = self.set.invoke(tool, args, &run).await;
-        let observation = self.set.finish(tool, draft, options.cap);
-        tracing::debug!(
-            tool = name,
-            status = ?observation.status(),
-            bytes = observation.text().len(),
-            full_bytes = observation.full_bytes(),
-            withheld = ?observation.withheld(),
-            "tool call"
-        );
+        let ran = self.set.invoke(tool, args, &run).await;
+        let observation = self.set.finish(tool, ran, options.cap);
+        crate::call::facts::report(Some(name), &observation, started.elapsed());
         observation
     }
 }

@@ -248,7 +248,7 @@ impl ToolEngine {
             engine,
             what,
             wasm,
-            true,
+            (true, "winch"),
             "compiled by the baseline compiler (Winch)",
         )?;
         self.baseline_compiled.fetch_add(1, Ordering::Relaxed);
@@ -334,7 +334,7 @@ impl ToolEngine {
                 reason: reason.to_string(),
             });
         }
-        let component = compile_on(&self.engine, what, wasm, shown, "compiled")?;
+        let component = compile_on(&self.engine, what, wasm, (shown, "cranelift"), "compiled")?;
         self.compiled.fetch_add(1, Ordering::Relaxed);
         if let Some(cache) = &self.cache
             && let Err(e) = cache.store(sha256, &component)
@@ -406,8 +406,10 @@ impl ToolEngine {
     }
 }
 
-/// `wasm` compiled by `engine`, on the compile display when `shown` ([`progress`]), logged
-/// at `info` with `logged` (the message), its size and the time taken; `what` names it.
+/// `wasm` compiled by `engine` (`compiler`: `cranelift` or `winch`), on the compile display
+/// when `shown` ([`progress`]), logged at `info` with `logged` (the message), its size and
+/// the time taken, and counted in `sluice_component_compiles_total{compiler,outcome}`;
+/// `what` names it.
 ///
 /// # Errors
 /// [`RuntimeError::Load`] when the engine cannot compile it.
@@ -415,12 +417,16 @@ fn compile_on(
     engine: &Engine,
     what: &str,
     wasm: &[u8],
-    shown: bool,
+    (shown, compiler): (bool, &'static str),
     logged: &'static str,
 ) -> Result<Component, RuntimeError> {
     let started = Instant::now();
     let registered = shown.then(|| progress::register(what, wasm.len()));
-    let component = Component::new(engine, wasm).map_err(|e| RuntimeError::Load {
+    let compiled = Component::new(engine, wasm);
+    let outcome = if compiled.is_ok() { "ok" } else { "failed" };
+    metrics::counter!("sluice_component_compiles_total", "compiler" => compiler, "outcome" => outcome)
+        .increment(1);
+    let component = compiled.map_err(|e| RuntimeError::Load {
         what: what.to_string(),
         reason: format!("{e:#}"),
     })?;

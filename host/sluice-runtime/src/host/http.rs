@@ -105,6 +105,10 @@ struct RequestRecord {
     bytes: u64,
     /// Why it failed, if it did.
     error: Option<String>,
+    /// The policy's allowlist (`http`) covers its host and port.
+    listed: bool,
+    /// The host refused it (the policy, an address check, no recording).
+    denied: bool,
 }
 
 impl HttpLog {
@@ -116,6 +120,26 @@ impl HttpLog {
     /// True when the call made no request.
     pub(crate) fn is_empty(&self) -> bool {
         self.requests.is_empty()
+    }
+
+    /// How many requests the call made, and how many of them the host refused.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        let denied = self.requests.iter().filter(|r| r.denied).count();
+        (self.requests.len(), denied)
+    }
+
+    /// Each request as its metric's labels: the host (`host:port` when the allowlist covers
+    /// it, else `unlisted`, so a guest cannot make a series per name it invents) and
+    /// whether it was denied.
+    pub(crate) fn egress(&self) -> impl Iterator<Item = (&str, bool)> {
+        self.requests.iter().map(|r| {
+            let host = if r.listed {
+                r.authority.as_str()
+            } else {
+                "unlisted"
+            };
+            (host, r.denied)
+        })
     }
 
     /// The requests as `METHOD host:port STATUS BYTES`, or `METHOD host:port failed: why`,
@@ -363,6 +387,8 @@ impl WasiHttpHooks for HttpHooks {
                     status: None,
                     bytes: 0,
                     error: None,
+                    listed: false,
+                    denied: false,
                 });
                 l.requests.len() - 1
             };
@@ -378,6 +404,7 @@ impl WasiHttpHooks for HttpHooks {
             let refuse = |message: String| {
                 record(&log, index, |l, i| {
                     l.requests[i].error = Some("refused by the policy".into());
+                    l.requests[i].denied = true;
                     l.refuse(message, HTTP_DENIED_KIND);
                 });
                 Error::HttpRequestDenied
@@ -389,6 +416,7 @@ impl WasiHttpHooks for HttpHooks {
                 )));
             }
             let allowed = allowed(&grant, &method, &host, port, tls).map_err(refuse)?;
+            record(&log, index, |l, i| l.requests[i].listed = true);
             let limit = grant.max_response_bytes;
             // Under recordings, the answer is the recording's: nothing is resolved or sent.
             if let Some(recordings) = &grant.recordings {

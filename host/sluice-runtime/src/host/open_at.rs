@@ -128,6 +128,7 @@ fn open_at(
     };
     let resource = state.table.push(descriptor)?;
     state.descriptors.push(handle);
+    state.peak_descriptors = state.peak_descriptors.max(state.descriptors.len());
     Ok(Ok(resource))
 }
 

@@ -27,6 +27,8 @@ pub struct CallState {
     /// The host files behind the descriptors the call opened; a descriptor is open while
     /// its file is alive (streams share it).
     pub(crate) descriptors: Vec<Weak<std::fs::File>>,
+    /// The most of `descriptors` open at once during the call (its sandbox facts).
+    pub(crate) peak_descriptors: usize,
     /// `wasi:http`: its context and the host's hooks (the policy's allowlist, the log).
     pub(crate) http_ctx: WasiHttpCtx,
     pub(crate) http: HttpHooks,
@@ -101,6 +103,9 @@ pub(crate) struct MemoryLimiter {
     pub(crate) limit_bytes: usize,
     /// The size the guest asked for when it was refused.
     pub(crate) refused: Option<usize>,
+    /// The largest size, in bytes, a linear memory of the call was given (at its creation
+    /// or a growth): the call's peak memory in its sandbox facts.
+    pub(crate) peak_bytes: usize,
 }
 
 impl MemoryLimiter {
@@ -108,6 +113,7 @@ impl MemoryLimiter {
         MemoryLimiter {
             limit_bytes: usize::try_from(limit_bytes).unwrap_or(usize::MAX),
             refused: None,
+            peak_bytes: 0,
         }
     }
 }
@@ -131,6 +137,7 @@ impl ResourceLimiter for MemoryLimiter {
                 self.limit_bytes
             )));
         }
+        self.peak_bytes = self.peak_bytes.max(desired);
         Ok(true)
     }
 

@@ -1,0 +1,134 @@
+//! What one call cost inside its sandbox ([`CallFacts`]), and the one place a finished call is
+//! reported ([`report`]): its log line, the fields of the caller's span, and its metrics
+//! (docs/telemetry.md).
+//!
+//! The runtime creates no span of its own: the caller's span of the call (`execute_tool`
+//! in the agent loop, `tools/call` over MCP) declares the `sluice.*` fields, and
+//! [`report`] records them on [`tracing::Span::current`]. Metrics go through the `metrics`
+//! facade: without a recorder (no `/metrics`), they cost an atomic load.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::call::observation::{CallStatus, Observation};
+
+/// What one call cost inside its sandbox, as the audit keeps it beside the observation
+/// (`sluice session audit`, `GET /sessions/{id}/audit`) and its span and log line show it.
+/// Sizes in bytes, times in microseconds. A call that ran no guest code (an unknown tool,
+/// arguments that do not fit, a full pool) has zeros and an empty `outcome`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallFacts {
+    /// How the guest's run ended: `returned`, `timeout`, `cancelled`, or the kind of the
+    /// failure that stopped it (`resource-limit`, `trap`, `http-denied`, …); empty when no
+    /// guest code ran.
+    pub outcome: String,
+    /// Time waiting for a slot of the call pool, µs.
+    pub queue_wait_us: u64,
+    /// Time from the call's store to its result, µs: instantiation and the export's run,
+    /// the host functions it called included.
+    pub guest_us: u64,
+    /// The largest linear memory of the call, in bytes (as created or grown; the limit is
+    /// the policy's `memory_mb`).
+    pub peak_memory_bytes: u64,
+    /// The most files and directories the call had open at once (the limit is
+    /// [`MAX_OPEN_DESCRIPTORS`](crate::limits::MAX_OPEN_DESCRIPTORS)).
+    pub peak_descriptors: u32,
+    /// Outgoing HTTP requests the guest made (`wasi:http`).
+    pub http_requests: u32,
+    /// Of those, the ones the host refused (allowlist, method, address, recording).
+    pub http_denied: u32,
+    /// `sha256:HEX` of the component that ran; empty for an unknown tool.
+    pub digest: String,
+    /// The requests for the log line, `METHOD host:port STATUS BYTES; …`, the component's
+    /// secrets withheld; not kept in the audit.
+    #[serde(skip)]
+    pub http_summary: String,
+}
+
+impl CallFacts {
+    /// The facts as the audit keeps them: a JSON object of the serialized fields
+    /// (`outcome`, `queueWaitUs`, `guestUs`, `peakMemoryBytes`, `peakDescriptors`,
+    /// `httpRequests`, `httpDenied`, `digest`).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+}
+
+/// The label and span value of each [`CallStatus`].
+pub fn status_name(status: CallStatus) -> &'static str {
+    match status {
+        CallStatus::Ok => "ok",
+        CallStatus::ToolError => "tool_error",
+        CallStatus::UnknownTool => "unknown_tool",
+        CallStatus::KeyMaterial => "key_material",
+        CallStatus::Cancelled => "cancelled",
+    }
+}
+
+/// Reports a finished call of tool `tool` (`None` for a name no tool has) that took
+/// `elapsed` in all: one log line (at `info` when it made HTTP requests or passed a host
+/// limit, else at `debug`), the `sluice.*` fields of the current span, and the metrics.
+pub(crate) fn report(tool: Option<&str>, observation: &Observation, elapsed: Duration) {
+    let facts = observation.facts();
+    let status = status_name(observation.status());
+    let bytes = observation.text().len();
+    let full = observation.full_bytes();
+    let name = tool.unwrap_or("unknown");
+    let span = tracing::Span::current();
+    span.record("sluice.observation.bytes", bytes as u64);
+    span.record("sluice.observation.status", status);
+    span.record("sluice.observation.paged", observation.paged());
+    if observation.truncated() {
+        span.record("sluice.observation.cut_from", full as u64);
+    }
+    if observation.status() != CallStatus::Ok {
+        span.record("error.type", status);
+    }
+    span.record("sluice.guest.time_ms", facts.guest_us as f64 / 1000.0);
+    span.record("sluice.queue.wait_ms", facts.queue_wait_us as f64 / 1000.0);
+    span.record("sluice.memory.peak_bytes", facts.peak_memory_bytes);
+    span.record("sluice.descriptors", u64::from(facts.peak_descriptors));
+    span.record("sluice.http.requests", u64::from(facts.http_requests));
+    span.record("sluice.http.denied", u64::from(facts.http_denied));
+    if !facts.digest.is_empty() {
+        span.record("sluice.component.digest", facts.digest.as_str());
+    }
+
+    let ms = elapsed.as_secs_f64() * 1000.0;
+    let outcome = facts.outcome.as_str();
+    if facts.http_requests > 0 {
+        tracing::info!(tool = name, status, outcome, bytes, full_bytes = full, ms, http = %facts.http_summary, "tool call");
+    } else if outcome == "resource-limit" {
+        tracing::info!(
+            tool = name,
+            status,
+            outcome,
+            bytes,
+            full_bytes = full,
+            ms,
+            "tool call"
+        );
+    } else {
+        tracing::debug!(tool = name, status, outcome, bytes, full_bytes = full, ms, withheld = ?observation.withheld(), "tool call");
+    }
+
+    let tool = name.to_string();
+    metrics::counter!("sluice_tool_calls_total", "tool" => tool.clone(), "status" => status)
+        .increment(1);
+    metrics::histogram!("sluice_tool_call_duration_seconds", "tool" => tool.clone())
+        .record(elapsed.as_secs_f64());
+    metrics::histogram!("sluice_tool_call_queue_wait_seconds")
+        .record(Duration::from_micros(facts.queue_wait_us).as_secs_f64());
+    metrics::counter!("sluice_observation_bytes_total", "tool" => tool.clone())
+        .increment(bytes as u64);
+    if observation.paged() {
+        metrics::counter!("sluice_observation_pages_total", "tool" => tool.clone()).increment(1);
+    }
+    if observation.truncated() {
+        metrics::counter!("sluice_observation_cuts_total", "tool" => tool.clone()).increment(1);
+        metrics::counter!("sluice_observation_cut_bytes_total", "tool" => tool)
+            .increment((full - bytes) as u64);
+    }
+}
