@@ -35,6 +35,7 @@ use sluice_protocol::{Message, SessionStatus};
 
 mod clock;
 mod ids;
+mod metrics;
 mod name;
 mod postgres;
 mod queue;
@@ -96,6 +97,49 @@ pub struct AuditEntry {
     pub original: String,
     /// The content after the change.
     pub replacement: String,
+}
+
+/// What one tool call cost inside its sandbox, kept beside its observation (message `seq`):
+/// the runtime's facts as a JSON object (`outcome`, `queueWaitUs`, `guestUs`,
+/// `peakMemoryBytes`, `peakDescriptors`, `httpRequests`, `httpDenied`, `digest`;
+/// docs/telemetry.md#sandbox-facts).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallRecord {
+    /// The message holding the call's observation.
+    pub seq: u64,
+    /// The tool called, as the model named it.
+    pub tool: String,
+    /// When it was recorded, RFC 3339 UTC with milliseconds.
+    pub recorded_at: String,
+    /// The facts, as the runtime gave them.
+    pub facts: serde_json::Value,
+}
+
+/// What `sluice session audit ID` and `GET /sessions/{id}/audit` show of a session:
+/// `{"session": ID, "audit": [AuditEntry…], "calls": [CallRecord…]}`, each oldest first.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct SessionAudit {
+    /// The session.
+    pub session: String,
+    /// Every change to (or note on) a message ([`Store::audit`]).
+    pub audit: Vec<AuditEntry>,
+    /// What each tool call cost ([`Store::calls`]).
+    pub calls: Vec<CallRecord>,
+}
+
+impl SessionAudit {
+    /// The audit of session `id` in `store`.
+    ///
+    /// # Errors
+    /// [`StoreError::NoSession`] when there is no such session; the store's errors.
+    pub async fn read(store: &dyn Store, id: &str) -> Result<SessionAudit, StoreError> {
+        Ok(SessionAudit {
+            session: id.to_string(),
+            audit: store.audit(id).await?,
+            calls: store.calls(id).await?,
+        })
+    }
 }
 
 /// The operator's decision on a call that waits for approval.
@@ -379,6 +423,21 @@ pub trait Store: Send + Sync {
 
     /// The audit of session `id`, oldest first.
     async fn audit(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError>;
+
+    /// Records what the call of `tool` whose observation is message `seq` of session `id`
+    /// cost (`facts`, a JSON object), for [`Store::calls`].
+    ///
+    /// Errors: [`StoreError::NoMessage`] when the session has no message `seq`.
+    async fn record_call(
+        &self,
+        id: &str,
+        seq: u64,
+        tool: &str,
+        facts: &serde_json::Value,
+    ) -> Result<(), StoreError>;
+
+    /// The calls recorded by [`Store::record_call`] for session `id`, oldest first.
+    async fn calls(&self, id: &str) -> Result<Vec<CallRecord>, StoreError>;
 
     /// Claims the run of session `id` for this process and returns the new run's id, unless
     /// a run is in progress. With `prompt`, accepts the prompt for the run. One

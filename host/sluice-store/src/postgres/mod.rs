@@ -42,8 +42,8 @@ use tokio_postgres::NoTls;
 use crate::queue::{EventQueue, PendingEvent};
 use crate::signals::Signals;
 use crate::{
-    AuditEntry, Decision, RunEnd, RunRecord, SessionRecord, Store, StoreError, StoredEvent,
-    StoredMessage, Subscription, Topic, redact_url,
+    AuditEntry, CallRecord, Decision, RunEnd, RunRecord, SessionRecord, Store, StoreError,
+    StoredEvent, StoredMessage, Subscription, Topic, redact_url,
 };
 
 use schema::SCHEMA_VERSION;
@@ -516,7 +516,7 @@ impl Store for PgStore {
     }
 
     async fn append(&self, id: &str, message: &Message) -> Result<u64, StoreError> {
-        self.inner.append(id, message).await
+        crate::metrics::timed_append("postgres", self.inner.append(id, message)).await
     }
 
     async fn replace_content(
@@ -541,6 +541,22 @@ impl Store for PgStore {
 
     async fn audit(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError> {
         self.inner.audit(id).await
+    }
+
+    async fn record_call(
+        &self,
+        id: &str,
+        seq: u64,
+        tool: &str,
+        facts: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        self.inner
+            .record_call(id, seq, tool, &facts.to_string())
+            .await
+    }
+
+    async fn calls(&self, id: &str) -> Result<Vec<CallRecord>, StoreError> {
+        self.inner.calls(id).await
     }
 
     async fn begin_run(&self, id: &str, prompt: Option<&str>) -> Result<String, StoreError> {

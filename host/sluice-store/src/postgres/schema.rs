@@ -15,7 +15,11 @@ use crate::{StoreError, now_rfc3339};
 ///   length of the transcript;
 /// - `sessions.runner` is the token of the store running the session; `sessions.ord`
 ///   orders sessions created in the same millisecond.
-pub(crate) const MIGRATIONS: &[&str] = &["
+///
+/// Version 2 mirrors SQLite's version 4: `call_facts`, what each call cost (its `tool`
+/// `BYTEA`, as a name the model gave may hold NUL).
+pub(crate) const MIGRATIONS: &[&str] = &[
+    "
 CREATE TABLE sessions (
     id          TEXT PRIMARY KEY,
     ord         BIGINT GENERATED ALWAYS AS IDENTITY,
@@ -91,7 +95,20 @@ CREATE TABLE config (
     value      TEXT NOT NULL,
     updated_at TEXT NOT NULL
 );
-"];
+",
+    "
+CREATE TABLE call_facts (
+    id          BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    session_id  TEXT NOT NULL,
+    seq         BIGINT NOT NULL,
+    tool        BYTEA NOT NULL,
+    recorded_at TEXT NOT NULL,
+    facts       TEXT NOT NULL,
+    FOREIGN KEY (session_id, seq) REFERENCES messages (session_id, seq)
+);
+CREATE INDEX call_facts_by_session ON call_facts (session_id, id);
+",
+];
 
 /// The newest schema version this build knows.
 pub(crate) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -5,7 +5,8 @@ use tokio_postgres::Row;
 
 use super::{Fail, PgInner};
 use crate::{
-    AuditEntry, Decision, SessionRecord, StoreError, StoredMessage, now_rfc3339, valid_session_name,
+    AuditEntry, CallRecord, Decision, SessionRecord, StoreError, StoredMessage, now_rfc3339,
+    valid_session_name,
 };
 
 /// The one statement that appends a message: it counts the message on the session row
@@ -357,6 +358,68 @@ impl PgInner {
         }
         .await;
         result.map_err(|e| self.error("read the audit of session", id, e))
+    }
+
+    pub(super) async fn record_call(
+        &self,
+        id: &str,
+        seq: u64,
+        tool: &str,
+        facts: &str,
+    ) -> Result<(), StoreError> {
+        let result: Result<(), Fail> = async {
+            let no_message = || {
+                Fail::Store(StoreError::NoMessage {
+                    session: id.to_owned(),
+                    seq,
+                })
+            };
+            let seq = i64::try_from(seq).map_err(|_| no_message())?;
+            let conn = self.writer(id).await?;
+            let added = conn
+                .execute(
+                    "INSERT INTO call_facts (session_id, seq, tool, recorded_at, facts)
+                     SELECT session_id, seq, $3, $4, $5 FROM messages
+                     WHERE session_id = $1 AND seq = $2",
+                    &[&id, &seq, &tool.as_bytes(), &now_rfc3339(), &facts],
+                )
+                .await?;
+            if added == 0 {
+                return Err(no_message());
+            }
+            Ok(())
+        }
+        .await;
+        result.map_err(|e| self.error("record a call of session", id, e))
+    }
+
+    pub(super) async fn calls(&self, id: &str) -> Result<Vec<CallRecord>, StoreError> {
+        let result: Result<Vec<CallRecord>, Fail> = async {
+            let conn = self.conn().await?;
+            require_session(&conn, id).await?;
+            let rows = conn
+                .query(
+                    "SELECT seq, tool, recorded_at, facts FROM call_facts
+                     WHERE session_id = $1 ORDER BY id",
+                    &[&id],
+                )
+                .await?;
+            rows.into_iter()
+                .map(|row| {
+                    let facts: String = row.get(3);
+                    Ok(CallRecord {
+                        seq: row.get::<_, i64>(0).max(0) as u64,
+                        tool: text(row.get(1), "a call's tool")?,
+                        recorded_at: row.get(2),
+                        facts: serde_json::from_str(&facts).map_err(|e| {
+                            Fail::Other(format!("the facts of a call are not JSON: {e}"))
+                        })?,
+                    })
+                })
+                .collect()
+        }
+        .await;
+        result.map_err(|e| self.error("read the calls of session", id, e))
     }
 
     pub(super) async fn decide(

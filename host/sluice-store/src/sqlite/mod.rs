@@ -23,8 +23,8 @@ use crate::queue::{EventQueue, PendingEvent};
 
 use crate::signals::Signals;
 use crate::{
-    AuditEntry, Decision, RunEnd, RunRecord, SessionRecord, Store, StoreError, StoredEvent,
-    StoredMessage, Subscription, Topic,
+    AuditEntry, CallRecord, Decision, RunEnd, RunRecord, SessionRecord, Store, StoreError,
+    StoredEvent, StoredMessage, Subscription, Topic,
 };
 
 /// How often a subscription is woken without a change ([`crate::Woken::Polled`]), to check
@@ -334,7 +334,8 @@ impl Store for SqliteStore {
 
     async fn append(&self, id: &str, message: &Message) -> Result<u64, StoreError> {
         let (id, message) = (own(id), message.clone());
-        self.blocking(move |s| s.append(&id, &message)).await
+        crate::metrics::timed_append("sqlite", self.blocking(move |s| s.append(&id, &message)))
+            .await
     }
 
     async fn replace_content(
@@ -364,6 +365,23 @@ impl Store for SqliteStore {
     async fn audit(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError> {
         let id = own(id);
         self.blocking(move |s| s.audit(&id)).await
+    }
+
+    async fn record_call(
+        &self,
+        id: &str,
+        seq: u64,
+        tool: &str,
+        facts: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        let (id, tool, facts) = (own(id), own(tool), facts.to_string());
+        self.blocking(move |s| s.record_call(&id, seq, &tool, &facts))
+            .await
+    }
+
+    async fn calls(&self, id: &str) -> Result<Vec<CallRecord>, StoreError> {
+        let id = own(id);
+        self.blocking(move |s| s.calls(&id)).await
     }
 
     async fn begin_run(&self, id: &str, prompt: Option<&str>) -> Result<String, StoreError> {

@@ -38,6 +38,10 @@ use crate::runner::process_token;
 /// - `run_events`: the events of each run, keyed by `(run_id, seq)`, `data` a JSON object.
 /// - `config`: run-time configuration values (`PUT /agent/config`), JSON by key.
 ///
+/// Version 4 (what each call cost):
+/// - `call_facts`: one row per tool call, keyed to the message of its observation; `facts`
+///   a JSON object (`crate::CallRecord`).
+///
 /// Tables are STRICT (a TEXT column refuses anything else). Status, role and decision
 /// values are not constrained in SQL, so a later version can add one without rebuilding a
 /// table; the code refuses values it does not know when it reads them.
@@ -121,6 +125,18 @@ CREATE TABLE config (
     value      TEXT NOT NULL,
     updated_at TEXT NOT NULL
 ) STRICT;
+",
+    "
+CREATE TABLE call_facts (
+    id          INTEGER PRIMARY KEY,
+    session_id  TEXT NOT NULL,
+    seq         INTEGER NOT NULL,
+    tool        TEXT NOT NULL,
+    recorded_at TEXT NOT NULL,
+    facts       TEXT NOT NULL,
+    FOREIGN KEY (session_id, seq) REFERENCES messages (session_id, seq)
+) STRICT;
+CREATE INDEX call_facts_by_session ON call_facts (session_id, id);
 ",
 ];
 

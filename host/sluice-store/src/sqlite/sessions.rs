@@ -8,7 +8,8 @@ use super::{
     touch_session,
 };
 use crate::{
-    AuditEntry, Decision, SessionRecord, StoreError, StoredMessage, now_rfc3339, valid_session_name,
+    AuditEntry, CallRecord, Decision, SessionRecord, StoreError, StoredMessage, now_rfc3339,
+    valid_session_name,
 };
 
 impl Inner {
@@ -245,6 +246,67 @@ impl Inner {
                 })?
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(entries)
+        })
+    }
+
+    pub(super) fn record_call(
+        &self,
+        id: &str,
+        seq: u64,
+        tool: &str,
+        facts: &str,
+    ) -> Result<(), StoreError> {
+        self.write("record a call of session", id, |tx| {
+            let no_message = || {
+                Fail::Store(StoreError::NoMessage {
+                    session: id.to_owned(),
+                    seq,
+                })
+            };
+            let seq = i64::try_from(seq).map_err(|_| no_message())?;
+            let added = tx
+                .prepare_cached(
+                    "INSERT INTO call_facts (session_id, seq, tool, recorded_at, facts)
+                     SELECT session_id, seq, ?3, ?4, ?5 FROM messages
+                     WHERE session_id = ?1 AND seq = ?2",
+                )?
+                .execute(params![id, seq, tool, now_rfc3339(), facts])?;
+            if added == 0 {
+                return Err(no_message());
+            }
+            Ok(())
+        })
+    }
+
+    pub(super) fn calls(&self, id: &str) -> Result<Vec<CallRecord>, StoreError> {
+        self.read("read the calls of session", id, |tx| {
+            require_session(tx, id)?;
+            let mut stmt = tx.prepare_cached(
+                "SELECT seq, tool, recorded_at, facts FROM call_facts
+                 WHERE session_id = ?1 ORDER BY id",
+            )?;
+            let rows = stmt
+                .query_map([id], |row| {
+                    Ok((
+                        row.get::<_, i64>(0)?.max(0) as u64,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, String>(2)?,
+                        row.get::<_, String>(3)?,
+                    ))
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
+            rows.into_iter()
+                .map(|(seq, tool, recorded_at, facts)| {
+                    Ok(CallRecord {
+                        seq,
+                        tool,
+                        recorded_at,
+                        facts: serde_json::from_str(&facts).map_err(|e| {
+                            Fail::Other(format!("the facts of a call are not JSON: {e}"))
+                        })?,
+                    })
+                })
+                .collect()
         })
     }
 

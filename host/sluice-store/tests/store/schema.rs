@@ -51,6 +51,7 @@ async fn reopening_migrates_nothing_and_keeps_everything() {
         [
             "approvals",
             "audit",
+            "call_facts",
             "config",
             "messages",
             "queued_prompts",
@@ -101,7 +102,7 @@ async fn a_schema_from_a_newer_sluice_is_refused() {
     assert_eq!(
         err.to_string(),
         format!(
-            "session store {shown} has schema version {newer}; this Sluice knows up to 3: upgrade Sluice"
+            "session store {shown} has schema version {newer}; this Sluice knows up to 4: upgrade Sluice"
         )
     );
     assert_eq!(user_version(&t.path), newer, "left alone");
@@ -217,7 +218,7 @@ async fn a_version_1_store_is_migrated() {
     // Undo version 2 by hand, as a store written by the previous Sluice looks.
     raw(&t.path)
         .execute_batch(
-            "DROP TABLE run_events; DROP TABLE runs; DROP TABLE config; ALTER TABLE sessions DROP COLUMN run_id; DROP TABLE queued_prompts; ALTER TABLE sessions DROP COLUMN runner_token; PRAGMA user_version = 1;",
+            "DROP TABLE call_facts; DROP TABLE run_events; DROP TABLE runs; DROP TABLE config; ALTER TABLE sessions DROP COLUMN run_id; DROP TABLE queued_prompts; ALTER TABLE sessions DROP COLUMN runner_token; PRAGMA user_version = 1;",
         )
         .unwrap();
     let store = SqliteStore::open(&t.path).unwrap();

@@ -202,6 +202,50 @@ async fn annotate_records_a_note_beside_a_message_it_leaves_alone(kind: Kind) {
     assert_eq!(t.store.audit(&id).await.unwrap().len(), 1);
 }
 
+async fn record_call_keeps_what_a_call_cost_beside_its_message(kind: Kind) {
+    let Some(t) = Harness::new(
+        kind,
+        "record_call_keeps_what_a_call_cost_beside_its_message",
+    )
+    .await
+    else {
+        return;
+    };
+    let id = t.store.create_session().await.unwrap().id;
+    let original = every_kind_of_message();
+    for m in &original {
+        t.store.append(&id, m).await.unwrap();
+    }
+    let facts = serde_json::json!({"outcome": "returned", "guestUs": 812, "peakMemoryBytes": 1_179_648, "digest": "sha256:ab"});
+    t.store
+        .record_call(&id, 3, "read_file", &facts)
+        .await
+        .unwrap();
+    // A name the model gave may hold anything, NUL included.
+    let odd = serde_json::json!({"outcome": ""});
+    t.store.record_call(&id, 3, "no\0such", &odd).await.unwrap();
+    assert_eq!(t.store.messages(&id).await.unwrap(), numbered(&original));
+    let calls = t.store.calls(&id).await.unwrap();
+    let seen: Vec<_> = calls
+        .iter()
+        .map(|c| (c.seq, c.tool.as_str(), c.facts.clone()))
+        .collect();
+    assert_eq!(seen, [(3, "read_file", facts), (3, "no\0such", odd)]);
+    assert_eq!(calls[0].recorded_at.len(), "2026-11-30T08:15:02.123Z".len());
+    assert!(matches!(
+        t.store
+            .record_call(&id, 99, "read_file", &serde_json::json!({}))
+            .await,
+        Err(StoreError::NoMessage { seq: 99, .. })
+    ));
+    assert_eq!(t.store.calls(&id).await.unwrap().len(), 2);
+    assert!(t.store.audit(&id).await.unwrap().is_empty());
+    assert!(matches!(
+        t.store.calls("s-nosuchsession").await,
+        Err(StoreError::NoSession(_))
+    ));
+}
+
 async fn replace_content_keeps_the_original_in_the_audit(kind: Kind) {
     let Some(t) = Harness::new(kind, "replace_content_keeps_the_original_in_the_audit").await
     else {
@@ -380,6 +424,7 @@ both!(
     positions_are_gapless_and_per_session,
     replace_content_keeps_the_original_in_the_audit,
     annotate_records_a_note_beside_a_message_it_leaves_alone,
+    record_call_keeps_what_a_call_cost_beside_its_message,
     replace_content_of_a_missing_message_changes_nothing,
     unknown_sessions_are_no_session_errors,
     sessions_are_listed_newest_first,

@@ -30,8 +30,8 @@ pub(crate) async fn run(config: &Config, command: SessionCommand) -> anyhow::Res
             serde_json::to_writer_pretty(&mut out, &shown)?;
         }
         SessionCommand::Audit { id } => {
-            store.session(&id).await?;
-            serde_json::to_writer_pretty(&mut out, &store.audit(&id).await?)?;
+            let audit = sluice_store::SessionAudit::read(store.as_ref(), &id).await?;
+            serde_json::to_writer_pretty(&mut out, &audit)?;
         }
         SessionCommand::Approve { id, call_id } => {
             decide(store.as_ref(), &id, &call_id, Decision::Approve, &mut out).await?
