@@ -309,7 +309,9 @@ fn values(c: &Config, redact_url: &dyn Fn(&str) -> String) -> Vec<(String, Strin
     v.push((
         "builtins".into(),
         list(c.tools.iter().filter_map(|t| match &t.source {
-            ToolSource::Builtin(b) => Some(b.clone()),
+            ToolSource::Builtin(b) if t.configured_by == crate::ConfiguredBy::Builtins => {
+                Some(b.clone())
+            }
             _ => None,
         })),
     ));

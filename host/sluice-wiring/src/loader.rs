@@ -274,11 +274,17 @@ impl ToolLoader {
                 (component, u.to_string())
             })
             .collect();
+        // The tools come in load order, each component's together: two components may be
+        // named alike (a built-in offered twice, renamed), so match them in order.
+        let mut next = 0;
         let mut reports: Vec<ToolReport> = toolbox
             .tools()
             .filter_map(|info| {
-                let entry = entries.iter().find(|e| e.described == info.source)?;
-                Some(report::offered(info, entry))
+                let found = entries[next..]
+                    .iter()
+                    .position(|e| e.described == info.source)?;
+                next += found;
+                Some(report::offered(info, &entries[next]))
             })
             .collect();
         for u in toolbox.unavailable() {

@@ -223,6 +223,12 @@ pub(crate) enum Command {
         /// The directory (created if missing).
         dir: Option<PathBuf>,
     },
+    /// Show the effective configuration, each value with its source (`default`,
+    /// `FILE:LINE`, a `SLUICE_*` variable or a flag), every tool with its source, digest,
+    /// signature, grants, limits and annotations, the components that did not load and why,
+    /// and warnings. A configuration that does not resolve is reported with its error (exit
+    /// 2). See docs/configuration.md#sluice-doctor.
+    Doctor(DoctorArgs),
     /// List the tools with the JSON schemas of their arguments.
     // Its options are the listing's: its subcommands take their own.
     #[command(args_conflicts_with_subcommands = true)]
@@ -260,6 +266,13 @@ impl Command {
                 ..
             })
             | Command::Serve(ServeArgs {
+                config,
+                tools,
+                calls,
+                store,
+                ..
+            })
+            | Command::Doctor(DoctorArgs {
                 config,
                 tools,
                 calls,
@@ -448,6 +461,42 @@ pub(crate) struct ServeArgs {
     /// start afterwards).
     #[arg(long)]
     pub(crate) no_reload: bool,
+
+    #[command(flatten)]
+    pub(crate) config: ConfigArgs,
+    #[command(flatten)]
+    pub(crate) tools: ToolArgs,
+    #[command(flatten)]
+    pub(crate) calls: CallArgs,
+    #[command(flatten)]
+    pub(crate) store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DoctorArgs {
+    /// Print JSON (`settings`, `tools`, `warnings`, or `error`) instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+
+    /// The model, as for `sluice run --model`.
+    #[arg(long, value_name = "PROVIDER:NAME")]
+    pub(crate) model: Option<String>,
+
+    /// The most model requests of a run, as for `sluice run --max-turns`.
+    #[arg(long, value_name = "N")]
+    pub(crate) max_turns: Option<String>,
+
+    /// As for `sluice run --auto-approve`.
+    #[arg(long)]
+    pub(crate) auto_approve: bool,
+
+    /// As for `sluice serve --allowed-host` (repeatable).
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    pub(crate) allowed_hosts: Vec<String>,
+
+    /// As for `sluice mcp --allow-destructive`.
+    #[arg(long)]
+    pub(crate) allow_destructive: bool,
 
     #[command(flatten)]
     pub(crate) config: ConfigArgs,

@@ -2,6 +2,7 @@
 
 mod author;
 mod cache;
+mod doctor;
 mod mcp;
 mod run;
 mod serve;
@@ -56,6 +57,13 @@ pub(crate) fn run(cli: Cli, logging: &sluice_telemetry::Logging) -> anyhow::Resu
             writeln!(out)?;
             Ok(())
         }
+        command @ Command::Doctor(_) => {
+            let overrides = overrides(&cli.options, &command);
+            let Command::Doctor(args) = command else {
+                unreachable!("matched above")
+            };
+            doctor::run(cli.options.config.file.as_deref(), &overrides, args.json)
+        }
         command => configured(cli.options, command, logging),
     }
 }
@@ -71,13 +79,9 @@ fn wit(dir: Option<std::path::PathBuf>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs a command that resolves the configuration first.
-fn configured(
-    options: Options,
-    command: Command,
-    logging: &sluice_telemetry::Logging,
-) -> anyhow::Result<()> {
-    let (max_turns, auto_approve, model, allowed_hosts) = match &command {
+/// The flags of `command` and the shared `options` that override the configuration.
+fn overrides(options: &Options, command: &Command) -> Overrides {
+    let (max_turns, auto_approve, model, allowed_hosts) = match command {
         Command::Run(r) => (
             r.max_turns.clone(),
             r.auto_approve,
@@ -90,27 +94,43 @@ fn configured(
             s.model.clone(),
             s.allowed_hosts.clone(),
         ),
+        Command::Doctor(d) => (
+            d.max_turns.clone(),
+            d.auto_approve,
+            d.model.clone(),
+            d.allowed_hosts.clone(),
+        ),
         _ => (None, false, None, Vec::new()),
     };
-    let allow_destructive = match &command {
+    let allow_destructive = match command {
         Command::Serve(s) => s.allow_destructive,
         Command::Mcp(m) => m.allow_destructive,
+        Command::Doctor(d) => d.allow_destructive,
         _ => false,
     };
-    let overrides = Overrides {
-        roots: options.tools.roots,
-        max_tool_result_bytes: options.calls.max_tool_result_bytes,
-        tools_dir: options.tools.tools_dir,
+    Overrides {
+        roots: options.tools.roots.clone(),
+        max_tool_result_bytes: options.calls.max_tool_result_bytes.clone(),
+        tools_dir: options.tools.tools_dir.clone(),
         max_turns,
         auto_approve,
-        store: options.store.store,
-        store_url: options.store.store_url,
+        store: options.store.store.clone(),
+        store_url: options.store.store_url.clone(),
         model,
-        max_concurrent_calls: options.calls.max_concurrent_calls,
+        max_concurrent_calls: options.calls.max_concurrent_calls.clone(),
         allowed_hosts,
         allow_destructive,
         strict: options.tools.strict,
-    };
+    }
+}
+
+/// Runs a command that resolves the configuration first.
+fn configured(
+    options: Options,
+    command: Command,
+    logging: &sluice_telemetry::Logging,
+) -> anyhow::Result<()> {
+    let overrides = overrides(&options, &command);
     sluice_config::check_environment(&|k| std::env::var_os(k))?;
     let config = Config::resolve(
         options.config.file.as_deref(),
@@ -168,6 +188,7 @@ fn configured(
             writeln!(out, "{}", observation.text())?;
         }
         Command::Wit { dir } => return wit(dir),
+        Command::Doctor(_) => unreachable!("run() handles doctor"),
         Command::New { .. }
         | Command::Build { .. }
         | Command::Dev { .. }
