@@ -25,6 +25,7 @@
 //! destructive tools wait for the operator's decision unless `auto_approve` is set; the next
 //! run executes or denies them and stores one observation each.
 
+mod metrics;
 pub mod recovery;
 mod run;
 mod tools;
@@ -211,7 +212,7 @@ impl Agent {
     ) -> Self {
         Agent {
             store,
-            backend,
+            backend: Arc::new(metrics::Metered::new(backend)),
             tools,
             settings,
         }

@@ -7,9 +7,10 @@ use sluice_backends::{BackendError, ModelReply, ModelRequest};
 use sluice_protocol::{Message, SessionStatus, ToolCall, ToolSpec};
 use sluice_runtime::call::observation::{DEFAULT_HINT, Observation, paging_hint, shrink_text};
 use sluice_runtime::{CallOptions, CallStatus};
-use sluice_store::{Decision, StoredMessage};
+use sluice_store::{Decision, StoreError, StoredMessage};
 use tokio_util::sync::CancellationToken;
 
+use crate::metrics::{self, Recovery};
 use crate::recovery::{
     bytes_to_free, nothing_to_shrink, pending_calls, shrink_plan, still_too_long, tool_of_call,
     transcript,
@@ -81,7 +82,15 @@ impl Agent {
                 }
             }
         }
-        let run = self.store.begin_run(session_id, prompt).await?;
+        let run = self
+            .store
+            .begin_run(session_id, prompt)
+            .await
+            .inspect_err(|e| {
+                if matches!(e, StoreError::Busy(_)) {
+                    metrics::session_busy();
+                }
+            })?;
         Ok(Claim {
             session: session_id.to_string(),
             run,
@@ -125,6 +134,7 @@ impl Agent {
         events: &(dyn Fn(RunEvent) + Send + Sync),
     ) -> Result<Outcome, AgentError> {
         let session_id = claim.session.as_str();
+        let active = metrics::ActiveRun::start();
         let mut tally = Tally::default();
         let result = self
             .run_started(session_id, cancel, events, &mut tally)
@@ -144,6 +154,8 @@ impl Agent {
             }
             Err(e) => (SessionStatus::Error, Some(e.to_string()), None),
         };
+        metrics::run_ended(status);
+        drop(active);
         // `maxTurns` completes the run but says why it stopped (docs/agent-loop.md#maxturns: the
         // transcript is whole and the session goes on with the next prompt; only the final
         // answer is missing, and lastError says so).
@@ -297,6 +309,7 @@ impl Agent {
         tally: &mut Tally,
     ) -> Result<Result<ModelReply, Stop>, AgentError> {
         if cancel.is_cancelled() {
+            metrics::recovery(Recovery::Cancelled);
             return Ok(Err(Stop::Aborted));
         }
         let need = rejection
@@ -304,6 +317,7 @@ impl Agent {
             .map(|sizes| bytes_to_free(prompt_bytes(&self.request(messages, tools)), &sizes));
         let cuts = shrink_plan(messages, need);
         if cuts.is_empty() {
+            metrics::recovery(Recovery::NothingToShrink);
             return Ok(Err(Stop::Failed(nothing_to_shrink(rejection))));
         }
         let reason = format!(
@@ -343,16 +357,21 @@ impl Agent {
             to_bytes,
         });
         let messages = self.store.messages(id).await?;
-        Ok(
-            match self.ask(&messages, tools, cancel, events, tally).await {
-                Asked::Reply(r) => Ok(r),
-                Asked::Cancelled => Err(Stop::Aborted),
-                Asked::Failed(e) if e.context_window_exceeded() => {
-                    Err(Stop::Failed(still_too_long(&e)))
-                }
-                Asked::Failed(e) => Err(Stop::Failed(e.message)),
-            },
-        )
+        let retried = self.ask(&messages, tools, cancel, events, tally).await;
+        metrics::recovery(match &retried {
+            Asked::Reply(_) => Recovery::Recovered,
+            Asked::Cancelled => Recovery::Cancelled,
+            Asked::Failed(e) if e.context_window_exceeded() => Recovery::StillTooLong,
+            Asked::Failed(_) => Recovery::Failed,
+        });
+        Ok(match retried {
+            Asked::Reply(r) => Ok(r),
+            Asked::Cancelled => Err(Stop::Aborted),
+            Asked::Failed(e) if e.context_window_exceeded() => {
+                Err(Stop::Failed(still_too_long(&e)))
+            }
+            Asked::Failed(e) => Err(Stop::Failed(e.message)),
+        })
     }
 
     /// Runs the calls of the last assistant message that have no observation yet, in order.

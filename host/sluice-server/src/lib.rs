@@ -46,6 +46,7 @@ pub mod guard;
 mod health;
 pub mod listen;
 pub mod mcp;
+pub mod metrics;
 pub mod oauth;
 mod openapi;
 pub mod reload;
@@ -116,6 +117,9 @@ pub struct ServeOptions {
     /// The limits on connections and event streams (`[server]` of sluice.toml; see
     /// [`listen`]). Default [`ServerLimits::default`].
     pub limits: ServerLimits,
+    /// Serves `GET /metrics` behind the guard, with this text (`telemetry.metrics`; see
+    /// [`metrics`]). Default `None`: no such route.
+    pub metrics: Option<metrics::Render>,
 }
 
 pub use sluice_config::ServerLimits;
@@ -128,6 +132,7 @@ impl Default for ServeOptions {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             allowed_hosts: Vec::new(),
             limits: ServerLimits::default(),
+            metrics: None,
         }
     }
 }
@@ -278,6 +283,10 @@ impl Server {
             )),
             None => api,
         };
+        let api = match self.options.metrics {
+            Some(render) => api.merge(metrics::router(render)),
+            None => api,
+        };
         self.guard.wrap(api)
     }
 
@@ -406,6 +415,7 @@ mod tests {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             allowed_hosts: Vec::new(),
             limits: ServerLimits::default(),
+            metrics: None,
         }
     }
 

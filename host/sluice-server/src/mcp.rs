@@ -45,12 +45,15 @@ pub fn http_options(options: &ServeOptions, shutdown: CancellationToken) -> Http
     }
 }
 
-/// The router of `/mcp` alone, behind the guard of `options`.
+/// The router of `/mcp` (and `/metrics` when `options.metrics` is set), behind the guard of
+/// `options`.
 pub fn guard_mcp(server: McpServer, options: &ServeOptions, shutdown: CancellationToken) -> Router {
-    options.guard().wrap(sluice_mcp::http::router(
-        server,
-        &http_options(options, shutdown),
-    ))
+    let router = sluice_mcp::http::router(server, &http_options(options, shutdown));
+    let router = match options.metrics {
+        Some(render) => router.merge(crate::metrics::router(render)),
+        None => router,
+    };
+    options.guard().wrap(router)
 }
 
 /// Serves MCP alone at `http://{options.listen}/mcp` until `shutdown` completes; `bound` is

@@ -324,6 +324,7 @@ impl State {
     async fn reload(&mut self) {
         let started = Instant::now();
         let outcome = self.try_reload().await;
+        crate::metrics::reload_ended(&outcome);
         if outcome.is_ok()
             && let Some(reason) = self.failing.take()
         {

@@ -25,6 +25,7 @@
 //! only with `telemetry.capture_content`. The crates that emit it need not know the flag.
 
 mod filter;
+pub mod metrics;
 mod otlp;
 mod propagation;
 

@@ -133,6 +133,7 @@ impl TestServer {
             max_body_bytes: setup.max_body_bytes,
             allowed_hosts: setup.allowed_hosts.clone(),
             limits: setup.limits.clone(),
+            metrics: None,
         };
         let root = make_root(dir.path());
         let services = services(dir.path(), &root, &setup);

@@ -24,6 +24,7 @@ pub(crate) async fn run(
                 max_body_bytes: args.max_body_bytes,
                 allowed_hosts: config.server.allowed_hosts.clone(),
                 limits: config.server.limits.clone(),
+                metrics: None,
             };
             // Refuse a bad address/token pairing before loading anything.
             options.check()?;
@@ -31,6 +32,9 @@ pub(crate) async fn run(
         }
         None => None,
     };
+    // Over stdio only `telemetry.metrics_listen` serves them.
+    let metrics = super::metrics::start(config).await?;
+    let options = options.map(|o| ServeOptions { metrics, ..o });
     let (toolbox, _reloader) =
         super::serve::live_tools(config, reload, !args.no_reload, args.token_file.as_deref())
             .await?;

@@ -4,6 +4,7 @@ mod author;
 mod cache;
 mod doctor;
 mod mcp;
+mod metrics;
 mod run;
 mod serve;
 mod session;

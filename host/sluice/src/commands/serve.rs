@@ -29,9 +29,14 @@ pub(crate) async fn run(
         max_body_bytes: args.max_body_bytes,
         allowed_hosts: config.server.allowed_hosts.clone(),
         limits: config.server.limits.clone(),
+        metrics: None,
     };
     // Refuse a bad address/token pairing before loading anything.
     options.check()?;
+    let options = ServeOptions {
+        metrics: super::metrics::start(config).await?,
+        ..options
+    };
     let (tools, _reloader) =
         live_tools(config, reload, !args.no_reload, args.token_file.as_deref()).await?;
     let services = sluice_wiring::services_with_tools(config, tools.clone())
