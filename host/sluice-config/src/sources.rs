@@ -430,6 +430,19 @@ fn values(c: &Config, redact_url: &dyn Fn(&str) -> String) -> Vec<(String, Strin
             c.cache_max_bytes
                 .map_or("unset (the cache's default)".into(), |b| b.to_string()),
         ),
+        (
+            "telemetry.otlp_endpoint".into(),
+            unset_or(c.telemetry.otlp_endpoint.as_deref().map(redact_url)),
+        ),
+        (
+            "telemetry.capture_content".into(),
+            c.telemetry.capture_content.to_string(),
+        ),
+        ("telemetry.metrics".into(), c.telemetry.metrics.to_string()),
+        (
+            "telemetry.metrics_listen".into(),
+            unset_or(c.telemetry.metrics_listen),
+        ),
     ]);
     v
 }
