@@ -28,6 +28,7 @@
 mod metrics;
 pub mod recovery;
 mod run;
+mod spans;
 mod tools;
 
 use std::sync::Arc;

@@ -9,12 +9,14 @@ use sluice_runtime::call::observation::{DEFAULT_HINT, Observation, paging_hint, 
 use sluice_runtime::{CallOptions, CallStatus};
 use sluice_store::{Decision, StoreError, StoredMessage};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use crate::metrics::{self, Recovery};
 use crate::recovery::{
     bytes_to_free, nothing_to_shrink, pending_calls, shrink_plan, still_too_long, tool_of_call,
     transcript,
 };
+use crate::spans;
 use crate::{Agent, AgentError, Outcome, RunEvent, RunUsage};
 
 /// How a step of the run ended when it ends the run.
@@ -128,6 +130,27 @@ impl Agent {
     /// # Errors
     /// [`AgentError::Store`] when the store fails.
     pub async fn run_claimed(
+        &self,
+        claim: Claim,
+        cancel: &CancellationToken,
+        events: &(dyn Fn(RunEvent) + Send + Sync),
+    ) -> Result<Outcome, AgentError> {
+        let span = spans::invoke_agent(claim.session(), claim.run_id());
+        let result = self
+            .run_claim(claim, cancel, events)
+            .instrument(span.clone())
+            .await;
+        let status = match &result {
+            Ok(o) => o.status,
+            Err(AgentError::AwaitingApproval { .. }) => SessionStatus::AwaitingApproval,
+            Err(_) => SessionStatus::Error,
+        };
+        spans::run_ended(&span, status.as_str());
+        result
+    }
+
+    /// [`Agent::run_claimed`] inside the run's span.
+    async fn run_claim(
         &self,
         claim: Claim,
         cancel: &CancellationToken,
@@ -263,17 +286,55 @@ impl Agent {
         events: &(dyn Fn(RunEvent) + Send + Sync),
         tally: &mut Tally,
     ) -> Asked {
+        let span = spans::chat(&self.backend.name(), None);
+        self.ask_in(span, messages, tools, cancel, events, tally)
+            .await
+    }
+
+    /// [`Agent::ask`] in `span` (a `chat` span, [`spans::chat`]), which it fills in.
+    async fn ask_in(
+        &self,
+        span: tracing::Span,
+        messages: &[StoredMessage],
+        tools: &[ToolSpec],
+        cancel: &CancellationToken,
+        events: &(dyn Fn(RunEvent) + Send + Sync),
+        tally: &mut Tally,
+    ) -> Asked {
         let request = self.request(messages, tools);
         events(RunEvent::ModelRequest {
             bytes: request.json_bytes(),
         });
+        if let Some(last) = request.messages.last() {
+            spans::prompt(&span, last.role.as_str(), &last.content);
+        }
+        let asked = self
+            .send(&request, cancel, tally)
+            .instrument(span.clone())
+            .await;
+        let name = self.backend.name();
+        match &asked {
+            Asked::Reply(r) => spans::replied(&span, &name, Ok(r)),
+            Asked::Failed(e) => spans::replied(&span, &name, Err(e)),
+            Asked::Cancelled => {}
+        }
+        asked
+    }
+
+    /// Sends `request`; cancellation drops it.
+    async fn send(
+        &self,
+        request: &ModelRequest,
+        cancel: &CancellationToken,
+        tally: &mut Tally,
+    ) -> Asked {
         tokio::select! {
             biased;
             () = cancel.cancelled() => {
                 tally.requests += 1;
                 Asked::Cancelled
             }
-            reply = self.backend.complete(&request) => match reply {
+            reply = self.backend.complete(request) => match reply {
                 Ok(r) => {
                     tally.requests += r.http_requests.unwrap_or(1);
                     match r.usage {
@@ -357,7 +418,10 @@ impl Agent {
             to_bytes,
         });
         let messages = self.store.messages(id).await?;
-        let retried = self.ask(&messages, tools, cancel, events, tally).await;
+        let span = spans::chat(&self.backend.name(), Some(cuts.len()));
+        let retried = self
+            .ask_in(span, &messages, tools, cancel, events, tally)
+            .await;
         metrics::recovery(match &retried {
             Asked::Reply(_) => Recovery::Recovered,
             Asked::Cancelled => Recovery::Cancelled,
@@ -438,6 +502,9 @@ impl Agent {
                 &Message::tool(call.id.clone(), observation.text().to_string(), now()),
             )
             .await?;
+        // What the call cost in its sandbox, beside it (docs/telemetry.md#sandbox-facts).
+        let facts = observation.facts().to_json();
+        self.store.record_call(id, seq, &call.name, &facts).await?;
         // A script's program and tool calls go to the audit; the transcript keeps only its
         // observation (docs/code-mode.md#the-audit).
         if let Some(script) = observation.script() {
@@ -498,7 +565,15 @@ impl Agent {
         let options = CallOptions::new(self.settings.max_tool_result_bytes)
             .with_cancel(cancel.clone())
             .with_destructive_allowed(self.settings.auto_approve);
-        self.tools.call(&call.name, &call.arguments, &options).await
+        let span = spans::execute_tool(call);
+        spans::arguments(&span, &call.arguments);
+        let observation = self
+            .tools
+            .call(&call.name, &call.arguments, &options)
+            .instrument(span.clone())
+            .await;
+        spans::called(&span, &observation);
+        observation
     }
 
     fn denied(&self, call: &ToolCall) -> Observation {

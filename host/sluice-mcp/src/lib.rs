@@ -37,6 +37,7 @@ pub mod logs;
 mod progress;
 mod rejection;
 mod server;
+mod spans;
 pub mod stdio;
 
 pub use catalog::{MAX_RESULT_SIZE_CHARS_KEY, TOOLS_TTL_MS};

@@ -16,6 +16,7 @@ use sluice_protocol::limits;
 use sluice_runtime::call::observation::DEFAULT_HINT;
 use sluice_runtime::{CallStatus, LiveToolbox, Observation, Toolbox};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use crate::catalog::Catalog;
 use crate::progress::Ticker;
@@ -302,7 +303,17 @@ impl ServerHandler for McpServer {
             }
             _ => None,
         };
-        let observation = self.observe(&name, args, &context.ct).await;
+        let span = crate::spans::tools_call(&name, &context);
+        let observation = self
+            .observe(&name, args, &context.ct)
+            .instrument(span.clone())
+            .await;
+        if observation
+            .as_ref()
+            .is_some_and(|o| o.status() != CallStatus::Ok)
+        {
+            span.record("otel.status_code", "error");
+        }
         if let Some(ticker) = ticker {
             ticker.stop().await;
         }
