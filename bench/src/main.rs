@@ -21,7 +21,8 @@
 //! worker" of a 1 GiB log in code mode, and times a script's inner calls (code_mode.rs).
 //! Row 15 times edit → `sluice build` → `sluice call` of a `sluice new` project per language,
 //! and row 16 a cold `sluice mcp` to `initialize` and to each interpreter example's first call,
-//! with the compile times the binary logs (authoring.rs).
+//! with the compile times the binary logs (authoring.rs). Row 17 measures rows 1 and 11 with
+//! telemetry off, metrics on, traces exported to a local receiver, and both (telemetry.rs).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)] // A benchmark prints its table.
 
@@ -35,6 +36,7 @@ mod process;
 mod rows;
 mod store;
 mod streams;
+mod telemetry;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -104,6 +106,10 @@ fn main() -> anyhow::Result<()> {
     {
         return rows::page_through_child(Path::new(file), cap.parse()?);
     }
+    // Child mode for row 17: row 1's call with one telemetry mode installed.
+    if let Some(("--per-call-telemetry", rest)) = args.split_first().map(|(a, r)| (a.as_str(), r)) {
+        return telemetry::per_call_child(rest);
+    }
     let quick = args.iter().any(|a| a == "--quick");
     // `--only 1,5` measures rows 1 and 5 alone.
     let only: Option<Vec<usize>> = match args.iter().position(|a| a == "--only") {
@@ -116,9 +122,9 @@ fn main() -> anyhow::Result<()> {
                     n.trim()
                         .parse::<usize>()
                         .ok()
-                        .filter(|n| (1..=16).contains(n))
+                        .filter(|n| (1..=17).contains(n))
                         .ok_or_else(|| {
-                            anyhow::anyhow!("--only takes row numbers 1 to 16; got {n:?}")
+                            anyhow::anyhow!("--only takes row numbers 1 to 17; got {n:?}")
                         })
                 })
                 .collect::<anyhow::Result<_>>()?,
@@ -140,7 +146,7 @@ fn main() -> anyhow::Result<()> {
     };
     let mut table = Vec::new();
     type RowFn = fn(&Bench) -> anyhow::Result<Vec<Row>>;
-    let all: [(&str, RowFn); 16] = [
+    let all: [(&str, RowFn); 17] = [
         ("per-call overhead", rows::per_call),
         ("sequential paging", rows::paging),
         ("resume cost", rows::resume),
@@ -157,6 +163,7 @@ fn main() -> anyhow::Result<()> {
         ("code mode", code_mode::rows),
         ("edit to first call", authoring::edit_to_call),
         ("cold MCP start", authoring::cold_mcp),
+        ("telemetry", telemetry::rows),
     ];
     for (row, (name, f)) in (1..).zip(all) {
         if only.as_ref().is_some_and(|o| !o.contains(&row)) {

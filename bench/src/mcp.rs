@@ -11,7 +11,7 @@ use crate::process::Listening;
 use crate::{Bench, Row, micros, millis, ratio, sibling_binary, time_median};
 
 /// The root of row 1: `page.log`, a 4 KiB log.
-fn page_root(bench: &Bench) -> anyhow::Result<std::path::PathBuf> {
+pub(crate) fn page_root(bench: &Bench) -> anyhow::Result<std::path::PathBuf> {
     let root = bench.work.join("per-call");
     std::fs::create_dir_all(&root)?;
     let line = "2026-11-30T01:00:00Z INFO  worker-7 processed batch 1234 in 87 ms\n";
@@ -111,9 +111,53 @@ pub(crate) fn stdio_round_trip(bench: &Bench) -> anyhow::Result<Vec<Row>> {
 /// `read_file` on a 4 KiB page in a loop: calls per second and the p99 latency.
 pub(crate) fn http_concurrent(bench: &Bench) -> anyhow::Result<Vec<Row>> {
     let root = page_root(bench)?;
+    let measured = measure_http(
+        bench,
+        &root,
+        &mut Command::new(sibling_binary("sluice")?),
+        false,
+    )?;
+    let per_second = measured.per_second;
+    Ok(vec![Row {
+        what: format!(
+            "11. MCP Streamable HTTP, {CLIENTS} concurrent clients, read_file 4 KiB page"
+        ),
+        sluice: format!("{per_second:.0} calls/s"),
+        baseline: format!("p50 {}, p99 {}", millis(measured.p50), millis(measured.p99)),
+        ratio: "—".into(),
+        target: format!(
+            "≥ 2,000 calls/s ({})",
+            if per_second >= 2000.0 {
+                "met"
+            } else {
+                "missed"
+            }
+        ),
+    }])
+}
+
+/// The clients of row 11.
+const CLIENTS: u64 = 16;
+
+/// What row 11 measured.
+pub(crate) struct Http {
+    pub(crate) per_second: f64,
+    pub(crate) p50: Duration,
+    pub(crate) p99: Duration,
+}
+
+/// Row 11's load on `sluice` (a command to which `--root root=ROOT mcp --listen
+/// 127.0.0.1:0` is added, its environment as given); with `metrics`, checks afterwards that
+/// its `GET /metrics` counted the calls.
+pub(crate) fn measure_http(
+    bench: &Bench,
+    root: &std::path::Path,
+    sluice: &mut Command,
+    metrics: bool,
+) -> anyhow::Result<Http> {
     // Killed when dropped, after the clients are done.
     let server = Listening::start(
-        Command::new(sibling_binary("sluice")?)
+        sluice
             .args([
                 "--root",
                 &format!("root={}", root.display()),
@@ -125,7 +169,6 @@ pub(crate) fn http_concurrent(bench: &Bench) -> anyhow::Result<Vec<Row>> {
     )?;
     // It prints the endpoint itself (`http://ADDR/mcp`).
     let url = server.base.clone();
-    let clients = 16;
     let duration = if bench.quick {
         Duration::from_secs(3)
     } else {
@@ -137,7 +180,7 @@ pub(crate) fn http_concurrent(bench: &Bench) -> anyhow::Result<Vec<Row>> {
         .build()?;
     let latencies = runtime.block_on(async {
         let http = reqwest::Client::new();
-        let url = Arc::new(url);
+        let url = Arc::new(url.clone());
         let post = |http: reqwest::Client, url: Arc<String>, id: u64| async move {
             let r = http
                 .post(url.as_str())
@@ -157,7 +200,7 @@ pub(crate) fn http_concurrent(bench: &Bench) -> anyhow::Result<Vec<Row>> {
         }
         let end = Instant::now() + duration;
         let mut tasks = Vec::new();
-        for c in 0..clients {
+        for c in 0..CLIENTS {
             let (http, url) = (http.clone(), url.clone());
             tasks.push(tokio::spawn(async move {
                 let mut times = Vec::new();
@@ -177,26 +220,31 @@ pub(crate) fn http_concurrent(bench: &Bench) -> anyhow::Result<Vec<Row>> {
         }
         anyhow::Ok(all)
     })?;
+    if metrics {
+        let text = runtime.block_on(async {
+            reqwest::get(format!("{}/metrics", url.trim_end_matches("/mcp")))
+                .await?
+                .text()
+                .await
+        })?;
+        let counted = text
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("sluice_tool_calls_total{tool=\"read_file\",status=\"ok\"} ")
+            })
+            .and_then(|n| n.parse::<usize>().ok());
+        anyhow::ensure!(
+            counted == Some(latencies.len() + 50),
+            "GET /metrics counted {counted:?} read_file calls, not {}",
+            latencies.len() + 50
+        );
+    }
     drop(server);
     let mut latencies = latencies;
     latencies.sort();
-    let per_second = latencies.len() as f64 / duration.as_secs_f64();
-    let p99 = latencies[(latencies.len() * 99 / 100).min(latencies.len() - 1)];
-    let p50 = latencies[latencies.len() / 2];
-    Ok(vec![Row {
-        what: format!(
-            "11. MCP Streamable HTTP, {clients} concurrent clients, read_file 4 KiB page"
-        ),
-        sluice: format!("{per_second:.0} calls/s"),
-        baseline: format!("p50 {}, p99 {}", millis(p50), millis(p99)),
-        ratio: "—".into(),
-        target: format!(
-            "≥ 2,000 calls/s ({})",
-            if per_second >= 2000.0 {
-                "met"
-            } else {
-                "missed"
-            }
-        ),
-    }])
+    Ok(Http {
+        per_second: latencies.len() as f64 / duration.as_secs_f64(),
+        p50: latencies[latencies.len() / 2],
+        p99: latencies[(latencies.len() * 99 / 100).min(latencies.len() - 1)],
+    })
 }
