@@ -76,22 +76,23 @@ pub(crate) fn report(tool: Option<&str>, observation: &Observation, elapsed: Dur
     let bytes = observation.text().len();
     let full = observation.full_bytes();
     let name = tool.unwrap_or("unknown");
+    // Numbers as i64: tracing-opentelemetry exports a u64 as text.
     let span = tracing::Span::current();
-    span.record("sluice.observation.bytes", bytes as u64);
+    span.record("sluice.observation.bytes", bytes as i64);
     span.record("sluice.observation.status", status);
     span.record("sluice.observation.paged", observation.paged());
     if observation.truncated() {
-        span.record("sluice.observation.cut_from", full as u64);
+        span.record("sluice.observation.cut_from", full as i64);
     }
     if observation.status() != CallStatus::Ok {
         span.record("error.type", status);
     }
     span.record("sluice.guest.time_ms", facts.guest_us as f64 / 1000.0);
     span.record("sluice.queue.wait_ms", facts.queue_wait_us as f64 / 1000.0);
-    span.record("sluice.memory.peak_bytes", facts.peak_memory_bytes);
-    span.record("sluice.descriptors", u64::from(facts.peak_descriptors));
-    span.record("sluice.http.requests", u64::from(facts.http_requests));
-    span.record("sluice.http.denied", u64::from(facts.http_denied));
+    span.record("sluice.memory.peak_bytes", facts.peak_memory_bytes as i64);
+    span.record("sluice.descriptors", i64::from(facts.peak_descriptors));
+    span.record("sluice.http.requests", i64::from(facts.http_requests));
+    span.record("sluice.http.denied", i64::from(facts.http_denied));
     if !facts.digest.is_empty() {
         span.record("sluice.component.digest", facts.digest.as_str());
     }

@@ -221,14 +221,25 @@ fn a_run_exports_one_tree_without_content() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let bytes = reported_bytes(&stderr, "read_file");
     assert_eq!(bytes.len(), 1, "{stderr}");
-    // Recorded by the runtime (`call_with`): checked when it records them.
-    // The runtime records a `u64`, which tracing-opentelemetry exports as text (an `i64`
-    // would be an integer): the value is checked exactly, whichever.
-    let recorded = attr(read, "sluice.observation.bytes");
-    let recorded = recorded
-        .as_u64()
-        .or_else(|| recorded.as_str()?.parse().ok());
-    assert_eq!(recorded, Some(bytes[0]), "{read:#}");
+    // Recorded by the runtime (`call_with`, its sandbox facts), as integers.
+    assert_eq!(
+        attr(read, "sluice.observation.bytes").as_u64(),
+        Some(bytes[0]),
+        "{read:#}"
+    );
+    assert_eq!(attr(read, "sluice.observation.paged"), false);
+    assert_eq!(attr(read, "sluice.descriptors"), 1);
+    assert_eq!(attr(read, "sluice.http.requests"), 0);
+    assert_eq!(attr(read, "sluice.http.denied"), 0);
+    let peak = attr(read, "sluice.memory.peak_bytes").as_u64().unwrap();
+    assert!(peak > 0 && peak % 65_536 == 0, "{read:#}");
+    assert!(attr(read, "sluice.guest.time_ms").as_f64().unwrap() > 0.0);
+    let digest = attr(read, "sluice.component.digest");
+    assert_eq!(
+        digest.as_str().unwrap().len(),
+        "sha256:".len() + 64,
+        "{read:#}"
+    );
     assert_eq!(attr(read, "sluice.observation.status"), "ok");
     // Nothing of the prompt or the file left the process.
     let all = serde_json::to_string(&spans).unwrap();
