@@ -52,6 +52,7 @@ mod openapi;
 pub mod reload;
 mod request;
 mod runs;
+mod spans;
 mod state;
 mod wait;
 

@@ -15,6 +15,7 @@ use sluice_protocol::ToolCall;
 use sluice_store::{Decision, RunEnd as StoreRunEnd, Store, StoreError, Topic};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument as _;
 
 use crate::Services;
 use crate::error::ApiError;
@@ -217,9 +218,10 @@ impl AppState {
         let run = self.0.runs.begin(id, claim.run_id());
         let state = self.clone();
         let task_run = run.clone();
+        // The run continues the trace of the request that started it (its span is current).
         self.0
             .tasks
-            .spawn(async move { state.drive(task_run, agent, claim).await });
+            .spawn(async move { state.drive(task_run, agent, claim).await }.in_current_span());
         if self.0.shutdown.is_cancelled() {
             run.cancel.cancel();
         }
@@ -239,14 +241,17 @@ impl AppState {
         let run_id = run.id.clone();
         // Its own task, so that a panic in the loop ends this run with an error instead of
         // leaving the session running for ever.
-        let loop_task = tokio::spawn(async move {
-            let events = move |e: sluice_agent::RunEvent| {
-                if let Some((kind, fields)) = event_fields(&e) {
-                    store.push_event(&run_id, &kind, fields);
-                }
-            };
-            agent.run_claimed(claim, &cancel, &events).await
-        });
+        let loop_task = tokio::spawn(
+            async move {
+                let events = move |e: sluice_agent::RunEvent| {
+                    if let Some((kind, fields)) = event_fields(&e) {
+                        store.push_event(&run_id, &kind, fields);
+                    }
+                };
+                agent.run_claimed(claim, &cancel, &events).await
+            }
+            .in_current_span(),
+        );
         let end = match loop_task.await {
             Ok(result) => RunEnd::from_result(result),
             Err(e) => {

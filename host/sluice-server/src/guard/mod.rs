@@ -117,9 +117,11 @@ impl Guard {
     }
 
     /// `router` behind this guard: every request to it (its fallback included) passes the
-    /// checks first.
+    /// checks first, inside the request's span ([`crate::spans`]).
     pub fn wrap<S: Clone + Send + Sync + 'static>(&self, router: Router<S>) -> Router<S> {
-        router.layer(from_fn_with_state(self.clone(), middleware))
+        router
+            .layer(from_fn_with_state(self.clone(), middleware))
+            .layer(axum::middleware::from_fn(crate::spans::traced))
     }
 
     /// Checks the request line and headers of a request; a [`Refusal`] is the answer to

@@ -400,3 +400,97 @@ fn json_log_lines_carry_the_span_fields() {
             .starts_with("s-")
     );
 }
+
+/// `sluice serve` continues the trace of an API caller: the request's span
+/// (`POST /sessions/{id}/prompts`) is a child of the caller's `traceparent`, and the run it
+/// starts (`invoke_agent`, its `chat` and `execute_tool` spans) is in the same trace, under
+/// it; a request the guard refuses is traced with its status.
+#[test]
+fn an_api_callers_traceparent_is_the_parent_of_the_request_and_its_run() {
+    let dir = workdir();
+    let Some(receiver) = Receiver::start(dir.path()) else {
+        return;
+    };
+    let token = "telemetry-test-token";
+    std::fs::write(dir.path().join("token"), token).unwrap();
+    let mut server = sluice(&receiver, dir.path())
+        .args(["--root", "logs", "--store", "sessions.db", "serve"])
+        .args(["--listen", "127.0.0.1:0", "--token-file", "token"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let server = Killed(server);
+    let addr = loop {
+        let line = lines.next().expect("the server prints its address").unwrap();
+        if let Some(rest) = line.strip_prefix("sluice: serving the operator API on http://") {
+            break rest.split(['/', ' ']).next().unwrap().to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    let http = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(120))
+        .build()
+        .unwrap();
+    let trace_id = "0af7651916cd43dd8448eb211c80319c";
+    let parent_id = "b7ad6b7169203331";
+    let traceparent = format!("00-{trace_id}-{parent_id}-01");
+    let session: Value = http
+        .post(format!("http://{addr}/sessions"))
+        .bearer_auth(token)
+        .json(&serde_json::json!({}))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let id = session["id"].as_str().unwrap();
+    let ended: Value = http
+        .post(format!("http://{addr}/sessions/{id}/prompts?wait=true"))
+        .bearer_auth(token)
+        .header("traceparent", &traceparent)
+        .json(&serde_json::json!({"prompt": "what failed in app.log?"}))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(ended["status"], "completed", "{ended}");
+    let refused = http
+        .get(format!("http://{addr}/sessions"))
+        .header("traceparent", &traceparent)
+        .send()
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    let spans = receiver.wait_for(|s| {
+        s["name"] == "invoke_agent"
+            && s["trace_id"] == trace_id
+            && attr(s, "sluice.run.status") == "completed"
+    });
+    let spans = receiver.wait_for(|s| s["name"] == "GET /sessions" && s["trace_id"] == trace_id);
+    drop(server);
+    let prompt = named(&spans, "POST /sessions/{id}/prompts");
+    assert_eq!(prompt.len(), 1, "{spans:#?}");
+    let prompt = prompt[0];
+    assert_eq!(prompt["trace_id"], trace_id);
+    assert_eq!(prompt["parent_span_id"], parent_id);
+    assert_eq!(prompt["kind"], "SPAN_KIND_SERVER");
+    assert_eq!(attr(prompt, "http.request.method"), "POST");
+    assert_eq!(attr(prompt, "http.route"), "/sessions/{id}/prompts");
+    assert_eq!(attr(prompt, "http.response.status_code"), 200);
+    let agent = named(&spans, "invoke_agent");
+    assert_eq!(agent.len(), 1, "{spans:#?}");
+    assert_eq!(agent[0]["trace_id"], trace_id);
+    assert_eq!(agent[0]["parent_span_id"], prompt["span_id"]);
+    let reads = named(&spans, "execute_tool read_file");
+    assert_eq!(reads[0]["trace_id"], trace_id);
+    assert_eq!(reads[0]["parent_span_id"], agent[0]["span_id"]);
+    // The session was created without a traceparent: a trace of its own.
+    let created = named(&spans, "POST /sessions");
+    assert_eq!(created.len(), 1);
+    assert_ne!(created[0]["trace_id"], trace_id);
+    let refused = named(&spans, "GET /sessions");
+    assert_eq!(refused.len(), 1);
+    assert_eq!(attr(refused[0], "http.response.status_code"), 401);
+    assert_eq!(refused[0]["parent_span_id"], parent_id);
+}
