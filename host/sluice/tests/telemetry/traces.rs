@@ -232,7 +232,7 @@ fn a_run_exports_one_tree_without_content() {
     assert_eq!(attr(read, "sluice.http.requests"), 0);
     assert_eq!(attr(read, "sluice.http.denied"), 0);
     let peak = attr(read, "sluice.memory.peak_bytes").as_u64().unwrap();
-    assert!(peak > 0 && peak % 65_536 == 0, "{read:#}");
+    assert!(peak > 0 && peak.is_multiple_of(65_536), "{read:#}");
     assert!(attr(read, "sluice.guest.time_ms").as_f64().unwrap() > 0.0);
     let digest = attr(read, "sluice.component.digest");
     assert_eq!(
@@ -424,7 +424,10 @@ fn an_api_callers_traceparent_is_the_parent_of_the_request_and_its_run() {
     let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
     let server = Killed(server);
     let addr = loop {
-        let line = lines.next().expect("the server prints its address").unwrap();
+        let line = lines
+            .next()
+            .expect("the server prints its address")
+            .unwrap();
         if let Some(rest) = line.strip_prefix("sluice: serving the operator API on http://") {
             break rest.split(['/', ' ']).next().unwrap().to_string();
         }
@@ -462,7 +465,7 @@ fn an_api_callers_traceparent_is_the_parent_of_the_request_and_its_run() {
         .send()
         .unwrap();
     assert_eq!(refused.status(), 401);
-    let spans = receiver.wait_for(|s| {
+    receiver.wait_for(|s| {
         s["name"] == "invoke_agent"
             && s["trace_id"] == trace_id
             && attr(s, "sluice.run.status") == "completed"
