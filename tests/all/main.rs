@@ -11,6 +11,7 @@
 
 mod agent_cases; // The reference scenario (1 MB log, 300 KB / 45 KB windows) and cases C5–C6.
 mod agent_loop; // Rows P1–P11: the agent loop with a replay model, caps, recovery, cancel, approvals.
+mod agent_metrics; // The loop's metrics: runs, model requests, context-window rejections and recoveries, busy refusals.
 mod bad_input; // Wrong types, bounds, unknown and missing arguments, bad JSON, unknown tools.
 mod baseline; // A server's cold start: Winch's code first, under the same limits; Cranelift's swapped in and cached.
 mod call_facts; // What a call cost in its sandbox: outcome, time, memory, descriptors, HTTP, digest.
