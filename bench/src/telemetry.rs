@@ -20,7 +20,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use sluice_runtime::{ComponentSpec, EngineOptions, ToolEngine, ToolPolicy, Toolbox};
-use tracing::field::Empty;
 
 use crate::{Bench, Row, median, micros, sibling_binary};
 
@@ -208,7 +207,7 @@ pub(crate) fn per_call_child(args: &[String]) -> anyhow::Result<()> {
 /// The agent loop's span of one call (`sluice_agent`'s `execute_tool`), with the fields the
 /// runtime records after it.
 fn execute_tool_span(id: usize) -> tracing::Span {
-    tracing::info_span!(
+    sluice_runtime::tool_call_span!(
         "execute_tool",
         otel.name = "execute_tool read_file",
         otel.kind = "internal",
@@ -216,19 +215,6 @@ fn execute_tool_span(id: usize) -> tracing::Span {
         gen_ai.tool.name = "read_file",
         gen_ai.tool.call.id = format!("call_{id}"),
         gen_ai.tool.type = "function",
-        otel.status_code = Empty,
-        error.type = Empty,
-        sluice.observation.bytes = Empty,
-        sluice.observation.status = Empty,
-        sluice.observation.paged = Empty,
-        sluice.observation.cut_from = Empty,
-        sluice.guest.time_ms = Empty,
-        sluice.queue.wait_ms = Empty,
-        sluice.memory.peak_bytes = Empty,
-        sluice.descriptors = Empty,
-        sluice.http.requests = Empty,
-        sluice.http.denied = Empty,
-        sluice.component.digest = Empty,
     )
 }
 

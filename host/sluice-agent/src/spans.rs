@@ -128,7 +128,7 @@ pub(crate) fn prompt(span: &Span, role: &str, text: &str) {
 /// The span of one tool call of the loop. The runtime records its `sluice.*` fields (and
 /// `error.type`) on it as the call ends.
 pub(crate) fn execute_tool(call: &ToolCall) -> Span {
-    tracing::info_span!(
+    sluice_runtime::tool_call_span!(
         "execute_tool",
         otel.name = format!("execute_tool {}", call.name),
         otel.kind = "internal",
@@ -136,19 +136,6 @@ pub(crate) fn execute_tool(call: &ToolCall) -> Span {
         gen_ai.tool.name = call.name.as_str(),
         gen_ai.tool.call.id = call.id.as_str(),
         gen_ai.tool.type = "function",
-        otel.status_code = Empty,
-        error.type = Empty,
-        sluice.observation.bytes = Empty,
-        sluice.observation.status = Empty,
-        sluice.observation.paged = Empty,
-        sluice.observation.cut_from = Empty,
-        sluice.guest.time_ms = Empty,
-        sluice.queue.wait_ms = Empty,
-        sluice.memory.peak_bytes = Empty,
-        sluice.descriptors = Empty,
-        sluice.http.requests = Empty,
-        sluice.http.denied = Empty,
-        sluice.component.digest = Empty,
     )
 }
 

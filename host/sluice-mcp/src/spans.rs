@@ -23,7 +23,7 @@ pub(crate) fn tools_call(name: &str, context: &RequestContext<RoleServer>) -> Sp
             .and_then(|v| v.to_str().ok())
             .map(str::to_string)
     };
-    let span = tracing::info_span!(
+    let span = sluice_runtime::tool_call_span!(
         "tools/call",
         otel.name = format!("tools/call {name}"),
         otel.kind = "server",
@@ -32,19 +32,6 @@ pub(crate) fn tools_call(name: &str, context: &RequestContext<RoleServer>) -> Sp
         mcp.session.id = Empty,
         gen_ai.operation.name = "execute_tool",
         gen_ai.tool.name = name,
-        otel.status_code = Empty,
-        error.type = Empty,
-        sluice.observation.bytes = Empty,
-        sluice.observation.status = Empty,
-        sluice.observation.paged = Empty,
-        sluice.observation.cut_from = Empty,
-        sluice.guest.time_ms = Empty,
-        sluice.queue.wait_ms = Empty,
-        sluice.memory.peak_bytes = Empty,
-        sluice.descriptors = Empty,
-        sluice.http.requests = Empty,
-        sluice.http.denied = Empty,
-        sluice.component.digest = Empty,
     );
     if let Some(session) = header("mcp-session-id") {
         span.record("mcp.session.id", session.as_str());

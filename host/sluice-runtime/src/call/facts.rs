@@ -133,3 +133,33 @@ pub(crate) fn report(tool: Option<&str>, observation: &Observation, elapsed: Dur
             .increment((full - bytes) as u64);
     }
 }
+
+/// A span (at `INFO`) of one tool call named `$name`, with the caller's fields (each followed
+/// by a comma) and every field [`report`] records on it when the call ends, `Empty` until
+/// then: the one list of a tool call's span fields (`otel.status_code`, `error.type`,
+/// `sluice.observation.*`, `sluice.guest.time_ms`, `sluice.queue.wait_ms`,
+/// `sluice.memory.peak_bytes`, `sluice.descriptors`, `sluice.http.*`,
+/// `sluice.component.digest`; docs/telemetry.md#sandbox-facts). The agent loop's
+/// `execute_tool` and MCP's `tools/call` are made with it.
+#[macro_export]
+macro_rules! tool_call_span {
+    ($name:expr, $($fields:tt)*) => {
+        ::tracing::info_span!(
+            $name,
+            $($fields)*
+            otel.status_code = ::tracing::field::Empty,
+            error.type = ::tracing::field::Empty,
+            sluice.observation.bytes = ::tracing::field::Empty,
+            sluice.observation.status = ::tracing::field::Empty,
+            sluice.observation.paged = ::tracing::field::Empty,
+            sluice.observation.cut_from = ::tracing::field::Empty,
+            sluice.guest.time_ms = ::tracing::field::Empty,
+            sluice.queue.wait_ms = ::tracing::field::Empty,
+            sluice.memory.peak_bytes = ::tracing::field::Empty,
+            sluice.descriptors = ::tracing::field::Empty,
+            sluice.http.requests = ::tracing::field::Empty,
+            sluice.http.denied = ::tracing::field::Empty,
+            sluice.component.digest = ::tracing::field::Empty,
+        )
+    };
+}
