@@ -372,6 +372,21 @@ fn metrics_behind_the_guard_need_the_token() {
     assert_eq!(content_type, CONTENT_TYPE);
 }
 
+/// `sluice mcp --listen` serves `/metrics` beside `/mcp`, behind the same guard.
+#[test]
+fn mcp_listen_serves_metrics_behind_its_guard() {
+    let setup = Setup::new("metrics = true");
+    let token = setup.dir.path().join("token").display().to_string();
+    let (_mcp, mut stderr, _stdin) =
+        setup.spawn(&["mcp", "--listen", "127.0.0.1:0", "--token-file", &token]);
+    let addr = address_after(&mut stderr, "sluice: serving MCP on http://");
+    let (status, _, body) = get_metrics(&addr, Some("not-the-token"));
+    assert_eq!(status, 401, "{body}");
+    let (status, content_type, body) = get_metrics(&addr, Some(TOKEN));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(content_type, CONTENT_TYPE);
+}
+
 /// Without `telemetry.metrics` there is no `/metrics`.
 #[test]
 fn without_telemetry_metrics_there_is_no_route() {
