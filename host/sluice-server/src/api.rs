@@ -9,6 +9,7 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use sluice_store::Decision;
+use sluice_wiring::report::ToolCatalog;
 
 use crate::error::ApiError;
 use crate::events::{self, Follow};
@@ -18,8 +19,8 @@ use crate::state::AppState;
 
 /// The router over `state`: every route of [`crate::ROUTES`], JSON 404 and 405 answers.
 /// [`crate::Server::router`] puts it behind the guard; `mcp` says whether it serves
-/// [`crate::MCP_ROUTES`] beside it (for `/openapi.json`).
-pub(crate) fn router(state: AppState, mcp: bool) -> Router {
+/// [`crate::MCP_ROUTES`] beside it (for `/openapi.json`); `GET /tools` answers from `tools`.
+pub(crate) fn router(state: AppState, mcp: bool, tools: ToolCatalog) -> Router {
     let document = axum::Json(crate::openapi::document(mcp));
     Router::new()
         .route("/healthz", get(healthz))
@@ -36,6 +37,10 @@ pub(crate) fn router(state: AppState, mcp: bool) -> Router {
         .route("/sessions/{id}/approvals", get(list_approvals))
         .route("/sessions/{id}/approvals/{call_id}", post(decide))
         .route("/sessions/{id}/audit", get(audit))
+        .route(
+            "/tools",
+            get(move || std::future::ready(list_tools(&tools))),
+        )
         .route("/agent/config", get(get_config).put(put_config))
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
@@ -305,6 +310,11 @@ async fn decide(
 async fn audit(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
     state.store().session(&id).await?;
     ok(json!({"session": id, "audit": state.store().audit(&id).await?}))
+}
+
+/// `{"tools": [ToolReport…]}`: the tools being served now, as `sluice doctor` lists them.
+fn list_tools(tools: &ToolCatalog) -> Response {
+    axum::Json(json!({"tools": *tools.get()})).into_response()
 }
 
 async fn get_config(State(state): State<AppState>) -> ApiResult {

@@ -86,6 +86,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/sessions/{id}/approvals"),
     ("POST", "/sessions/{id}/approvals/{call_id}"),
     ("GET", "/sessions/{id}/audit"),
+    ("GET", "/tools"),
     ("GET", "/agent/config"),
     ("PUT", "/agent/config"),
 ];
@@ -244,6 +245,7 @@ pub struct Server {
     options: ServeOptions,
     guard: Guard,
     mcp: Option<sluice_mcp::McpServer>,
+    tools: sluice_wiring::report::ToolCatalog,
 }
 
 impl Server {
@@ -263,6 +265,7 @@ impl Server {
             options,
             guard,
             mcp: None,
+            tools: sluice_wiring::report::ToolCatalog::default(),
         })
     }
 
@@ -273,10 +276,18 @@ impl Server {
         self
     }
 
+    /// Answers `GET /tools` from `catalog`: the tools' reports
+    /// ([`Loaded::report`](sluice_wiring::Loaded::report)), set anew by each live reload
+    /// that swaps the tools ([`reload::Served::catalog`]). Without it the list is empty.
+    pub fn with_tool_catalog(mut self, catalog: sluice_wiring::report::ToolCatalog) -> Server {
+        self.tools = catalog;
+        self
+    }
+
     /// The routes behind the guard, for serving some other way (or testing without a
     /// socket).
     pub fn router(&self) -> axum::Router {
-        let api = api::router(self.state.clone(), self.mcp.is_some());
+        let api = api::router(self.state.clone(), self.mcp.is_some(), self.tools.clone());
         let api = match &self.mcp {
             Some(server) => api.merge(sluice_mcp::http::router(
                 server.clone(),

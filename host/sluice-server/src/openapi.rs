@@ -60,6 +60,36 @@ fn agent_config() -> Value {
     json!({"type": "object", "additionalProperties": false, "properties": properties})
 }
 
+/// One tool, as `sluice_wiring::report::ToolReport` serializes it.
+fn tool_report() -> Value {
+    let strings = json!({"type": "array", "items": {"type": "string"}});
+    json!({"type": "object", "required": ["name", "source", "component", "digest", "signature", "grants", "limits", "annotations", "available", "reason"], "properties": {
+        "name": {"type": "string", "description": "The tool's name as the model calls it; for a component that did not load, its configured name."},
+        "source": {"enum": ["built-in", "file", "oci"]},
+        "component": {"type": "string", "description": "The built-in's name, the file's path, or the `oci://` reference as configured."},
+        "digest": {"type": ["string", "null"], "pattern": "^sha256:[0-9a-f]{64}$", "description": "The component's bytes' sha256 (for `oci://`, the manifest digest); null when it did not load."},
+        "signature": {"type": "string", "description": "`built-in`, `none` (a file), `not checked` (`oci://` without `verify.key`), or `verified with KEY`."},
+        "grants": {"type": "object", "properties": {
+            "read": {"allOf": [strings.clone()], "description": "Roots it may read, as `NAME=DIR`."},
+            "write": {"allOf": [strings.clone()], "description": "Roots it may write, as `NAME=DIR`."},
+            "http": {"allOf": [strings.clone()], "description": "Hosts its HTTP requests may go to; empty: none."},
+            "httpMethods": {"allOf": [strings], "description": "The HTTP methods allowed; empty: any."},
+            "toolCalls": {"type": "boolean", "description": "Whether it may call the other tools."}
+        }},
+        "limits": {"type": "object", "properties": {
+            "memoryMib": {"type": "integer", "description": "Linear memory, in MiB."},
+            "timeoutMs": {"type": "integer", "description": "Wall-clock time of one call, in ms."},
+            "httpMaxResponseBytes": {"type": "integer", "description": "The most body bytes of one HTTP response."}
+        }},
+        "annotations": {"type": "object", "properties": {
+            "destructive": {"type": "boolean", "description": "Calls wait for approval."},
+            "readOnly": {"type": "boolean"}, "openWorld": {"type": "boolean"}
+        }},
+        "available": {"type": "boolean"},
+        "reason": {"type": ["string", "null"], "description": "Why it did not load; null when it did."}
+    }})
+}
+
 /// The document, with the guard's answers ([`crate::guard`]) on every operation.
 ///
 /// With `mcp`, also `POST /mcp` ([`crate::MCP_ROUTES`]), which [`crate::Server::with_mcp`]
@@ -239,6 +269,14 @@ fn routes() -> Value {
                     "401": unauthorized, "404": not_found
                 }
             }},
+            "/tools": {"get": {
+                "summary": "The tools being served, as `sluice doctor` lists them",
+                "description": "Every tool offered (in the order the model sees them), then every configured component that did not load (`available: false`, with `reason`). A live reload that swaps the tools swaps this list with them; a reload that fails changes neither.",
+                "responses": {
+                    "200": json_response("The tools.", json!({"type": "object", "required": ["tools"], "properties": {"tools": {"type": "array", "items": schema("ToolReport")}}})),
+                    "401": unauthorized
+                }
+            }},
             "/agent/config": {
                 "get": {
                     "summary": "The run-time configuration",
@@ -298,6 +336,7 @@ fn routes() -> Value {
                     "sessionId": {"type": "string"}, "seq": {"type": "integer"}, "changedAt": {"type": "string", "format": "date-time"},
                     "reason": {"type": "string"}, "original": {"type": "string"}, "replacement": {"type": "string"}
                 }},
+                "ToolReport": tool_report(),
                 "AgentConfig": agent_config(),
                 "AgentConfigChange": {"allOf": [schema("AgentConfig")], "description": "Any subset of the run-time keys (also accepted with the `agent.` prefix of sluice.toml)."}
             }

@@ -12,8 +12,9 @@
 //! resolves the configuration again and loads a whole new
 //! [`Toolbox`](sluice_runtime::Toolbox) through the same [`ToolLoader`] as at start (the
 //! same engine, the same fetch and verification of `oci://` components, the same compile
-//! and import checks), then swaps it in atomically ([`LiveToolbox::replace`]). Calls in
-//! flight keep the toolbox they started with.
+//! and import checks), then swaps it in atomically ([`LiveToolbox::replace`]), after setting
+//! the new report in [`Served::catalog`] (what `GET /tools` lists). Calls in flight keep
+//! the toolbox they started with.
 //!
 //! A replacement that fails any check changes nothing: the current tools stay, and the
 //! reason is logged once (at `warn`; the same reason again, after a later change, only at
@@ -42,6 +43,7 @@ use sluice_config::{Config, Overrides, ToolSource};
 use sluice_runtime::LiveToolbox;
 use tokio::sync::mpsc;
 
+use sluice_wiring::report::ToolCatalog;
 use sluice_wiring::{Loaded, ToolLoader, WiringError};
 
 /// How long the watched files must stay unchanged before a burst of changes is reloaded
@@ -258,14 +260,19 @@ pub struct Served {
     pub fingerprint: Vec<(String, String, sluice_runtime::ToolPolicy)>,
     /// [`Loaded::available`].
     pub available: BTreeSet<String>,
+    /// [`Loaded::report`], shared with whoever shows it (`GET /tools`:
+    /// [`Server::with_tool_catalog`](crate::Server::with_tool_catalog)). A reload that swaps
+    /// the toolbox sets the new report first; one that fails leaves it as it was.
+    pub catalog: ToolCatalog,
 }
 
 impl Served {
-    /// What `loaded` serves.
+    /// What `loaded` serves, with a new catalog of its report.
     pub fn of(loaded: &Loaded) -> Served {
         Served {
             fingerprint: loaded.fingerprint.clone(),
             available: loaded.available.clone(),
+            catalog: ToolCatalog::new(loaded.report.clone()),
         }
     }
 }
@@ -392,6 +399,10 @@ impl State {
             return Err(lost.join("; "));
         }
         if loaded.fingerprint == self.served.fingerprint {
+            // The same tools; what is said of the components that did not load may differ.
+            if *self.served.catalog.get() != loaded.report {
+                self.served.catalog.set(loaded.report);
+            }
             return Ok(None);
         }
         let before: BTreeSet<String> = self
@@ -415,9 +426,12 @@ impl State {
                 .collect::<Vec<_>>()
                 .join(", "),
         );
-        let served = Served::of(&loaded);
+        // The report first, then the tools: once the new tools answer calls, `GET /tools`
+        // lists them.
+        self.served.catalog.set(loaded.report);
         let revision = self.live.replace(loaded.toolbox);
-        self.served = served;
+        self.served.fingerprint = loaded.fingerprint;
+        self.served.available = loaded.available;
         self.relevant = Relevant::of(&config, self.options.config_file.as_deref());
         Ok(Some((revision, summary)))
     }

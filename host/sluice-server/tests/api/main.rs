@@ -12,7 +12,8 @@ mod config; // GET/PUT /agent/config: row P13 (docs/regressions.md#p13), unknown
 mod guard; // Host, Origin and Content-Type: 403 and 415 before any route runs (issue 12 item 5).
 mod listen; // The listener's limits over raw TCP: stalled heads, connection bounds.
 mod runs; // Runs: a full run, events, cancellation, 409, 413, 50 concurrent sessions.
-mod streams; // Event streams: at most server.max_event_streams open, 429 beyond; closed ones give back what they held.
+mod streams;
+mod tools; // GET /tools: the built-ins' reports, 401 without the token, the list after a live reload. // Event streams: at most server.max_event_streams open, 429 beyond; closed ones give back what they held.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -23,6 +24,7 @@ use sluice_backends::{Backend, ReplayModel, ScriptedModel};
 use sluice_runtime::{ComponentSpec, EngineOptions, Source, ToolEngine, ToolPolicy, Toolbox};
 use sluice_server::{ServeOptions, Server, ServerError, Services};
 use sluice_store::SqliteStore;
+use sluice_wiring::report::ToolCatalog;
 use tokio::sync::oneshot;
 
 /// One engine per test process, caching compiled components where the other test binaries
@@ -73,6 +75,9 @@ struct Setup {
     max_body_bytes: usize,
     allowed_hosts: Vec<String>,
     limits: sluice_server::ServerLimits,
+    /// Tools loaded from a configuration and their reports (`GET /tools`), in place of the
+    /// built-ins over the test's root (and an empty `GET /tools`).
+    loaded: Option<(Arc<dyn sluice_agent::Tools>, ToolCatalog)>,
 }
 
 impl Default for Setup {
@@ -84,6 +89,7 @@ impl Default for Setup {
             max_body_bytes: sluice_server::DEFAULT_MAX_BODY_BYTES,
             allowed_hosts: Vec::new(),
             limits: sluice_server::ServerLimits::default(),
+            loaded: None,
         }
     }
 }
@@ -119,7 +125,10 @@ fn services(dir: &Path, root: &Path, setup: &Setup) -> Services {
     Services {
         store: Arc::new(SqliteStore::open(&dir.join("sessions.db")).unwrap()),
         backend: setup.backend.clone(),
-        tools: toolbox(root, setup.destructive),
+        tools: match &setup.loaded {
+            Some((tools, _)) => tools.clone(),
+            None => toolbox(root, setup.destructive),
+        },
         settings: Settings::default(),
     }
 }
@@ -138,7 +147,10 @@ impl TestServer {
         let root = make_root(dir.path());
         let services = services(dir.path(), &root, &setup);
         let store = services.store.clone();
-        let server = Server::new(services, options).unwrap();
+        let mut server = Server::new(services, options).unwrap();
+        if let Some((_, catalog)) = &setup.loaded {
+            server = server.with_tool_catalog(catalog.clone());
+        }
         let bound = server.bind().await.unwrap();
         let base = format!("http://{}", bound.local_addr());
         let (stop, stopped) = oneshot::channel::<()>();

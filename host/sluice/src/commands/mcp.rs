@@ -35,7 +35,7 @@ pub(crate) async fn run(
     // Over stdio only `telemetry.metrics_listen` serves them.
     let metrics = super::metrics::start(config).await?;
     let options = options.map(|o| ServeOptions { metrics, ..o });
-    let (toolbox, _reloader) =
+    let (toolbox, _catalog, _reloader) =
         super::serve::live_tools(config, reload, !args.no_reload, args.token_file.as_deref())
             .await?;
     let server = sluice_server::mcp::mcp_server(config, toolbox);

@@ -9,6 +9,7 @@ use sluice_runtime::LiveToolbox;
 use sluice_server::reload::{self, ReloadOptions, Reloader};
 use sluice_server::{ServeOptions, Server, token_from};
 use sluice_wiring::ToolLoader;
+use sluice_wiring::report::ToolCatalog;
 
 use crate::cli::ServeArgs;
 
@@ -37,13 +38,17 @@ pub(crate) async fn run(
         metrics: super::metrics::start(config).await?,
         ..options
     };
-    let (tools, _reloader) =
+    let (tools, catalog, _reloader) =
         live_tools(config, reload, !args.no_reload, args.token_file.as_deref()).await?;
     let services = sluice_wiring::services_with_tools(config, tools.clone())
         .await
         .context("failed to set up the agent")?;
     let mcp = sluice_server::mcp::mcp_server(config, tools);
-    let bound = Server::new(services, options)?.with_mcp(mcp).bind().await?;
+    let bound = Server::new(services, options)?
+        .with_mcp(mcp)
+        .with_tool_catalog(catalog)
+        .bind()
+        .await?;
     #[allow(clippy::print_stderr)]
     {
         eprintln!(
@@ -64,13 +69,14 @@ pub(crate) async fn run(
 }
 
 /// Loads the tools and, when `watch`, starts reloading them live (the reloader stops when
-/// dropped). No tool reads `token_file` (docs/keys.md#secret-files).
+/// dropped); with them, their reports (`GET /tools`), which each reload that swaps the
+/// tools sets anew. No tool reads `token_file` (docs/keys.md#secret-files).
 pub(crate) async fn live_tools(
     config: &Config,
     reload: ReloadOptions,
     watch: bool,
     token_file: Option<&std::path::Path>,
-) -> anyhow::Result<(Arc<LiveToolbox>, Option<Reloader>)> {
+) -> anyhow::Result<(Arc<LiveToolbox>, ToolCatalog, Option<Reloader>)> {
     let loader = ToolLoader::compiling_with(config, sluice_wiring::server_compilers(config))?
         .refusing(token_file);
     let loaded = loader
@@ -78,6 +84,7 @@ pub(crate) async fn live_tools(
         .await
         .context("failed to load the tools")?;
     let served = reload::Served::of(&loaded);
+    let catalog = served.catalog.clone();
     let live = Arc::new(LiveToolbox::new(loaded.toolbox));
     let reloader = if watch {
         Some(reload::watch(
@@ -90,5 +97,5 @@ pub(crate) async fn live_tools(
     } else {
         None
     };
-    Ok((live, reloader))
+    Ok((live, catalog, reloader))
 }
