@@ -146,6 +146,30 @@ fn run(receiver: &Receiver, dir: &Path, env: &[(&str, &str)]) -> Output {
     out
 }
 
+/// Starts a server (`command`) and returns it with the first `http://` URL it prints on
+/// stderr; the rest of its stderr is read and dropped.
+fn listening(mut command: Command) -> (Killed, String) {
+    let mut server = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let server = Killed(server);
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("the server prints its address")
+            .unwrap();
+        if let Some(at) = line.find("http://") {
+            break line[at..].split_whitespace().next().unwrap().to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (server, url)
+}
+
 fn attr<'a>(span: &'a Value, key: &str) -> &'a Value {
     &span["attributes"][key]
 }
@@ -294,26 +318,9 @@ fn an_mcp_callers_traceparent_is_the_parent_of_tools_call() {
     let Some(python) = mcp_clients::python() else {
         return;
     };
-    let mut server = sluice(&receiver, dir.path())
-        .args(["--root", "logs", "mcp", "--listen", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
-    let server = Killed(server);
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("the server prints its address")
-            .unwrap();
-        if let Some(at) = line.find("http://") {
-            let rest = &line[at..];
-            break rest.split_whitespace().next().unwrap().to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
+    let mut command = sluice(&receiver, dir.path());
+    command.args(["--root", "logs", "mcp", "--listen", "127.0.0.1:0"]);
+    let (server, url) = listening(command);
     let url = if url.ends_with("/mcp") {
         url
     } else {
@@ -413,26 +420,12 @@ fn an_api_callers_traceparent_is_the_parent_of_the_request_and_its_run() {
     };
     let token = "telemetry-test-token";
     std::fs::write(dir.path().join("token"), token).unwrap();
-    let mut server = sluice(&receiver, dir.path())
+    let mut command = sluice(&receiver, dir.path());
+    command
         .args(["--root", "logs", "--store", "sessions.db", "serve"])
-        .args(["--listen", "127.0.0.1:0", "--token-file", "token"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
-    let server = Killed(server);
-    let addr = loop {
-        let line = lines
-            .next()
-            .expect("the server prints its address")
-            .unwrap();
-        if let Some(rest) = line.strip_prefix("sluice: serving the operator API on http://") {
-            break rest.split(['/', ' ']).next().unwrap().to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
+        .args(["--listen", "127.0.0.1:0", "--token-file", "token"]);
+    let (server, url) = listening(command);
+    let addr = url.trim_start_matches("http://").trim_end_matches('/');
     let http = reqwest::blocking::Client::builder()
         .timeout(Duration::from_secs(120))
         .build()
