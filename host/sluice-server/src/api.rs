@@ -309,7 +309,8 @@ async fn decide(
 
 async fn audit(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
     state.store().session(&id).await?;
-    ok(json!({"session": id, "audit": state.store().audit(&id).await?}))
+    let audit = sluice_store::SessionAudit::read(state.store(), &id).await?;
+    Ok(axum::Json(audit).into_response())
 }
 
 /// `{"tools": [ToolReport…]}`: the tools being served now, as `sluice doctor` lists them.

@@ -265,7 +265,7 @@ fn routes() -> Value {
                 "summary": "The originals of changed (shrunk) messages, oldest first",
                 "parameters": [session_id()],
                 "responses": {
-                    "200": json_response("The audit.", json!({"type": "object", "properties": {"session": {"type": "string"}, "audit": {"type": "array", "items": schema("AuditEntry")}}})),
+                    "200": json_response("The audit: every change to a message, and what each tool call cost.", json!({"type": "object", "required": ["session", "audit", "calls"], "properties": {"session": {"type": "string"}, "audit": {"type": "array", "items": schema("AuditEntry")}, "calls": {"type": "array", "items": schema("CallRecord")}}})),
                     "401": unauthorized, "404": not_found
                 }
             }},
@@ -335,6 +335,15 @@ fn routes() -> Value {
                 "AuditEntry": {"type": "object", "properties": {
                     "sessionId": {"type": "string"}, "seq": {"type": "integer"}, "changedAt": {"type": "string", "format": "date-time"},
                     "reason": {"type": "string"}, "original": {"type": "string"}, "replacement": {"type": "string"}
+                }},
+                "CallRecord": {"type": "object", "required": ["seq", "tool", "recordedAt", "facts"], "properties": {
+                    "seq": {"type": "integer", "description": "The message holding the call's observation."},
+                    "tool": {"type": "string"}, "recordedAt": {"type": "string", "format": "date-time"},
+                    "facts": {"type": "object", "description": "What the call cost in its sandbox (docs/telemetry.md#sandbox-facts).", "properties": {
+                        "outcome": {"type": "string"}, "queueWaitUs": {"type": "integer"}, "guestUs": {"type": "integer"},
+                        "peakMemoryBytes": {"type": "integer"}, "peakDescriptors": {"type": "integer"},
+                        "httpRequests": {"type": "integer"}, "httpDenied": {"type": "integer"}, "digest": {"type": "string"}
+                    }}
                 }},
                 "ToolReport": tool_report(),
                 "AgentConfig": agent_config(),

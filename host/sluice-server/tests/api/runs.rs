@@ -46,7 +46,37 @@ async fn a_full_run_with_the_scripted_model() {
     assert_eq!(list["sessions"][0]["id"], id.as_str());
     let (status, audit) = server.get(&format!("/sessions/{id}/audit")).await;
     assert_eq!(status, 200);
-    assert_eq!(audit, json!({"session": id, "audit": []}));
+    assert_eq!(audit["session"], id.as_str());
+    assert_eq!(audit["audit"], json!([]));
+    // What each call cost: one record per observation, in order (messages 3, 5, 7, 9).
+    let calls: Vec<(u64, &str, &str)> = audit["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let facts = &c["facts"];
+            (
+                c["seq"].as_u64().unwrap(),
+                c["tool"].as_str().unwrap(),
+                facts["outcome"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            (3, "list_dir", "returned"),
+            (5, "grep_files", "returned"),
+            (7, "read_file", "returned"),
+            (9, "tail_file", "returned")
+        ]
+    );
+    assert!(
+        audit["calls"][2]["facts"]["digest"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:")
+    );
 
     // A second prompt continues the same session.
     let again = server.prompt_wait(&id, "And in notes.txt?").await;
