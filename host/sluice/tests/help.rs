@@ -19,7 +19,7 @@ const CALLS: &[&str] = &["--max-tool-result-bytes", "--max-concurrent-calls"];
 const STORE: &[&str] = &["--store", "--store-url"];
 
 /// Every command, as its `--help` is asked for, with the options it lists besides
-/// `--help` and `--version`.
+/// `--help`, `--version` and the global `--log-format`.
 fn expected() -> Vec<(&'static str, Vec<&'static str>)> {
     let run = [
         "--session",
@@ -49,6 +49,14 @@ fn expected() -> Vec<(&'static str, Vec<&'static str>)> {
         "--no-reload",
     ];
     let registry = ["--key", "--insecure"];
+    let doctor = [
+        "--json",
+        "--model",
+        "--max-turns",
+        "--auto-approve",
+        "--allowed-host",
+        "--allow-destructive",
+    ];
     let sessions = [CONFIG, STORE].concat();
     vec![
         ("", [CONFIG, TOOLS, CALLS, STORE].concat()),
@@ -72,6 +80,10 @@ fn expected() -> Vec<(&'static str, Vec<&'static str>)> {
         ("build", vec![]),
         ("dev", vec![]),
         ("test", vec!["--bless"]),
+        (
+            "doctor",
+            [&doctor[..], CONFIG, TOOLS, CALLS, STORE].concat(),
+        ),
         ("tools", [CONFIG, TOOLS].concat()),
         ("tools inspect", [&registry[..], CONFIG].concat()),
         ("tools pull", [&registry[..], CONFIG].concat()),
@@ -134,7 +146,7 @@ fn each_command_help_lists_exactly_the_options_it_takes() {
     for (command, options_taken) in &expected {
         let shown = help(command);
         let mut want: BTreeSet<String> = options_taken.iter().map(|o| o.to_string()).collect();
-        want.extend(["--help".to_string(), "--version".to_string()]);
+        want.extend(["--help", "--version", "--log-format"].map(String::from));
         assert_eq!(options(&shown), want, "sluice {command} --help:\n{shown}");
     }
     // Every command there is, down to the subcommands: a new one is added above.
@@ -161,7 +173,7 @@ fn the_help_of_wit_names_none_of_the_shared_options() {
     for option in [CONFIG, TOOLS, CALLS, STORE, &["--model"]].concat() {
         assert!(!wit.contains(option), "{option}:\n{wit}");
     }
-    assert!(wit.contains("Usage: sluice wit [DIR]"), "{wit}");
+    assert!(wit.contains("Usage: sluice wit [OPTIONS] [DIR]"), "{wit}");
     // The top level says where its options go.
     assert!(help("").contains(
         "An option given before COMMAND applies to it when it takes it (`sluice COMMAND --help` lists what it takes); given both before and after COMMAND, the one after wins."
