@@ -276,24 +276,38 @@ pub(crate) fn rows(bench: &Bench) -> anyhow::Result<Vec<Row>> {
     }
 
     // Row 11, `sluice mcp --listen` in each mode.
-    let mut served = Vec::new();
+    // Two alternating rounds, the better of each mode kept (as for row 1).
+    let mut served: Vec<(Mode, Option<crate::mcp::Http>, Receiver)> = Vec::new();
     for mode in Mode::ALL {
-        let receiver = Receiver::start()?;
-        let mut command = Command::new(sibling_binary("sluice")?);
-        command
-            .env_remove("SLUICE_TELEMETRY_METRICS")
-            .env_remove("SLUICE_TELEMETRY_OTLP_ENDPOINT")
-            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-            .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
-        if mode.metrics() {
-            command.env("SLUICE_TELEMETRY_METRICS", "true");
-        }
-        if mode.traces() {
-            command.env("SLUICE_TELEMETRY_OTLP_ENDPOINT", &receiver.endpoint);
-        }
-        let measured = crate::mcp::measure_http(bench, &root, &mut command, mode.metrics())?;
-        served.push((mode, measured, receiver.received()));
+        served.push((mode, None, Receiver::start()?));
     }
+    for _round in 0..2 {
+        for (mode, best, receiver) in &mut served {
+            let mut command = Command::new(sibling_binary("sluice")?);
+            command
+                .env_remove("SLUICE_TELEMETRY_METRICS")
+                .env_remove("SLUICE_TELEMETRY_OTLP_ENDPOINT")
+                .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+                .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+            if mode.metrics() {
+                command.env("SLUICE_TELEMETRY_METRICS", "true");
+            }
+            if mode.traces() {
+                command.env("SLUICE_TELEMETRY_OTLP_ENDPOINT", &receiver.endpoint);
+            }
+            let measured = crate::mcp::measure_http(bench, &root, &mut command, mode.metrics())?;
+            if best
+                .as_ref()
+                .is_none_or(|b| b.per_second < measured.per_second)
+            {
+                *best = Some(measured);
+            }
+        }
+    }
+    let served: Vec<(Mode, crate::mcp::Http, String)> = served
+        .into_iter()
+        .filter_map(|(mode, best, receiver)| best.map(|b| (mode, b, receiver.received())))
+        .collect();
     let off = served[0].1.per_second;
     for (i, (mode, measured, received)) in served.iter().enumerate().skip(1) {
         let slower = off / measured.per_second - 1.0;
