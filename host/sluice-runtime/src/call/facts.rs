@@ -7,6 +7,7 @@
 //! [`report`] records them on [`tracing::Span::current`]. Metrics go through the `metrics`
 //! facade: without a recorder (no `/metrics`), they cost an atomic load.
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -56,6 +57,15 @@ impl CallFacts {
     }
 }
 
+/// Every [`CallStatus`], in the order of a tool's call counters.
+const STATUSES: [CallStatus; 5] = [
+    CallStatus::Ok,
+    CallStatus::ToolError,
+    CallStatus::UnknownTool,
+    CallStatus::KeyMaterial,
+    CallStatus::Cancelled,
+];
+
 /// The label and span value of each [`CallStatus`].
 pub fn status_name(status: CallStatus) -> &'static str {
     match status {
@@ -69,8 +79,14 @@ pub fn status_name(status: CallStatus) -> &'static str {
 
 /// Reports a finished call of tool `tool` (`None` for a name no tool has) that took
 /// `elapsed` in all: one log line (at `info` when it made HTTP requests or passed a host
-/// limit, else at `debug`), the `sluice.*` fields of the current span, and the metrics.
-pub(crate) fn report(tool: Option<&str>, observation: &Observation, elapsed: Duration) {
+/// limit, else at `debug`), the `sluice.*` fields of the current span, and the metrics
+/// (the tool's handles in `metrics`).
+pub(crate) fn report(
+    tool: Option<&str>,
+    metrics: &ToolMetricsCell,
+    observation: &Observation,
+    elapsed: Duration,
+) {
     let facts = observation.facts();
     let status = status_name(observation.status());
     let bytes = observation.text().len();
@@ -115,23 +131,84 @@ pub(crate) fn report(tool: Option<&str>, observation: &Observation, elapsed: Dur
         tracing::debug!(tool = name, status, outcome, bytes, full_bytes = full, ms, withheld = ?observation.withheld(), "tool call");
     }
 
-    let tool = name.to_string();
-    metrics::counter!("sluice_tool_calls_total", "tool" => tool.clone(), "status" => status)
-        .increment(1);
-    metrics::histogram!("sluice_tool_call_duration_seconds", "tool" => tool.clone())
-        .record(elapsed.as_secs_f64());
-    metrics::histogram!("sluice_tool_call_queue_wait_seconds")
-        .record(Duration::from_micros(facts.queue_wait_us).as_secs_f64());
-    metrics::counter!("sluice_observation_bytes_total", "tool" => tool.clone())
-        .increment(bytes as u64);
+    let metrics = metrics.get_or_init(|| ToolMetrics::new(name));
+    metrics.call(observation.status()).increment(1);
+    metrics.duration.record(elapsed.as_secs_f64());
+    metrics.bytes.increment(bytes as u64);
+    queue_wait().record(Duration::from_micros(facts.queue_wait_us).as_secs_f64());
     if observation.paged() {
-        metrics::counter!("sluice_observation_pages_total", "tool" => tool.clone()).increment(1);
+        let pages = "sluice_observation_pages_total";
+        metrics.lazy(&metrics.pages, pages).increment(1);
     }
     if observation.truncated() {
-        metrics::counter!("sluice_observation_cuts_total", "tool" => tool.clone()).increment(1);
-        metrics::counter!("sluice_observation_cut_bytes_total", "tool" => tool)
-            .increment((full - bytes) as u64);
+        let cuts = "sluice_observation_cuts_total";
+        metrics.lazy(&metrics.cuts, cuts).increment(1);
+        let cut_bytes = "sluice_observation_cut_bytes_total";
+        (metrics.lazy(&metrics.cut_bytes, cut_bytes)).increment((full - bytes) as u64);
     }
+}
+
+/// The metric handles of one tool's calls, registered on its first call (a handle costs an
+/// atomic add; naming a metric by its labels on every call costs a lookup).
+pub(crate) struct ToolMetrics {
+    tool: String,
+    /// `sluice_tool_calls_total`, by [`CallStatus`] in the order of [`STATUSES`], each
+    /// registered when first counted (a series appears once it has been counted).
+    calls: [OnceLock<metrics::Counter>; STATUSES.len()],
+    duration: metrics::Histogram,
+    bytes: metrics::Counter,
+    /// These three are registered when first counted, as `calls`.
+    pages: OnceLock<metrics::Counter>,
+    cuts: OnceLock<metrics::Counter>,
+    cut_bytes: OnceLock<metrics::Counter>,
+}
+
+impl ToolMetrics {
+    fn new(tool: &str) -> ToolMetrics {
+        let tool = tool.to_string();
+        ToolMetrics {
+            calls: Default::default(),
+            duration: metrics::histogram!("sluice_tool_call_duration_seconds", "tool" => tool.clone()),
+            bytes: metrics::counter!("sluice_observation_bytes_total", "tool" => tool.clone()),
+            pages: OnceLock::new(),
+            cuts: OnceLock::new(),
+            cut_bytes: OnceLock::new(),
+            tool,
+        }
+    }
+
+    /// The tool's counter `name` held in `cell`, registered on first use.
+    fn lazy<'a>(
+        &self,
+        cell: &'a OnceLock<metrics::Counter>,
+        name: &'static str,
+    ) -> &'a metrics::Counter {
+        cell.get_or_init(|| metrics::counter!(name, "tool" => self.tool.clone()))
+    }
+
+    /// The counter of calls that came to `status`.
+    fn call(&self, status: CallStatus) -> &metrics::Counter {
+        let at = STATUSES.iter().position(|s| *s == status).unwrap_or(0);
+        self.calls[at].get_or_init(|| {
+            metrics::counter!("sluice_tool_calls_total", "tool" => self.tool.clone(), "status" => status_name(status))
+        })
+    }
+}
+
+/// The handles of a tool's metrics, made on its first call: the recorder (`GET /metrics`) is
+/// installed before any call runs.
+pub(crate) type ToolMetricsCell = OnceLock<ToolMetrics>;
+
+/// The metrics of calls of names no tool has (`tool="unknown"`).
+pub(crate) fn unknown_tool_metrics() -> &'static ToolMetricsCell {
+    static UNKNOWN: ToolMetricsCell = OnceLock::new();
+    &UNKNOWN
+}
+
+/// `sluice_tool_call_queue_wait_seconds`.
+fn queue_wait() -> &'static metrics::Histogram {
+    static QUEUE_WAIT: OnceLock<metrics::Histogram> = OnceLock::new();
+    QUEUE_WAIT.get_or_init(|| metrics::histogram!("sluice_tool_call_queue_wait_seconds"))
 }
 
 /// A span (at `INFO`) of one tool call named `$name`, with the caller's fields (each followed

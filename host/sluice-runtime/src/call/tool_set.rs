@@ -40,6 +40,8 @@ pub(crate) struct Tool {
     pub(crate) docs: FuncDocs,
     pub(crate) hint: String,
     pub(crate) naming: crate::component::names::Naming,
+    /// The handles of its calls' metrics.
+    pub(crate) metrics: crate::call::facts::ToolMetricsCell,
 }
 
 /// The tools of a toolbox, by name.

@@ -188,6 +188,7 @@ impl Toolbox {
                     result: def.result,
                     docs: def.docs,
                     naming: def.naming,
+                    metrics: Default::default(),
                 };
                 if let Some(first) = set.tool(&tool.info.name) {
                     return Err(RuntimeError::DuplicateTool {
@@ -292,7 +293,8 @@ impl Toolbox {
         let started = std::time::Instant::now();
         let Some(tool) = self.set.tool(name) else {
             let observation = self.set.unknown(name, options.cap);
-            crate::call::facts::report(None, &observation, started.elapsed());
+            let metrics = crate::call::facts::unknown_tool_metrics();
+            crate::call::facts::report(None, metrics, &observation, started.elapsed());
             return observation;
         };
         let run = Run {
@@ -304,7 +306,7 @@ impl Toolbox {
         };
         let ran = self.set.invoke(tool, args, &run).await;
         let observation = self.set.finish(tool, ran, options.cap);
-        crate::call::facts::report(Some(name), &observation, started.elapsed());
+        crate::call::facts::report(Some(name), &tool.metrics, &observation, started.elapsed());
         observation
     }
 }
