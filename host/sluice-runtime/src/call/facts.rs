@@ -1,10 +1,10 @@
 //! What one call cost inside its sandbox ([`CallFacts`]), and the one place a finished call is
-//! reported ([`report`]): its log line, the fields of the caller's span, and its metrics
+//! reported (`report`): its log line, the fields of the caller's span, and its metrics
 //! (docs/telemetry.md).
 //!
 //! The runtime creates no span of its own: the caller's span of the call (`execute_tool`
 //! in the agent loop, `tools/call` over MCP) declares the `sluice.*` fields, and
-//! [`report`] records them on [`tracing::Span::current`]. Metrics go through the `metrics`
+//! `report` records them on [`tracing::Span::current`]. Metrics go through the `metrics`
 //! facade: without a recorder (no `/metrics`), they cost an atomic load.
 
 use std::sync::OnceLock;
@@ -212,7 +212,7 @@ fn queue_wait() -> &'static metrics::Histogram {
 }
 
 /// A span (at `INFO`) of one tool call named `$name`, with the caller's fields (each followed
-/// by a comma) and every field [`report`] records on it when the call ends, `Empty` until
+/// by a comma) and every field `report` records on it when the call ends, `Empty` until
 /// then: the one list of a tool call's span fields (`otel.status_code`, `error.type`,
 /// `sluice.observation.*`, `sluice.guest.time_ms`, `sluice.queue.wait_ms`,
 /// `sluice.memory.peak_bytes`, `sluice.descriptors`, `sluice.http.*`,

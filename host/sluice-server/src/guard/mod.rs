@@ -117,7 +117,7 @@ impl Guard {
     }
 
     /// `router` behind this guard: every request to it (its fallback included) passes the
-    /// checks first, inside the request's span ([`crate::spans`]).
+    /// checks first, inside the request's span (docs/telemetry.md#spans).
     pub fn wrap<S: Clone + Send + Sync + 'static>(&self, router: Router<S>) -> Router<S> {
         router
             .layer(from_fn_with_state(self.clone(), middleware))
