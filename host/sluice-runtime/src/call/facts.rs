@@ -17,7 +17,8 @@ use crate::call::observation::{CallStatus, Observation};
 /// What one call cost inside its sandbox, as the audit keeps it beside the observation
 /// (`sluice session audit`, `GET /sessions/{id}/audit`) and its span and log line show it.
 /// Sizes in bytes, times in microseconds. A call that ran no guest code (an unknown tool,
-/// arguments that do not fit, a full pool) has zeros and an empty `outcome`.
+/// arguments that do not fit, a full pool) has zeros and an empty `outcome` (and the
+/// component's `digest`, when there is a component).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallFacts {
@@ -31,7 +32,7 @@ pub struct CallFacts {
     /// the host functions it called included.
     pub guest_us: u64,
     /// The largest linear memory of the call, in bytes (as created or grown; the limit is
-    /// the policy's `memory_mb`).
+    /// the policy's `memory_mib`).
     pub peak_memory_bytes: u64,
     /// The most files and directories the call had open at once (the limit is
     /// [`MAX_OPEN_DESCRIPTORS`](crate::limits::MAX_OPEN_DESCRIPTORS)).
