@@ -123,7 +123,9 @@ impl ToolSet {
         (draft, facts)
     }
 
-    /// [`ToolSet::invoke`] but the digest; `Err` for a call that ran no guest code.
+    /// [`ToolSet::invoke`] but the digest; `Err` for a call refused before it reached the
+    /// pool (bad arguments, no code). A call the pool did not run to its end has no facts,
+    /// but a script keeps the record of what it did.
     async fn call(
         self: &Arc<Self>,
         tool: &Tool,
@@ -204,7 +206,8 @@ impl ToolSet {
                     .await;
                 match ran {
                     Ok(ran) => ran,
-                    Err(e) => return Err(pool_failure(&e, &policy)),
+                    // A script stopped in its slot keeps the record of what it did.
+                    Err(e) => (pool_failure(&e, &policy), CallFacts::default()),
                 }
             }
         };
