@@ -300,6 +300,31 @@ impl PgInner {
         reason: &str,
         note: &str,
     ) -> Result<(), StoreError> {
+        self.insert_beside_message(
+            "annotate a message of session",
+            id,
+            seq,
+            "INSERT INTO audit (session_id, seq, changed_at, reason, original, replacement)
+             SELECT session_id, seq, $3, $4, $5, content FROM messages
+             WHERE session_id = $1 AND seq = $2",
+            &[&now_rfc3339(), &reason.as_bytes(), &note.as_bytes()],
+        )
+        .await
+    }
+
+    /// Runs `sql`, an `INSERT … SELECT … FROM messages WHERE session_id = $1 AND seq = $2`
+    /// whose parameters from `$3` are `rest`: a row beside message `seq` of session `id`
+    /// (the audit, a call's facts).
+    ///
+    /// Errors: [`StoreError::NoMessage`] when the session has no message `seq`.
+    async fn insert_beside_message(
+        &self,
+        what: &str,
+        id: &str,
+        seq: u64,
+        sql: &str,
+        rest: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<(), StoreError> {
         let result: Result<(), Fail> = async {
             let no_message = || {
                 Fail::Store(StoreError::NoMessage {
@@ -308,28 +333,16 @@ impl PgInner {
                 })
             };
             let seq = i64::try_from(seq).map_err(|_| no_message())?;
+            let mut all: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&id, &seq];
+            all.extend_from_slice(rest);
             let conn = self.writer(id).await?;
-            let added = conn
-                .execute(
-                    "INSERT INTO audit (session_id, seq, changed_at, reason, original, replacement)
-                     SELECT session_id, seq, $3, $4, $5, content FROM messages
-                     WHERE session_id = $1 AND seq = $2",
-                    &[
-                        &id,
-                        &seq,
-                        &now_rfc3339(),
-                        &reason.as_bytes(),
-                        &note.as_bytes(),
-                    ],
-                )
-                .await?;
-            if added == 0 {
+            if conn.execute(sql, &all).await? == 0 {
                 return Err(no_message());
             }
             Ok(())
         }
         .await;
-        result.map_err(|e| self.error("annotate a message of session", id, e))
+        result.map_err(|e| self.error(what, id, e))
     }
 
     pub(super) async fn audit(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError> {
@@ -367,30 +380,16 @@ impl PgInner {
         tool: &str,
         facts: &str,
     ) -> Result<(), StoreError> {
-        let result: Result<(), Fail> = async {
-            let no_message = || {
-                Fail::Store(StoreError::NoMessage {
-                    session: id.to_owned(),
-                    seq,
-                })
-            };
-            let seq = i64::try_from(seq).map_err(|_| no_message())?;
-            let conn = self.writer(id).await?;
-            let added = conn
-                .execute(
-                    "INSERT INTO call_facts (session_id, seq, tool, recorded_at, facts)
-                     SELECT session_id, seq, $3, $4, $5 FROM messages
-                     WHERE session_id = $1 AND seq = $2",
-                    &[&id, &seq, &tool.as_bytes(), &now_rfc3339(), &facts],
-                )
-                .await?;
-            if added == 0 {
-                return Err(no_message());
-            }
-            Ok(())
-        }
-        .await;
-        result.map_err(|e| self.error("record a call of session", id, e))
+        self.insert_beside_message(
+            "record a call of session",
+            id,
+            seq,
+            "INSERT INTO call_facts (session_id, seq, tool, recorded_at, facts)
+             SELECT session_id, seq, $3, $4, $5 FROM messages
+             WHERE session_id = $1 AND seq = $2",
+            &[&tool.as_bytes(), &now_rfc3339(), &facts],
+        )
+        .await
     }
 
     pub(super) async fn calls(&self, id: &str) -> Result<Vec<CallRecord>, StoreError> {

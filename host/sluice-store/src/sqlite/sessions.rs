@@ -204,7 +204,31 @@ impl Inner {
         reason: &str,
         note: &str,
     ) -> Result<(), StoreError> {
-        self.write("annotate a message of session", id, |tx| {
+        self.insert_beside_message(
+            "annotate a message of session",
+            id,
+            seq,
+            "INSERT INTO audit (session_id, seq, changed_at, reason, original, replacement)
+             SELECT session_id, seq, ?3, ?4, ?5, content FROM messages
+             WHERE session_id = ?1 AND seq = ?2",
+            &[&now_rfc3339(), &reason, &note],
+        )
+    }
+
+    /// Runs `sql`, an `INSERT … SELECT … FROM messages WHERE session_id = ?1 AND seq = ?2`
+    /// whose parameters from `?3` are `rest`, in a write transaction: a row beside message
+    /// `seq` of session `id` (the audit, a call's facts).
+    ///
+    /// Errors: [`StoreError::NoMessage`] when the session has no message `seq`.
+    fn insert_beside_message(
+        &self,
+        what: &str,
+        id: &str,
+        seq: u64,
+        sql: &str,
+        rest: &[&dyn rusqlite::ToSql],
+    ) -> Result<(), StoreError> {
+        self.write(what, id, |tx| {
             let no_message = || {
                 Fail::Store(StoreError::NoMessage {
                     session: id.to_owned(),
@@ -212,14 +236,9 @@ impl Inner {
                 })
             };
             let seq = i64::try_from(seq).map_err(|_| no_message())?;
-            let added = tx
-                .prepare_cached(
-                    "INSERT INTO audit (session_id, seq, changed_at, reason, original, replacement)
-                     SELECT session_id, seq, ?3, ?4, ?5, content FROM messages
-                     WHERE session_id = ?1 AND seq = ?2",
-                )?
-                .execute(params![id, seq, now_rfc3339(), reason, note])?;
-            if added == 0 {
+            let mut all: Vec<&dyn rusqlite::ToSql> = vec![&id, &seq];
+            all.extend_from_slice(rest);
+            if tx.prepare_cached(sql)?.execute(&*all)? == 0 {
                 return Err(no_message());
             }
             Ok(())
@@ -256,26 +275,15 @@ impl Inner {
         tool: &str,
         facts: &str,
     ) -> Result<(), StoreError> {
-        self.write("record a call of session", id, |tx| {
-            let no_message = || {
-                Fail::Store(StoreError::NoMessage {
-                    session: id.to_owned(),
-                    seq,
-                })
-            };
-            let seq = i64::try_from(seq).map_err(|_| no_message())?;
-            let added = tx
-                .prepare_cached(
-                    "INSERT INTO call_facts (session_id, seq, tool, recorded_at, facts)
-                     SELECT session_id, seq, ?3, ?4, ?5 FROM messages
-                     WHERE session_id = ?1 AND seq = ?2",
-                )?
-                .execute(params![id, seq, tool, now_rfc3339(), facts])?;
-            if added == 0 {
-                return Err(no_message());
-            }
-            Ok(())
-        })
+        self.insert_beside_message(
+            "record a call of session",
+            id,
+            seq,
+            "INSERT INTO call_facts (session_id, seq, tool, recorded_at, facts)
+             SELECT session_id, seq, ?3, ?4, ?5 FROM messages
+             WHERE session_id = ?1 AND seq = ?2",
+            &[&tool, &now_rfc3339(), &facts],
+        )
     }
 
     pub(super) fn calls(&self, id: &str) -> Result<Vec<CallRecord>, StoreError> {
