@@ -422,20 +422,17 @@ impl Agent {
         let retried = self
             .ask_in(span, &messages, tools, cancel, events, tally)
             .await;
-        metrics::recovery(match &retried {
-            Asked::Reply(_) => Recovery::Recovered,
-            Asked::Cancelled => Recovery::Cancelled,
-            Asked::Failed(e) if e.context_window_exceeded() => Recovery::StillTooLong,
-            Asked::Failed(_) => Recovery::Failed,
-        });
-        Ok(match retried {
-            Asked::Reply(r) => Ok(r),
-            Asked::Cancelled => Err(Stop::Aborted),
-            Asked::Failed(e) if e.context_window_exceeded() => {
-                Err(Stop::Failed(still_too_long(&e)))
-            }
-            Asked::Failed(e) => Err(Stop::Failed(e.message)),
-        })
+        let (recovery, retried) = match retried {
+            Asked::Reply(r) => (Recovery::Recovered, Ok(r)),
+            Asked::Cancelled => (Recovery::Cancelled, Err(Stop::Aborted)),
+            Asked::Failed(e) if e.context_window_exceeded() => (
+                Recovery::StillTooLong,
+                Err(Stop::Failed(still_too_long(&e))),
+            ),
+            Asked::Failed(e) => (Recovery::Failed, Err(Stop::Failed(e.message))),
+        };
+        metrics::recovery(recovery);
+        Ok(retried)
     }
 
     /// Runs the calls of the last assistant message that have no observation yet, in order.
