@@ -9,14 +9,14 @@ use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, Output};
 
+#[path = "support/warm_cache.rs"]
+mod warm_cache;
+
 /// Runs `sluice` with `args`, sharing one compiled-component cache across tests.
 fn sluice(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(args)
-        .env(
-            "SLUICE_CACHE_DIR",
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-cache"),
-        )
+        .env("SLUICE_CACHE_DIR", warm_cache::warm_cache())
         .env_remove("SLUICE_AGENT_MAX_TOOL_RESULT_BYTES")
         .output()
         .expect("sluice runs")
@@ -596,10 +596,7 @@ fn a_killed_run_keeps_every_acknowledged_message_and_resumes() {
         .args(["--root", &root, "--store"])
         .arg(&db)
         .args(["run", "--model", &model, "Read build.log forty times."])
-        .env(
-            "SLUICE_CACHE_DIR",
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-cache"),
-        )
+        .env("SLUICE_CACHE_DIR", warm_cache::warm_cache())
         .env_remove("SLUICE_AGENT_MAX_TOOL_RESULT_BYTES")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -759,10 +756,7 @@ fn serve_answers_over_http() {
         .args(["--root", &dir.path().join("logs").display().to_string()])
         .args(["--store", &store.display().to_string()])
         .args(["serve", "--listen", "127.0.0.1:0"])
-        .env(
-            "SLUICE_CACHE_DIR",
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-cache"),
-        )
+        .env("SLUICE_CACHE_DIR", warm_cache::warm_cache())
         .env_remove("SLUICE_SERVER_TOKEN")
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -942,10 +936,7 @@ fn ctrl_c_stops_a_run_whose_guest_sleeps() {
             &format!("replay:{}", script.display()),
             "sleep",
         ])
-        .env(
-            "SLUICE_CACHE_DIR",
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-cache"),
-        )
+        .env("SLUICE_CACHE_DIR", warm_cache::warm_cache())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())

@@ -12,6 +12,9 @@ use std::process::{Command, Output};
 
 use serde_json::{Value, json};
 
+#[path = "support/warm_cache.rs"]
+mod warm_cache;
+
 /// `bytes` (a process's stdout or stderr) as text.
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -49,10 +52,7 @@ fn call(config: &Path, log: &str, tool: &str, args: &Value) -> Output {
     Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(["--config", &config.display().to_string(), "call", tool])
         .arg(args.to_string())
-        .env(
-            "SLUICE_CACHE_DIR",
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-cache"),
-        )
+        .env("SLUICE_CACHE_DIR", warm_cache::warm_cache())
         .env_remove("SLUICE_AGENT_MAX_TOOL_RESULT_BYTES")
         .env("SLUICE_LOG", log)
         .env("NO_COLOR", "1")

@@ -13,13 +13,16 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
 mod support;
 use support::{EVENT_TIMEOUT, HeldModel};
+
+#[path = "support/warm_cache.rs"]
+mod warm_cache;
 
 /// A store, a root and a configuration naming the fake model, shared by every process.
 struct Shared {
@@ -56,10 +59,7 @@ impl Shared {
             .arg("--store")
             .arg(self.store())
             .args(args)
-            .env(
-                "SLUICE_CACHE_DIR",
-                Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-cache"),
-            )
+            .env("SLUICE_CACHE_DIR", warm_cache::warm_cache())
             .env_remove("SLUICE_SERVER_TOKEN")
             .env_remove("SLUICE_AGENT_MAX_TOOL_RESULT_BYTES")
             .stdin(Stdio::null());

@@ -1,7 +1,9 @@
 //! Running the `sluice` binary from an integration test (`drop_in.rs`, `http_example.rs`):
 //! include with `mod binary;`.
 
-use std::path::Path;
+#[path = "../support/warm_cache.rs"]
+mod warm_cache;
+
 use std::process::{Command, Output};
 
 /// Runs `sluice` with `args`, sharing one compiled-component cache across tests, without the
@@ -9,10 +11,7 @@ use std::process::{Command, Output};
 pub(crate) fn sluice(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(args)
-        .env(
-            "SLUICE_CACHE_DIR",
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-cache"),
-        )
+        .env("SLUICE_CACHE_DIR", warm_cache::warm_cache())
         .env_remove("SLUICE_AGENT_MAX_TOOL_RESULT_BYTES")
         .env_remove("SLUICE_LOG")
         .output()

@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::http::listen;
-use crate::{SLUICE, cache, mcp_clients, root_flag};
+use crate::{SLUICE, mcp_clients, root_flag};
 
 /// Runs the Python SDK script; returns the JSON line it printed.
 async fn python(transport: &str, handshake: &str, target: &str) -> Option<Value> {
@@ -16,7 +16,7 @@ async fn python(transport: &str, handshake: &str, target: &str) -> Option<Value>
     let out = tokio::process::Command::new(python)
         .arg(mcp_clients::script())
         .args([transport, handshake, target])
-        .env("SLUICE_CACHE_DIR", cache())
+        .env("SLUICE_CACHE_DIR", crate::warm_cache::warm_cache())
         .env_remove("SLUICE_AGENT_MAX_TOOL_RESULT_BYTES")
         .output()
         .await

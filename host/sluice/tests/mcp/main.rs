@@ -15,9 +15,11 @@ mod stdio; // rmcp's client: list, each built-in byte for byte, paging 5 MB, key
 // The clients Sluice did not write, where install.sh puts them.
 #[path = "../support/mcp_clients.rs"]
 mod mcp_clients;
-mod surface; // The cap declared to Claude Code, tool-search words, instructions, rmcp's logs, backpressure.
+mod surface;
+#[path = "../support/warm_cache.rs"]
+mod warm_cache; // The cap declared to Claude Code, tool-search words, instructions, rmcp's logs, backpressure.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};
@@ -29,44 +31,11 @@ use serde_json::Value;
 /// The binary under test.
 pub(crate) const SLUICE: &str = env!("CARGO_BIN_EXE_sluice");
 
-/// The compiled-component cache every test process shares, warmed once per test binary
-/// with each built-in's optimized code (`sluice call` of each, one after another), so that
-/// the servers the tests start do not each compile every built-in in the background at
-/// once from an empty cache on a 2-core machine (`cold_start` has an empty cache of its
-/// own).
-pub(crate) fn cache() -> PathBuf {
-    static WARM: std::sync::Once = std::sync::Once::new();
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mcp-cache");
-    WARM.call_once(|| {
-        let root = tempfile::tempdir().unwrap();
-        std::fs::write(root.path().join("f.txt"), "one\n").unwrap();
-        for (tool, args) in [
-            ("read_file", r#"{"path":"f.txt"}"#),
-            ("tail_file", r#"{"path":"f.txt"}"#),
-            ("grep_files", r#"{"pattern":"one"}"#),
-            ("list_dir", "{}"),
-            ("run_script", r#"{"script":"return 1"}"#),
-        ] {
-            let out = std::process::Command::new(SLUICE)
-                .args(["--root", &root_flag(root.path()), "call", tool, args])
-                .env("SLUICE_CACHE_DIR", &dir)
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "warming the cache with {tool}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-    });
-    dir
-}
-
 /// `sluice ARGS…` with the shared cache and no cap from the environment.
 pub(crate) fn command(args: &[&str]) -> tokio::process::Command {
     let mut c = tokio::process::Command::new(SLUICE);
     c.args(args)
-        .env("SLUICE_CACHE_DIR", cache())
+        .env("SLUICE_CACHE_DIR", warm_cache::warm_cache())
         .env_remove("SLUICE_AGENT_MAX_TOOL_RESULT_BYTES")
         .env_remove("SLUICE_MCP_ALLOW_DESTRUCTIVE")
         .env_remove("SLUICE_SERVER_TOKEN")

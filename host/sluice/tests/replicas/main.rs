@@ -19,13 +19,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
 
 #[path = "../support/mod.rs"]
 mod support;
+#[path = "../support/warm_cache.rs"]
+mod warm_cache;
 use support::{EVENT_TIMEOUT, HeldModel};
 
 mod failover; // kill -9 of the replica running a session: 409 with Retry-After until PostgreSQL ends its connection, then free.
@@ -156,10 +157,7 @@ impl Cluster {
         let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
         c.arg("--config")
             .arg(self.dir.path().join("sluice.toml"))
-            .env(
-                "SLUICE_CACHE_DIR",
-                Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-cache"),
-            )
+            .env("SLUICE_CACHE_DIR", crate::warm_cache::warm_cache())
             .env_remove("SLUICE_STORE")
             .env_remove("SLUICE_SERVER_TOKEN")
             .stdin(Stdio::null());

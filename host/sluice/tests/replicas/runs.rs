@@ -1,6 +1,5 @@
 //! Runs across two replicas and the CLI on one database.
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -452,10 +451,7 @@ fn an_unreachable_database_stops_every_command_naming_it_without_its_password() 
         let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args(["--store-url", url])
             .args(args)
-            .env(
-                "SLUICE_CACHE_DIR",
-                Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-cache"),
-            )
+            .env("SLUICE_CACHE_DIR", crate::warm_cache::warm_cache())
             .env("SLUICE_LOG", "debug")
             .env_remove("SLUICE_STORE")
             .env_remove("SLUICE_STORE_URL")

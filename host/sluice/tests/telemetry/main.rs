@@ -7,4 +7,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod metrics; // `GET /metrics` of `serve` and `mcp --listen`, scraped by Prometheus.
-mod traces; // Spans received by an OTLP receiver: one tree per run, traceparent continued.
+mod traces;
+#[path = "../support/warm_cache.rs"]
+mod warm_cache; // The compiled-component cache, warmed once. // Spans received by an OTLP receiver: one tree per run, traceparent continued.

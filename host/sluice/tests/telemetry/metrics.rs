@@ -69,10 +69,7 @@ impl Setup {
             .arg("--config")
             .arg(self.dir.path().join("sluice.toml"))
             .args(args)
-            .env(
-                "SLUICE_CACHE_DIR",
-                Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-cache"),
-            )
+            .env("SLUICE_CACHE_DIR", crate::warm_cache::warm_cache())
             .env_remove("SLUICE_SERVER_TOKEN")
             .env_remove("SLUICE_TELEMETRY_METRICS")
             .env_remove("SLUICE_TELEMETRY_METRICS_LISTEN")

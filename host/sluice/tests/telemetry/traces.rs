@@ -96,10 +96,7 @@ impl Receiver {
 fn sluice(receiver: &Receiver, dir: &Path) -> Command {
     let mut c = Command::new(SLUICE);
     c.current_dir(dir)
-        .env(
-            "SLUICE_CACHE_DIR",
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join("telemetry-cache"),
-        )
+        .env("SLUICE_CACHE_DIR", crate::warm_cache::warm_cache())
         .env("SLUICE_TELEMETRY_OTLP_ENDPOINT", &receiver.endpoint)
         .env("OTEL_BSP_SCHEDULE_DELAY", "100")
         .env("SLUICE_LOG", "warn")
@@ -360,10 +357,7 @@ fn json_log_lines_carry_the_span_fields() {
     let dir = workdir();
     let out = Command::new(SLUICE)
         .current_dir(dir.path())
-        .env(
-            "SLUICE_CACHE_DIR",
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join("telemetry-cache"),
-        )
+        .env("SLUICE_CACHE_DIR", crate::warm_cache::warm_cache())
         // The log shows the spans its filter enables (the agent's), and content events
         // are inside each; content is logged only when named.
         .env("SLUICE_LOG", "warn,sluice_agent=info,sluice::content=info")
