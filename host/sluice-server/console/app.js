@@ -661,10 +661,14 @@ function messageItem(m, audit, callNames) {
       h("span", { class: "role" }, m.role),
       h("span", { class: "seq" }, `#${m.seq}`),
       h("span", { class: "size" }, bytes(utf8Length(content))),
-      timeEl(m.createdAt)),
-    h("pre", { class: content ? "content" : "content empty" }, content));
+      timeEl(m.createdAt)));
+  // A tool message: which call it answers, its mark and facts, then what the model saw, then
+  // (when shrunk) the original on demand.
+  const entries = m.role === "tool" ? audit.shrunk.get(m.seq) : undefined;
+  if (m.role === "tool") li.appendChild(observationHead(m, content, audit, callNames));
+  li.appendChild(h("pre", { class: content ? "content" : "content empty" }, content));
+  if (entries) li.appendChild(shrunkDetails(m.seq, entries));
   for (const call of m.toolCalls || []) li.appendChild(toolCallBlock(call));
-  if (m.role === "tool") li.appendChild(observationBlock(m, content, audit, callNames));
   return li;
 }
 
@@ -675,20 +679,18 @@ function toolCallBlock(call) {
     h("pre", { class: "arguments" }, prettyJson(call.arguments)));
 }
 
-/** What the model saw of a call's result (the mark) and what the call cost (the facts). */
-function observationBlock(m, content, audit, callNames) {
+/** Which call a tool message answers, what the model saw of its result (the mark) and what the call cost (the facts). */
+function observationHead(m, content, audit, callNames) {
   const entries = audit.shrunk.get(m.seq);
   const call = audit.calls.get(m.seq);
   const name = callNames.get(m.toolCallId) || (call && call.tool);
   const mark = observationMark(content, entries);
-  const block = h("div", { class: "observation" },
+  return h("div", { class: "observation" },
     h("p", { class: "observation-head" },
       "Result of ", name ? h("span", { class: "tool-name" }, name) : "a call",
       m.toolCallId ? h("span", { class: "call-id" }, ` (${m.toolCallId})`) : null,
       " ", h("span", { class: `mark mark-${mark.kind}`, "data-mark": mark.kind }, mark.text)),
     call ? callFacts(call.facts || {}) : null);
-  if (entries) block.appendChild(shrunkDetails(m.seq, entries));
-  return block;
 }
 
 /**
