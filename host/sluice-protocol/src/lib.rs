@@ -136,6 +136,16 @@ pub enum SessionStatus {
 }
 
 impl SessionStatus {
+    /// Every status, in the order of the type.
+    pub const ALL: [SessionStatus; 6] = [
+        SessionStatus::Idle,
+        SessionStatus::Running,
+        SessionStatus::AwaitingApproval,
+        SessionStatus::Completed,
+        SessionStatus::Aborted,
+        SessionStatus::Error,
+    ];
+
     /// The stored name: `idle`, `running`, `awaiting_approval`, `completed`, `aborted`,
     /// `error`.
     pub fn as_str(self) -> &'static str {

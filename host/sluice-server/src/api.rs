@@ -13,6 +13,7 @@ use sluice_wiring::report::ToolCatalog;
 
 use crate::error::ApiError;
 use crate::events::{self, Follow};
+use crate::listing::{SessionWindow, TranscriptWindow};
 use crate::request::{JsonBody, flag, param};
 use crate::runs::{LocalRun, RunEnd};
 use crate::state::AppState;
@@ -42,6 +43,7 @@ pub(crate) fn router(state: AppState, mcp: bool, tools: ToolCatalog) -> Router {
             get(move || std::future::ready(list_tools(&tools))),
         )
         .route("/agent/config", get(get_config).put(put_config))
+        .route("/models", get(list_models))
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
         .with_state(state)
@@ -93,8 +95,9 @@ async fn create_session(State(state): State<AppState>) -> ApiResult {
         .into_response())
 }
 
-async fn list_sessions(State(state): State<AppState>) -> ApiResult {
-    ok(json!({"sessions": state.store().list_sessions().await?}))
+async fn list_sessions(State(state): State<AppState>, RawQuery(query): RawQuery) -> ApiResult {
+    let window = SessionWindow::parse(query.as_deref())?;
+    ok(window.answer(state.store().list_sessions().await?))
 }
 
 /// The session's latest run, as `GET /sessions/{id}` shows it (`running` while it is in
@@ -106,17 +109,37 @@ fn run_json(run: Option<&sluice_store::RunRecord>) -> Value {
     }
 }
 
-async fn get_session(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
+async fn get_session(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> ApiResult {
+    let window = TranscriptWindow::parse(query.as_deref())?;
     let session = state.store().session(&id).await?;
-    let messages = state.store().messages(&id).await?;
+    let (messages, next_from) = window.cut(state.store().messages(&id).await?);
     let run = state.store().latest_run(&id).await?;
-    ok(json!({"session": session, "messages": messages, "run": run_json(run.as_ref())}))
+    ok(json!({
+        "session": session,
+        "messages": messages,
+        "run": run_json(run.as_ref()),
+        "nextFrom": next_from,
+    }))
+}
+
+/// `{"models": [{"name", "default"}]}`: the models a prompt may name, the one of
+/// `[model]` today (its [`Backend::name`](sluice_backends::Backend::name), `scripted` or
+/// `PROVIDER:MODEL`).
+async fn list_models(State(state): State<AppState>) -> ApiResult {
+    ok(json!({"models": [{"name": state.model_name(), "default": true}]}))
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PromptBody {
     prompt: String,
+    /// One of `GET /models`; absent: the default.
+    #[serde(default)]
+    model: Option<String>,
 }
 
 async fn post_prompt(
@@ -130,6 +153,14 @@ async fn post_prompt(
         return Err(ApiError::bad_request(
             "prompt must be a non-empty string; to continue a session without a new prompt, POST /sessions/{id}/resume",
         ));
+    }
+    if let Some(model) = body.model.filter(|m| *m != state.model_name()) {
+        let configured = state.model_name();
+        return Err(ApiError::bad_request(format!(
+            "model {model:?} is not configured: this server runs {configured:?} (GET /models lists the models a prompt may name; [model] in sluice.toml or --model chooses it at start)"
+        ))
+        .with("model", model)
+        .with("allowed", vec![configured]));
     }
     start(&state, &id, Some(body.prompt), wait).await
 }

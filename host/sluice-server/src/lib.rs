@@ -40,11 +40,13 @@
 //! ```
 
 mod api;
+mod console;
 mod error;
 mod events;
 pub mod guard;
 mod health;
 pub mod listen;
+mod listing;
 pub mod mcp;
 pub mod metrics;
 pub mod oauth;
@@ -89,6 +91,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/tools"),
     ("GET", "/agent/config"),
     ("PUT", "/agent/config"),
+    ("GET", "/models"),
 ];
 
 /// The routes [`Server::with_mcp`] adds, as (method, path).
@@ -299,7 +302,7 @@ impl Server {
             Some(render) => api.merge(metrics::router(render)),
             None => api,
         };
-        self.guard.wrap(api)
+        self.guard.wrap(api.merge(console::router()))
     }
 
     /// The guard the API is behind: wrap any router served beside it in the same one

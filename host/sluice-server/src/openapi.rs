@@ -2,6 +2,9 @@
 //! [`crate::ROUTES`] is in it; a test checks that).
 
 use serde_json::{Value, json};
+use sluice_protocol::SessionStatus;
+
+use crate::listing::MAX_LIMIT;
 
 fn error_response(description: &str) -> Value {
     json!({
@@ -149,6 +152,25 @@ fn mcp_route() -> Value {
     }})
 }
 
+/// `GET /sessions`'s query parameters.
+fn session_window() -> Value {
+    json!([
+        {"name": "q", "in": "query", "required": false, "schema": {"type": "string"}},
+        {"name": "status", "in": "query", "required": false, "schema": schema("SessionStatus")},
+        {"name": "offset", "in": "query", "required": false, "schema": {"type": "integer", "minimum": 0, "default": 0}},
+        {"name": "limit", "in": "query", "required": false, "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}}
+    ])
+}
+
+/// `GET /sessions/{id}`'s parameters.
+fn transcript_window() -> Value {
+    json!([
+        session_id(),
+        {"name": "from", "in": "query", "required": false, "schema": {"type": "integer", "minimum": 1, "default": 1}},
+        {"name": "limit", "in": "query", "required": false, "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}}
+    ])
+}
+
 /// The routes and their own answers.
 fn routes() -> Value {
     let unauthorized =
@@ -178,18 +200,23 @@ fn routes() -> Value {
                 },
                 "get": {
                     "summary": "List sessions, newest first",
-                    "responses": {"200": json_response("The sessions.", json!({"type": "object", "properties": {"sessions": {"type": "array", "items": schema("Session")}}})), "401": unauthorized}
+                    "description": format!("Without parameters, every session. `q` keeps the sessions whose id contains it (case-insensitively), `status` those with that status; then `offset` skips and `limit` (1 to {MAX_LIMIT}) keeps a page of them. `total` counts the sessions that match."),
+                    "parameters": session_window(),
+                    "responses": {"200": json_response("The sessions.", json!({"type": "object", "required": ["sessions", "total", "offset", "limit"], "properties": {"sessions": {"type": "array", "items": schema("Session")}, "total": {"type": "integer"}, "offset": {"type": "integer"}, "limit": {"type": ["integer", "null"]}}})), "400": error_response("A parameter out of range (`parameter`, `allowed`)."), "401": unauthorized}
                 }
             },
             "/sessions/{id}": {"get": {
                 "summary": "A session, its transcript, and its latest run",
-                "parameters": [session_id()],
+                "description": format!("Without parameters, the whole transcript. `from` (a message's `seq`, from 1) and `limit` (1 to {MAX_LIMIT}) give a window of it; `nextFrom` is the `seq` after the window, `null` at the end."),
+                "parameters": transcript_window(),
                 "responses": {
                     "200": json_response("The session.", json!({"type": "object", "properties": {
                         "session": schema("Session"),
                         "messages": {"type": "array", "items": schema("Message")},
-                        "run": {"oneOf": [{"type": "null"}, {"type": "object", "properties": {"runId": {"type": "string"}, "running": {"type": "boolean"}}}]}
+                        "run": {"oneOf": [{"type": "null"}, {"type": "object", "properties": {"runId": {"type": "string"}, "running": {"type": "boolean"}}}]},
+                        "nextFrom": {"type": ["integer", "null"]}
                     }})),
+                    "400": error_response("`from` or `limit` out of range (`parameter`, `allowed`)."),
                     "401": unauthorized, "404": not_found
                 }
             }},
@@ -197,11 +224,11 @@ fn routes() -> Value {
                 "summary": "Add a prompt and start a run",
                 "description": "Claims the session's run and stores the prompt in one transaction of the session store (so a 202 means the prompt is stored, and a session run by another process answers 409), appends it as a user message and runs the agent loop until the model answers, `max_turns` runs out, a destructive call waits for approval, the run is cancelled, or the model fails.",
                 "parameters": [session_id(), wait()],
-                "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["prompt"], "additionalProperties": false, "properties": {"prompt": {"type": "string", "minLength": 1}}}}}},
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["prompt"], "additionalProperties": false, "properties": {"prompt": {"type": "string", "minLength": 1}, "model": {"type": "string", "description": "One of `GET /models`; absent: the default."}}}}}},
                 "responses": {
                     "200": json_response("With `wait=true`: the run ended.", schema("RunEnded")),
                     "202": run_started(),
-                    "400": error_response("The body is not `{\"prompt\": \"…\"}`, or `wait` is not a boolean."),
+                    "400": error_response("The body is not `{\"prompt\": \"…\"}`, `model` is not one of `GET /models` (`allowed`), or `wait` is not a boolean."),
                     "401": unauthorized, "404": not_found,
                     "409": error_response("The session has a run in progress (in this or another process sharing the session store: nothing was stored), or a destructive call waits for a decision (`callId`)."),
                     "413": error_response("The body is over the limit (`limitBytes`).")
@@ -277,6 +304,14 @@ fn routes() -> Value {
                     "401": unauthorized
                 }
             }},
+            "/models": {"get": {
+                "summary": "The models a prompt may name",
+                "description": "The model of `[model]` (or `--model`), the default of every run: `scripted`, `replay:FILE` or `PROVIDER:MODEL`.",
+                "responses": {
+                    "200": json_response("The models.", json!({"type": "object", "required": ["models"], "properties": {"models": {"type": "array", "items": {"type": "object", "required": ["name", "default"], "properties": {"name": {"type": "string"}, "default": {"type": "boolean"}}}}}})),
+                    "401": unauthorized
+                }
+            }},
             "/agent/config": {
                 "get": {
                     "summary": "The run-time configuration",
@@ -299,7 +334,7 @@ fn routes() -> Value {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "description": "Required on every route when the server has a token (always when it listens beyond loopback): SLUICE_SERVER_TOKEN or --token-file."}},
             "schemas": {
                 "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string", "description": "What was wrong and what to do."}}, "additionalProperties": true},
-                "SessionStatus": {"enum": ["idle", "running", "awaiting_approval", "completed", "aborted", "error"]},
+                "SessionStatus": {"enum": SessionStatus::ALL.map(SessionStatus::as_str)},
                 "Session": {"type": "object", "properties": {
                     "id": {"type": "string"}, "createdAt": {"type": "string", "format": "date-time"}, "updatedAt": {"type": "string", "format": "date-time"},
                     "status": schema("SessionStatus"), "lastError": {"type": ["string", "null"]}, "messageCount": {"type": "integer"}

@@ -107,6 +107,11 @@ impl AppState {
             .saturating_sub(self.0.streams.available_permits())
     }
 
+    /// The model's name for `GET /models` (`scripted`, `openai:gpt-4.1-mini`).
+    pub(crate) fn model_name(&self) -> String {
+        self.0.backend.name()
+    }
+
     pub(crate) fn store(&self) -> &dyn Store {
         self.0.store.as_ref()
     }

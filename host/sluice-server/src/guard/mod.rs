@@ -19,6 +19,9 @@
 //!    every IP literal. Any other name must be in [`GuardOptions::allowed_hosts`]
 //!    (`server.allowed_hosts`, `--allowed-host`). A DNS-rebinding page reaches the server
 //!    under the attacker's name, so it is refused here. The port is not checked.
+//!
+//!    The operator console's assets (a `GET` or `HEAD` of `/` or `/console/…`) pass here:
+//!    they hold no data ([`crate::console`]).
 //! 2. **OAuth** (404): the OAuth discovery and registration paths answer 404 before the
 //!    token is asked for: Sluice serves no OAuth ([`crate::oauth`]).
 //! 3. **Token** (401): when the server has a bearer token, every request must carry it
@@ -143,12 +146,27 @@ impl Guard {
         .map_err(|e| Refusal(Box::new(e)))
     }
 
-    fn check_parts(
+    /// Checks only the request's `Host` (steps 0 and 1 of the module docs): what a request
+    /// for the console's assets passes ([`crate::console`]) instead of [`Guard::check`].
+    ///
+    /// # Errors
+    /// 400 for two `Host` or two `Origin` headers; 403 for a `Host` (or an absolute-form
+    /// target) the server does not answer to.
+    pub fn check_host(&self, request: &Request) -> Result<(), Refusal> {
+        self.check_host_parts(
+            request.headers(),
+            request.uri().authority().map(|a| a.as_str()),
+        )
+        .map(|_| ())
+        .map_err(|e| Refusal(Box::new(e)))
+    }
+
+    /// Steps 0 and 1: the host the request is for (name and port), when it names one.
+    fn check_host_parts(
         &self,
         headers: &HeaderMap,
         uri_authority: Option<&str>,
-        path: &str,
-    ) -> Result<(), ApiError> {
+    ) -> Result<Option<(String, Option<u16>)>, ApiError> {
         for name in [header::HOST, header::ORIGIN] {
             let count = headers.get_all(&name).iter().count();
             if count > 1 {
@@ -173,7 +191,18 @@ impl Guard {
             }
             host = Some((name, port));
         }
-        let host_shown = uri_authority.or(host_header);
+        Ok(host)
+    }
+
+    fn check_parts(
+        &self,
+        headers: &HeaderMap,
+        uri_authority: Option<&str>,
+        path: &str,
+    ) -> Result<(), ApiError> {
+        let host = self.check_host_parts(headers, uri_authority)?;
+        let host_shown =
+            uri_authority.or_else(|| headers.get(header::HOST).and_then(|v| v.to_str().ok()));
         if crate::oauth::is_oauth_path(path) {
             return Err(crate::oauth::not_served(path));
         }
@@ -306,9 +335,17 @@ impl IntoResponse for Refusal {
 /// with a body of up to 16 MiB is read to its end first, so the client sees the answer
 /// rather than a reset connection.
 pub async fn middleware(State(guard): State<Guard>, request: Request, next: Next) -> Response {
-    match guard.check(&request) {
+    let public = crate::console::is_public(request.method(), request.uri().path());
+    let checked = if public {
+        guard.check_host(&request)
+    } else {
+        guard.check(&request)
+    };
+    match checked {
         Ok(()) => {
-            if let Some(ticket) = request.extensions().get::<Arc<crate::listen::Ticket>>() {
+            if let Some(ticket) = request.extensions().get::<Arc<crate::listen::Ticket>>()
+                && !public
+            {
                 ticket.passed();
             }
             next.run(request).await

@@ -9,11 +9,12 @@
 mod approvals; // Destructive calls: awaiting_approval, approve/deny, one observation each.
 mod auth; // Bearer tokens: 401s on every route, and no start beyond loopback without one.
 mod config; // GET/PUT /agent/config: row P13 (docs/regressions.md#p13), unknown and boot-only keys.
+mod console; // The console's assets without the token, windows onto sessions and transcripts, /models.
 mod guard; // Host, Origin and Content-Type: 403 and 415 before any route runs (issue 12 item 5).
 mod listen; // The listener's limits over raw TCP: stalled heads, connection bounds.
 mod runs; // Runs: a full run, events, cancellation, 409, 413, 50 concurrent sessions.
-mod streams;
-mod tools; // GET /tools: the built-ins' reports, 401 without the token, the list after a live reload. // Event streams: at most server.max_event_streams open, 429 beyond; closed ones give back what they held.
+mod streams; // Event streams: at most server.max_event_streams open, 429 beyond; closed ones give back what they held.
+mod tools; // GET /tools: the built-ins' reports, 401 without the token, the list after a live reload.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
