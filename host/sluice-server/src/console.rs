@@ -1,6 +1,6 @@
-//! The operator console: a page, its script, its styles and an icon
-//! (`host/sluice-server/console/`), embedded in the binary and served by `sluice serve` at `/`
-//! and `/console/{version}/{file}` (docs/console.md).
+//! The operator console: a page, its script (a few ES modules, app.js the entry), its styles and
+//! an icon (`host/sluice-server/console/`), embedded in the binary and served by `sluice serve`
+//! at `/` and `/console/{version}/{file}` (docs/console.md).
 //!
 //! - **No token for the assets.** They hold no data, so a `GET` (or `HEAD`) of `/` or
 //!   `/console/…` passes the guard once its `Host` is allowed ([`is_public`]); everything the
@@ -31,12 +31,53 @@ pub(crate) const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src
 /// The page, with `{{VERSION}}` where the files' version goes.
 const PAGE: &str = include_str!("../console/index.html");
 
-/// The files under `/console/{version}/`: name, media type, contents.
-const FILES: [(&str, &str, &str); 3] = [
+/// The files under `/console/{version}/`: name, media type, contents. A new module goes here
+/// and in a `modulepreload` link of index.html.
+const FILES: [(&str, &str, &str); 11] = [
     (
         "app.js",
         "text/javascript; charset=utf-8",
         include_str!("../console/app.js"),
+    ),
+    (
+        "dom.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../console/dom.js"),
+    ),
+    (
+        "view.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../console/view.js"),
+    ),
+    (
+        "api.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../console/api.js"),
+    ),
+    (
+        "sessions.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../console/sessions.js"),
+    ),
+    (
+        "transcript.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../console/transcript.js"),
+    ),
+    (
+        "live.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../console/live.js"),
+    ),
+    (
+        "operate.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../console/operate.js"),
+    ),
+    (
+        "setup.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../console/setup.js"),
     ),
     (
         "app.css",
@@ -218,6 +259,22 @@ mod tests {
                     .contains(&format!("/console/{}/{name}", assets.version)),
                 "index.html names {name}"
             );
+        }
+    }
+
+    #[test]
+    fn every_module_a_script_imports_is_served() {
+        for (name, media_type, contents) in FILES {
+            if !media_type.starts_with("text/javascript") {
+                continue;
+            }
+            for import in contents.split(" from \"./").skip(1) {
+                let imported = &import[..import.find('"').unwrap()];
+                assert!(
+                    FILES.iter().any(|(n, _, _)| *n == imported),
+                    "{name} imports ./{imported}, which is not in FILES"
+                );
+            }
         }
     }
 

@@ -79,7 +79,7 @@ async fn the_console_is_served_without_the_token_and_cached_by_version() {
     assert_eq!(status, 404);
     assert_eq!(
         body["error"],
-        "the console has no file \"secrets.txt\"; its files are app.js, app.css, icon.svg"
+        "the console has no file \"secrets.txt\"; its files are app.js, dom.js, view.js, api.js, sessions.js, transcript.js, live.js, operate.js, setup.js, app.css, icon.svg"
     );
     // Only reading is public: the API still asks for the token, and so does a POST to `/`.
     let (status, _) = server.send(client.get(server.url("/sessions"))).await;
