@@ -21,7 +21,7 @@
 //!    under the attacker's name, so it is refused here. The port is not checked.
 //!
 //!    The operator console's assets (a `GET` or `HEAD` of `/` or `/console/…`) pass here:
-//!    they hold no data ([`crate::console`]).
+//!    they hold no data (docs/console.md#security).
 //! 2. **OAuth** (404): the OAuth discovery and registration paths answer 404 before the
 //!    token is asked for: Sluice serves no OAuth ([`crate::oauth`]).
 //! 3. **Token** (401): when the server has a bearer token, every request must carry it
@@ -147,7 +147,7 @@ impl Guard {
     }
 
     /// Checks only the request's `Host` (steps 0 and 1 of the module docs): what a request
-    /// for the console's assets passes ([`crate::console`]) instead of [`Guard::check`].
+    /// for the console's assets passes (docs/console.md#security) instead of [`Guard::check`].
     ///
     /// # Errors
     /// 400 for two `Host` or two `Origin` headers; 403 for a `Host` (or an absolute-form
