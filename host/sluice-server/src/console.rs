@@ -99,10 +99,45 @@ pub(crate) fn is_public(method: &Method, path: &str) -> bool {
 }
 
 /// The console's routes (for [`crate::Server::router`], behind the guard).
+/// Every answer of theirs (a 404 or 405 too) carries the security headers ([`secured`]).
 pub(crate) fn router() -> Router {
     Router::new()
-        .route("/", get(page))
-        .route("/console/{version}/{file}", get(file))
+        .route("/", get(page).fallback(wrong_method))
+        .route(
+            "/console/{version}/{file}",
+            get(file).fallback(wrong_method),
+        )
+        .layer(axum::middleware::map_response(secured))
+}
+
+/// 405 for a method other than `GET` or `HEAD`, as JSON like every API error.
+async fn wrong_method(method: Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!(
+            "{} does not take {method}: the console's page and files answer GET and HEAD",
+            uri.path()
+        ),
+    )
+}
+
+/// `response` with [`CONTENT_SECURITY_POLICY`], `X-Content-Type-Options: nosniff` and
+/// `Referrer-Policy: no-referrer`.
+async fn secured(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    response
 }
 
 /// One embedded answer.
@@ -217,18 +252,6 @@ fn answer(asset: &Asset, request: &HeaderMap, cache_control: &'static str) -> Re
         header::CACHE_CONTROL,
         HeaderValue::from_static(cache_control),
     );
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
-    );
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    headers.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
     response
 }
 
@@ -279,7 +302,7 @@ mod tests {
     }
 
     #[test]
-    fn a_matching_etag_answers_304_and_keeps_the_policy() {
+    fn a_matching_etag_answers_304_with_the_etag() {
         let asset = &ASSETS.files[0].1;
         let mut request = HeaderMap::new();
         request.insert(
@@ -288,10 +311,8 @@ mod tests {
         );
         let response = answer(asset, &request, "no-cache");
         assert_eq!(response.status(), StatusCode::NOT_MODIFIED);
-        assert_eq!(
-            response.headers()[header::CONTENT_SECURITY_POLICY],
-            CONTENT_SECURITY_POLICY
-        );
+        assert_eq!(response.headers()[header::ETAG], asset.etag);
+        assert_eq!(response.headers()[header::CACHE_CONTROL], "no-cache");
         let response = answer(asset, &HeaderMap::new(), "no-cache");
         assert_eq!(response.status(), StatusCode::OK);
         assert_eq!(response.headers()[header::ETAG], asset.etag);

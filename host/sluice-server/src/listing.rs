@@ -135,13 +135,19 @@ fn number<T>(
     allowed: &str,
 ) -> Result<Option<T>, ApiError>
 where
-    T: std::str::FromStr + PartialOrd + Copy,
+    T: std::str::FromStr + PartialOrd + Copy + std::fmt::Display,
 {
     let Some(text) = param(query, name).filter(|v| !v.is_empty()) else {
         return Ok(None);
     };
     match text.parse::<T>() {
         Ok(n) if n >= min && n <= max => Ok(Some(n)),
+        // Digits past what the type holds: say where it ends.
+        Err(_) if text.bytes().all(|b| b.is_ascii_digit()) => Err(ApiError::bad_request(format!(
+            "query parameter {name} must be {allowed}, at most {max}; got {text:?}"
+        ))
+        .with("parameter", name)
+        .with("allowed", allowed)),
         _ => Err(ApiError::bad_request(format!(
             "query parameter {name} must be {allowed}; got {text:?}"
         ))
@@ -255,6 +261,11 @@ mod tests {
         assert_eq!(w.cut(transcript(10)), (vec![], None));
         let (page, next) = TranscriptWindow::parse(None).unwrap().cut(transcript(3));
         assert_eq!((seqs(&page), next), (vec![1, 2, 3], None));
+        let e = TranscriptWindow::parse(Some("from=99999999999999999999")).unwrap_err();
+        assert_eq!(
+            e.body["error"],
+            "query parameter from must be an integer from 1 (a message's seq), at most 18446744073709551615; got \"99999999999999999999\""
+        );
         let e = TranscriptWindow::parse(Some("from=0")).unwrap_err();
         assert_eq!(
             e.body["error"],

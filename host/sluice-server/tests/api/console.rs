@@ -60,6 +60,7 @@ async fn the_console_is_served_without_the_token_and_cached_by_version() {
     assert_eq!(again.status(), 304);
     assert_eq!(again.headers()["etag"], etag.as_str());
     assert_eq!(again.content_length(), Some(0));
+    assert_eq!(again.headers()["content-security-policy"], POLICY);
 
     // Another version, another file: JSON 404s that say what to do.
     let (status, body) = server
@@ -80,6 +81,28 @@ async fn the_console_is_served_without_the_token_and_cached_by_version() {
     assert_eq!(
         body["error"],
         "the console has no file \"secrets.txt\"; its files are app.js, dom.js, view.js, api.js, sessions.js, transcript.js, live.js, operate.js, setup.js, app.css, icon.svg"
+    );
+    // Errors of the console carry its policy too, and are JSON like the API's.
+    let old = client
+        .get(server.url("/console/0000000000000000/app.js"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(old.status(), 404);
+    assert_eq!(old.headers()["content-security-policy"], POLICY);
+    assert_eq!(old.headers()["x-content-type-options"], "nosniff");
+    let post = client
+        .post(server.url("/"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(post.status(), 405);
+    assert_eq!(post.headers()["content-security-policy"], POLICY);
+    let body: serde_json::Value = post.json().await.unwrap();
+    assert_eq!(
+        body["error"],
+        "/ does not take POST: the console's page and files answer GET and HEAD"
     );
     // Only reading is public: the API still asks for the token, and so does a POST to `/`.
     let (status, _) = server.send(client.get(server.url("/sessions"))).await;
