@@ -49,11 +49,11 @@ pub(crate) async fn run(
         .with_tool_catalog(catalog)
         .bind()
         .await?;
+    let addr = bound.local_addr();
     #[allow(clippy::print_stderr)]
     {
         eprintln!(
-            "sluice: serving the operator API on http://{} (model {}; GET /openapi.json describes it; MCP at POST /mcp)",
-            bound.local_addr(),
+            "sluice: serving the operator API on http://{addr} (model {}; GET /openapi.json describes it; MCP at POST /mcp; the console at http://{addr}/)",
             config.model.provider
         );
     }
