@@ -226,14 +226,7 @@ mod tests {
             serde_json::to_string(&t).unwrap(),
             r#"{"role":"tool","content":"{\"ok\":true,\"result\":1}","toolCallId":"c1","createdAt":"2026-11-30T00:00:01Z"}"#
         );
-        for s in [
-            SessionStatus::Idle,
-            SessionStatus::Running,
-            SessionStatus::AwaitingApproval,
-            SessionStatus::Completed,
-            SessionStatus::Aborted,
-            SessionStatus::Error,
-        ] {
+        for s in SessionStatus::ALL {
             assert_eq!(SessionStatus::parse(s.as_str()), Some(s));
             assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
         }
