@@ -140,20 +140,25 @@ where
     let Some(text) = param(query, name).filter(|v| !v.is_empty()) else {
         return Ok(None);
     };
-    match text.parse::<T>() {
-        Ok(n) if n >= min && n <= max => Ok(Some(n)),
-        // Digits past what the type holds: say where it ends.
-        Err(_) if text.bytes().all(|b| b.is_ascii_digit()) => Err(ApiError::bad_request(format!(
-            "query parameter {name} must be {allowed}, at most {max}; got {text:?}"
-        ))
-        .with("parameter", name)
-        .with("allowed", allowed)),
-        _ => Err(ApiError::bad_request(format!(
-            "query parameter {name} must be {allowed}; got {text:?}"
-        ))
-        .with("parameter", name)
-        .with("allowed", allowed)),
+    let parsed = text.parse::<T>();
+    if let Ok(n) = parsed
+        && n >= min
+        && n <= max
+    {
+        return Ok(Some(n));
     }
+    // Digits past what the type holds: say where it ends.
+    let overflow = parsed.is_err() && text.bytes().all(|b| b.is_ascii_digit());
+    let most = if overflow {
+        format!(", at most {max}")
+    } else {
+        String::new()
+    };
+    Err(ApiError::bad_request(format!(
+        "query parameter {name} must be {allowed}{most}; got {text:?}"
+    ))
+    .with("parameter", name)
+    .with("allowed", allowed))
 }
 
 #[cfg(test)]
