@@ -154,13 +154,15 @@ async fn post_prompt(
             "prompt must be a non-empty string; to continue a session without a new prompt, POST /sessions/{id}/resume",
         ));
     }
-    if let Some(model) = body.model.filter(|m| *m != state.model_name()) {
+    if let Some(model) = body.model {
         let configured = state.model_name();
-        return Err(ApiError::bad_request(format!(
-            "model {model:?} is not configured: this server runs {configured:?} (GET /models lists the models a prompt may name; [model] in sluice.toml or --model chooses it at start)"
-        ))
-        .with("model", model)
-        .with("allowed", vec![configured]));
+        if model != configured {
+            return Err(ApiError::bad_request(format!(
+                "model {model:?} is not configured: this server runs {configured:?} (GET /models lists the models a prompt may name; [model] in sluice.toml or --model chooses it at start)"
+            ))
+            .with("model", model)
+            .with("allowed", vec![configured]));
+        }
     }
     start(&state, &id, Some(body.prompt), wait).await
 }
