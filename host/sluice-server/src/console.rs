@@ -17,6 +17,7 @@
 use std::sync::LazyLock;
 
 use axum::Router;
+use axum::body::Bytes;
 use axum::extract::Path;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -143,14 +144,15 @@ async fn secured(mut response: Response) -> Response {
 /// One embedded answer.
 struct Asset {
     media_type: &'static str,
-    body: String,
+    /// Shared, so an answer clones a pointer, not the file.
+    body: Bytes,
     /// `"<16 hex digits of its SHA-256>"`.
     etag: HeaderValue,
 }
 
 impl Asset {
-    fn new(media_type: &'static str, body: String) -> Asset {
-        let etag = HeaderValue::try_from(format!("\"{}\"", short_digest([body.as_str()])))
+    fn new(media_type: &'static str, body: Bytes) -> Asset {
+        let etag = HeaderValue::try_from(format!("\"{}\"", short_digest([&body[..]])))
             .unwrap_or(HeaderValue::from_static("\"0\""));
         Asset {
             media_type,
@@ -168,17 +170,23 @@ struct Assets {
 }
 
 static ASSETS: LazyLock<Assets> = LazyLock::new(|| {
-    let version =
-        short_digest(std::iter::once(PAGE).chain(FILES.iter().map(|(_, _, contents)| *contents)));
+    let version = short_digest(
+        std::iter::once(PAGE)
+            .chain(FILES.iter().map(|(_, _, contents)| *contents))
+            .map(str::as_bytes),
+    );
     Assets {
         page: Asset::new(
             "text/html; charset=utf-8",
-            PAGE.replace("{{VERSION}}", &version),
+            Bytes::from(PAGE.replace("{{VERSION}}", &version)),
         ),
         files: FILES
             .iter()
             .map(|(name, media_type, contents)| {
-                (*name, Asset::new(media_type, contents.to_string()))
+                (
+                    *name,
+                    Asset::new(media_type, Bytes::from_static(contents.as_bytes())),
+                )
             })
             .collect(),
         version,
@@ -186,10 +194,10 @@ static ASSETS: LazyLock<Assets> = LazyLock::new(|| {
 });
 
 /// The first 16 hex digits of the SHA-256 of `parts`, each followed by a NUL.
-fn short_digest<'a>(parts: impl IntoIterator<Item = &'a str>) -> String {
+fn short_digest<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> String {
     let mut hash = Sha256::new();
     for part in parts {
-        hash.update(part.as_bytes());
+        hash.update(part);
         hash.update([0]);
     }
     hash.finalize()[..8]
@@ -273,13 +281,11 @@ mod tests {
     fn the_page_names_its_files_under_the_version() {
         let assets = &*ASSETS;
         assert_eq!(assets.version.len(), 16);
-        assert!(!assets.page.body.contains("{{VERSION}}"));
+        let page = std::str::from_utf8(&assets.page.body).unwrap();
+        assert!(!page.contains("{{VERSION}}"));
         for (name, _, _) in FILES {
             assert!(
-                assets
-                    .page
-                    .body
-                    .contains(&format!("/console/{}/{name}", assets.version)),
+                page.contains(&format!("/console/{}/{name}", assets.version)),
                 "index.html names {name}"
             );
         }
