@@ -17,6 +17,8 @@
 mod approvals; // Approve one destructive call, deny another.
 mod assets; // The assets over plain HTTP: headers, caching, size.
 mod browser; // chromedriver, chromium and flows.py; one flow at a time.
+#[path = "../support/listening.rs"]
+mod listening; // The address a server prints.
 #[path = "../support/mcp_clients.rs"]
 #[allow(dead_code)]
 mod mcp_clients; // The venv.

@@ -2,7 +2,6 @@
 //! store (`sessions.db`, which a test may seed first), a `sluice.toml` and a token file; and
 //! its API, called with the token.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -96,22 +95,8 @@ impl Setup {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+        let url = crate::listening::address_from(server.stderr.take().unwrap());
         let server = Killed(server);
-        let mut said = String::new();
-        let url = loop {
-            let line = lines
-                .next()
-                .unwrap_or_else(|| panic!("sluice serve exited before its address:\n{said}"))
-                .unwrap();
-            if let Some(at) = line.find("http://") {
-                let url = line[at..].split_whitespace().next().unwrap();
-                break url.trim_end_matches(['/', ',', ')']).to_string();
-            }
-            said.push_str(&line);
-            said.push('\n');
-        };
-        std::thread::spawn(move || for _ in lines {});
         Serve {
             url,
             client: reqwest::blocking::Client::builder()

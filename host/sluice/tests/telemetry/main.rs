@@ -6,6 +6,8 @@
 // lets the helpers they share do so too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../support/listening.rs"]
+mod listening; // The address a server prints.
 mod metrics; // `GET /metrics` of `serve` and `mcp --listen`, scraped by Prometheus.
 mod traces;
 #[path = "../support/warm_cache.rs"]

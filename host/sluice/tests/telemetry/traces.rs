@@ -152,18 +152,8 @@ fn listening(mut command: Command) -> (Killed, String) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let url = crate::listening::address_from(server.stderr.take().unwrap());
     let server = Killed(server);
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("the server prints its address")
-            .unwrap();
-        if let Some(at) = line.find("http://") {
-            break line[at..].split_whitespace().next().unwrap().to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
     (server, url)
 }
 
