@@ -34,6 +34,7 @@ mod roots;
 mod runtime;
 mod secrets;
 mod server;
+mod server_tokens;
 mod sources;
 pub mod telemetry;
 mod tools;
@@ -69,6 +70,7 @@ pub use server::{
     DEFAULT_MAX_EVENT_STREAMS, DEFAULT_MAX_UNAUTHENTICATED_CONNECTIONS, ENV_ALLOWED_HOSTS,
     ServerConfig, ServerLimits, valid_allowed_host,
 };
+pub use server_tokens::{ADMIN_PRINCIPAL, ServerToken, TOKEN_NAME_RULE, valid_token_name};
 use sluice_protocol::limits::DEFAULT_MAX_TOOL_RESULT_BYTES;
 use sluice_protocol::limits::{
     MAX_MAX_TOOL_RESULT_BYTES as MAX_MAX_RESULT_BYTES,

@@ -27,6 +27,8 @@ pub struct ServerConfig {
     pub allowed_hosts: Vec<String>,
     /// The limits on connections and event streams.
     pub limits: ServerLimits,
+    /// `[[server.tokens]]`: the named principals' tokens (by hash) and scopes. Default none.
+    pub tokens: Vec<crate::server_tokens::ServerToken>,
 }
 
 /// `server.header_read_timeout_ms` when not set: 10 s.
@@ -80,6 +82,7 @@ pub(crate) struct FileServer {
     max_connections: Option<Raw>,
     max_unauthenticated_connections: Option<Raw>,
     max_event_streams: Option<Raw>,
+    tokens: Option<Vec<crate::server_tokens::FileToken>>,
 }
 
 impl FileServer {
@@ -121,6 +124,10 @@ impl FileServer {
         Ok(ServerConfig {
             allowed_hosts: hosts.iter().map(|h| h.to_ascii_lowercase()).collect(),
             limits: self.limits(file_label)?,
+            tokens: crate::server_tokens::resolve(
+                self.tokens.as_deref().unwrap_or_default(),
+                file_label,
+            )?,
         })
     }
 

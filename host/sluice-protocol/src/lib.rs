@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod access;
 pub mod limits;
 pub mod model;
 
