@@ -214,7 +214,9 @@ impl Source<'_> {
                 && origin.starts_with(&self.label)
                 && !origin.contains(" line ") =>
             {
-                let origin = match self.line_of_key(&key) {
+                // A key with a quoted part (`http_credentials."api.example.com".header`) is
+                // looked for as the file's lines are read: unquoted.
+                let origin = match self.line_of_key(&dotted(&key)) {
                     Some(line) => format!("{} line {line}", self.label),
                     None => origin,
                 };
@@ -312,6 +314,7 @@ fn allowed_for(key: &str) -> Option<String> {
         ["tools", _, "config"] => "a table of config keys and string values, like [tools.NAME.config] region = \"eu\"".into(),
         ["tools", _, "secrets"] => "a table of config keys and their sources, like [tools.NAME.secrets] token = { env = \"API_TOKEN\" }".into(),
         ["tools", _, "secrets", _] => "a table: { env = \"VAR\" } or { file = \"path\" }".into(),
+        ["tools", _, "http_credentials"] => "a table of credentials by entry of http, like [tools.NAME.http_credentials.\"api.example.com\"] header = \"Authorization\", value = \"Bearer {secret}\", secret = { env = \"API_TOKEN\" }".into(),
         ["strict"] => "true or false".into(),
         ["builtins"] => {
             "an array of built-in tool names, like [\"read_file\", \"list_dir\"]".into()

@@ -1,6 +1,6 @@
 //! The outbound-HTTP keys of a tool policy (docs/configuration.md#outbound-http): `http`
-//! (the allowlist), `http_methods`, `http_private`, `http_max_response_bytes` and
-//! `http_max_connections`.
+//! (the allowlist), `http_methods`, `http_private`, `http_max_response_bytes`,
+//! `http_max_connections` and `http_credentials` ([`crate::http_credentials`]).
 
 use std::net::IpAddr;
 
@@ -33,6 +33,9 @@ pub struct HttpConfig {
     /// [`MAX_OPEN_DESCRIPTORS`](sluice_protocol::limits::MAX_OPEN_DESCRIPTORS) (default
     /// [`DEFAULT_HTTP_MAX_CONNECTIONS`](sluice_protocol::limits::DEFAULT_HTTP_MAX_CONNECTIONS)).
     pub max_connections: usize,
+    /// `http_credentials`: headers the host adds to requests to single hosts of `allow`,
+    /// with secrets the tool never holds, in key order (default: none).
+    pub credentials: Vec<crate::http_credentials::HttpCredential>,
 }
 
 impl Default for HttpConfig {
@@ -43,6 +46,7 @@ impl Default for HttpConfig {
             private: false,
             max_response_bytes: DEFAULT_HTTP_MAX_RESPONSE_BYTES,
             max_connections: sluice_protocol::limits::DEFAULT_HTTP_MAX_CONNECTIONS,
+            credentials: Vec::new(),
         }
     }
 }
@@ -54,6 +58,23 @@ pub struct HttpEntry {
     pub host: HttpEntryHost,
     /// Its port; `None`: the scheme's default port only.
     pub port: Option<u16>,
+}
+
+/// The entry as `http` takes it: `api.example.com`, `*.example.com:8443`, `10.0.0.1`,
+/// `[::1]:8080`.
+impl std::fmt::Display for HttpEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.host {
+            HttpEntryHost::Name(n) => f.write_str(n)?,
+            HttpEntryHost::Subdomains(d) => write!(f, "*.{d}")?,
+            HttpEntryHost::Ip(IpAddr::V6(ip)) => write!(f, "[{ip}]")?,
+            HttpEntryHost::Ip(ip) => write!(f, "{ip}")?,
+        }
+        match self.port {
+            Some(p) => write!(f, ":{p}"),
+            None => Ok(()),
+        }
+    }
 }
 
 /// The host of an [`HttpEntry`].

@@ -27,6 +27,7 @@ mod error;
 mod file;
 mod functions;
 pub mod http;
+pub mod http_credentials;
 mod mcp;
 mod model;
 mod registry;

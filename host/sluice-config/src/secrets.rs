@@ -90,26 +90,30 @@ pub(crate) fn config_and_secrets(
                 "a key set in either config or secrets, not both",
             ));
         }
-        let allowed = "{ env = \"VAR\" } (an environment variable of the operator) or { file = \"path\" } (relative to this file)";
-        let source = match (&s.env, &s.file) {
-            (Some(var), None) if !var.is_empty() && !var.contains(['=', '\0']) => {
-                SecretRef::Env(var.clone())
-            }
-            (None, Some(file)) if !file.trim().is_empty() => SecretRef::File(base.join(file)),
-            (Some(var), None) => {
-                return Err(value_error(&field, format!("env = {var:?}"), allowed));
-            }
-            (None, Some(file)) => {
-                return Err(value_error(&field, format!("file = {file:?}"), allowed));
-            }
-            (Some(_), Some(_)) => {
-                return Err(value_error(&field, "both env and file".into(), allowed));
-            }
-            (None, None) => return Err(value_error(&field, "an empty table".into(), allowed)),
-        };
-        secrets.insert(key.clone(), source);
+        secrets.insert(key.clone(), secret_ref(s, &field, base, value_error)?);
     }
     Ok((config, secrets))
+}
+
+/// The source `s` names (a file resolved against `base`); the error names `field` (as
+/// `value_error` takes it) and what is allowed.
+pub(crate) fn secret_ref(
+    s: &SecretFile,
+    field: &str,
+    base: &Path,
+    value_error: &dyn Fn(&str, String, &str) -> ConfigError,
+) -> Result<SecretRef, ConfigError> {
+    let allowed = "{ env = \"VAR\" } (an environment variable of the operator) or { file = \"path\" } (relative to this file)";
+    match (&s.env, &s.file) {
+        (Some(var), None) if !var.is_empty() && !var.contains(['=', '\0']) => {
+            Ok(SecretRef::Env(var.clone()))
+        }
+        (None, Some(file)) if !file.trim().is_empty() => Ok(SecretRef::File(base.join(file))),
+        (Some(var), None) => Err(value_error(field, format!("env = {var:?}"), allowed)),
+        (None, Some(file)) => Err(value_error(field, format!("file = {file:?}"), allowed)),
+        (Some(_), Some(_)) => Err(value_error(field, "both env and file".into(), allowed)),
+        (None, None) => Err(value_error(field, "an empty table".into(), allowed)),
+    }
 }
 
 impl crate::Config {
@@ -122,7 +126,11 @@ impl crate::Config {
         let named = self
             .tools
             .iter()
-            .flat_map(|t| t.secrets.values())
+            .flat_map(|t| {
+                // A credential's file is a secret's source as much as one of `secrets`.
+                let credentials = t.http.credentials.iter().map(|c| &c.secret);
+                t.secrets.values().chain(credentials)
+            })
             .filter_map(|s| match s {
                 SecretRef::File(path) => Some(path),
                 SecretRef::Env(_) => None,

@@ -13,6 +13,7 @@ use crate::functions::{FunctionConfig, FunctionFile};
 use crate::http::{
     DEFAULT_HTTP_MAX_RESPONSE_BYTES, HTTP_ENTRY_RULE, HttpConfig, MAX_HTTP_MAX_RESPONSE_BYTES,
 };
+use crate::http_credentials::{CredentialFile, credentials};
 use crate::secrets::{SecretFile, SecretRef, config_and_secrets};
 use crate::{ConfigError, RootConfig};
 use sluice_protocol::limits::{DEFAULT_HTTP_MAX_CONNECTIONS, MAX_OPEN_DESCRIPTORS};
@@ -88,8 +89,8 @@ pub struct ToolConfig {
     /// exported (`read-file`) or the tool name it would get (`read_file`).
     pub functions: BTreeMap<String, FunctionConfig>,
     /// Outbound HTTP through `wasi:http`: `http`, `http_methods`, `http_private`,
-    /// `http_max_response_bytes`, `http_max_connections` ([`crate::http`]); the default grants
-    /// no host.
+    /// `http_max_response_bytes`, `http_max_connections` ([`crate::http`]) and
+    /// `http_credentials` ([`crate::http_credentials`]); the default grants no host.
     pub http: HttpConfig,
     /// `[config]`: plain values of the component's `wasi:config/store`, by config key
     /// ([`CONFIG_KEY_RULE`](crate::CONFIG_KEY_RULE)).
@@ -165,6 +166,8 @@ pub(crate) struct PolicyFile {
     config: BTreeMap<String, Raw>,
     #[serde(default)]
     secrets: BTreeMap<String, SecretFile>,
+    #[serde(default)]
+    http_credentials: BTreeMap<String, CredentialFile>,
     /// `verify.key` (oci:// components only).
     verify: Option<VerifyFile>,
     /// Plain HTTP to a non-loopback registry (oci:// components only).
@@ -192,6 +195,7 @@ impl PolicyFile {
             http_max_connections: self.http_max_connections.clone(),
             config: self.config.clone(),
             secrets: self.secrets.clone(),
+            http_credentials: self.http_credentials.clone(),
         }
     }
 }
@@ -228,6 +232,8 @@ pub(crate) struct Policy {
     config: BTreeMap<String, Raw>,
     #[serde(default)]
     secrets: BTreeMap<String, SecretFile>,
+    #[serde(default)]
+    http_credentials: BTreeMap<String, CredentialFile>,
 }
 
 /// `verify = { key = "cosign.pub" }` or `verify.key = ["a.pub", "b.pub"]`.
@@ -431,7 +437,9 @@ impl Resolver<'_> {
             return Err(value_error("prefix", format!("{prefix:?}"), PREFIX_RULE));
         }
         let functions = crate::functions::functions(&p.functions, &value_error)?;
-        let http = http_config(p).map_err(|(field, v, allowed)| value_error(field, v, &allowed))?;
+        let mut http =
+            http_config(p).map_err(|(field, v, allowed)| value_error(field, v, &allowed))?;
+        http.credentials = credentials(&p.http_credentials, &http.allow, base, &value_error)?;
         let (config, secrets) = config_and_secrets(&p.config, &p.secrets, base, &value_error)?;
         Ok(ToolConfig {
             name: name.to_string(),
@@ -519,6 +527,7 @@ fn http_config(p: &Policy) -> Result<HttpConfig, (&'static str, String, String)>
         private: p.http_private,
         max_response_bytes,
         max_connections: max_connections as usize,
+        credentials: Vec::new(),
     })
 }
 

@@ -387,6 +387,7 @@ fn http_policy_keys_reach_the_tool_config() {
             private: true,
             max_response_bytes: 4096,
             max_connections: 3,
+            credentials: Vec::new(),
         }
     );
 }
