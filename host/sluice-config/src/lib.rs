@@ -36,6 +36,7 @@ mod runtime;
 mod secrets;
 mod server;
 mod server_tokens;
+mod server_tls;
 mod sources;
 pub mod telemetry;
 mod tools;
@@ -72,6 +73,7 @@ pub use server::{
     ServerConfig, ServerLimits, valid_allowed_host,
 };
 pub use server_tokens::{ADMIN_PRINCIPAL, ServerToken, TOKEN_NAME_RULE, valid_token_name};
+pub use server_tls::{FLAG_TLS_CERT, FLAG_TLS_KEY, TLS_FILES_RULE, TlsFiles};
 use sluice_protocol::limits::DEFAULT_MAX_TOOL_RESULT_BYTES;
 use sluice_protocol::limits::{
     MAX_MAX_TOOL_RESULT_BYTES as MAX_MAX_RESULT_BYTES,
@@ -177,6 +179,11 @@ pub struct Overrides {
     pub max_concurrent_calls: Option<String>,
     /// `sluice serve --allowed-host NAME`, in order (replaces `server.allowed_hosts`).
     pub allowed_hosts: Vec<String>,
+    /// `--tls-cert FILE` (`sluice serve`, `sluice mcp`): with `tls_key`, replaces
+    /// `[server.tls]`.
+    pub tls_cert: Option<PathBuf>,
+    /// `--tls-key FILE`: with `tls_cert`, replaces `[server.tls]`.
+    pub tls_key: Option<PathBuf>,
     /// `--allow-destructive` (`sluice mcp`, `sluice serve`): serve destructive tools over MCP.
     pub allow_destructive: bool,
     /// `--strict`: a component that fails to load stops the start (sets `strict`).
@@ -556,9 +563,16 @@ impl Config {
             &file_label,
         )?;
         let runtime = parsed.runtime.resolve(overrides, env, &file_label)?;
-        let server = parsed.server.resolve(
+        let mut server = parsed.server.resolve(
             &overrides.allowed_hosts,
             env(ENV_ALLOWED_HOSTS),
+            &file_label,
+        )?;
+        server.tls = server_tls::resolve(
+            overrides.tls_cert.as_deref(),
+            overrides.tls_key.as_deref(),
+            parsed.server.tls.as_ref(),
+            base,
             &file_label,
         )?;
         let mcp = parsed

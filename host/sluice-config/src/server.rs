@@ -29,6 +29,9 @@ pub struct ServerConfig {
     pub limits: ServerLimits,
     /// `[[server.tokens]]`: the named principals' tokens (by hash) and scopes. Default none.
     pub tokens: Vec<crate::server_tokens::ServerToken>,
+    /// `[server.tls]` (`--tls-cert`, `--tls-key`): serve HTTPS with these files. Default
+    /// `None`: plain HTTP.
+    pub tls: Option<crate::server_tls::TlsFiles>,
 }
 
 /// `server.header_read_timeout_ms` when not set: 10 s.
@@ -83,6 +86,7 @@ pub(crate) struct FileServer {
     max_unauthenticated_connections: Option<Raw>,
     max_event_streams: Option<Raw>,
     tokens: Option<Vec<crate::server_tokens::FileToken>>,
+    pub(crate) tls: Option<crate::server_tls::FileTls>,
 }
 
 impl FileServer {
@@ -128,6 +132,8 @@ impl FileServer {
                 self.tokens.as_deref().unwrap_or_default(),
                 file_label,
             )?,
+            // Set by `Config::resolve`, which knows the file's directory (server_tls.rs).
+            tls: None,
         })
     }
 

@@ -125,6 +125,16 @@ impl Overrides {
             "--allowed-host",
         );
         add(
+            self.tls_cert.is_some(),
+            "server.tls.cert_file",
+            crate::FLAG_TLS_CERT,
+        );
+        add(
+            self.tls_key.is_some(),
+            "server.tls.key_file",
+            crate::FLAG_TLS_KEY,
+        );
+        add(
             self.allow_destructive,
             "mcp.allow_destructive",
             "--allow-destructive",
@@ -392,6 +402,14 @@ fn values(c: &Config, redact_url: &dyn Fn(&str) -> String) -> Vec<(String, Strin
         (
             "server.max_event_streams".into(),
             limits.max_event_streams.to_string(),
+        ),
+        (
+            "server.tls.cert_file".into(),
+            unset_or(c.server.tls.as_ref().map(|t| t.cert_file.display())),
+        ),
+        (
+            "server.tls.key_file".into(),
+            unset_or(c.server.tls.as_ref().map(|t| t.key_file.display())),
         ),
         (
             "mcp.allow_destructive".into(),
