@@ -82,12 +82,14 @@ pub(crate) struct CredentialFile {
     secret: SecretFile,
 }
 
-/// The checked `http_credentials` of a policy whose allowlist is `allow` (secret files
-/// resolved against `base`), in key order; `value_error(field, value, allowed)` makes the
-/// error naming the key.
+/// The checked `http_credentials` of a policy whose allowlist is `allow` and which gives
+/// the tool `given` (the names of its `env` list and its `secrets`), secret files resolved
+/// against `base`, in key order; `value_error(field, value, allowed)` makes the error
+/// naming the key. A credential's secret may not be one the tool is given too.
 pub(crate) fn credentials(
     raw: &BTreeMap<String, CredentialFile>,
     allow: &[HttpEntry],
+    (env, secrets): (&[String], &BTreeMap<String, SecretRef>),
     base: &Path,
     value_error: &dyn Fn(&str, String, &str) -> ConfigError,
 ) -> Result<Vec<HttpCredential>, ConfigError> {
@@ -146,6 +148,20 @@ pub(crate) fn credentials(
             ));
         }
         let secret = secret_ref(&c.secret, &field("secret"), base, value_error)?;
+        let also = match &secret {
+            SecretRef::Env(var) if env.contains(var) => Some(format!("env lists {var}")),
+            _ => secrets
+                .iter()
+                .find(|(_, s)| **s == secret)
+                .map(|(k, _)| format!("secrets.{k} reads it too")),
+        };
+        if let Some(also) = also {
+            return Err(value_error(
+                &field("secret"),
+                format!("{} ({also})", shown(&secret)),
+                "a source the tool is not also given (in env or secrets), or the tool would hold the secret: remove it there",
+            ));
+        }
         out.push((
             key,
             HttpCredential {
@@ -157,6 +173,14 @@ pub(crate) fn credentials(
         ));
     }
     Ok(out.into_iter().map(|(_, c)| c).collect())
+}
+
+/// `s` as a policy writes it: `env = "VAR"` or `file = "path"` (the path resolved).
+fn shown(s: &SecretRef) -> String {
+    match s {
+        SecretRef::Env(var) => format!("env = {var:?}"),
+        SecretRef::File(path) => format!("file = {:?}", path.display().to_string()),
+    }
 }
 
 /// True when `name` is an HTTP field name (RFC 9110's `token`) of 1 to 64 bytes.
@@ -180,7 +204,9 @@ mod tests {
             allowed: allowed.to_string(),
             origin: "test".into(),
         };
-        credentials(&raw, &allow, Path::new("/etc/sluice"), &value_error).map_err(|e| e.to_string())
+        let given = (&["SHARED".to_string()][..], &BTreeMap::new());
+        credentials(&raw, &allow, given, Path::new("/etc/sluice"), &value_error)
+            .map_err(|e| e.to_string())
     }
 
     #[test]
@@ -212,6 +238,18 @@ mod tests {
         assert_eq!(
             got.unwrap_err(),
             "tools.t.http_credentials must be a table with one key per entry of http (these two name the same one); got \"API.example.com.\" and \"api.example.com\" (from test)"
+        );
+    }
+
+    #[test]
+    fn a_secret_the_tool_is_given_in_env_is_refused() {
+        let got = check(
+            "[\"api.example.com\"]\nheader = \"Authorization\"\nvalue = \"Bearer {secret}\"\nsecret = { env = \"SHARED\" }\n",
+            &["api.example.com"],
+        );
+        assert_eq!(
+            got.unwrap_err(),
+            "tools.t.http_credentials.\"api.example.com\".secret must be a source the tool is not also given (in env or secrets), or the tool would hold the secret: remove it there; got env = \"SHARED\" (env lists SHARED) (from test)"
         );
     }
 

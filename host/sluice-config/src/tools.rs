@@ -439,8 +439,10 @@ impl Resolver<'_> {
         let functions = crate::functions::functions(&p.functions, &value_error)?;
         let mut http =
             http_config(p).map_err(|(field, v, allowed)| value_error(field, v, &allowed))?;
-        http.credentials = credentials(&p.http_credentials, &http.allow, base, &value_error)?;
         let (config, secrets) = config_and_secrets(&p.config, &p.secrets, base, &value_error)?;
+        let given = (p.env.as_slice(), &secrets);
+        http.credentials =
+            credentials(&p.http_credentials, &http.allow, given, base, &value_error)?;
         Ok(ToolConfig {
             name: name.to_string(),
             source,

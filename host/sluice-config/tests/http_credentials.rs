@@ -185,3 +185,34 @@ fn a_credential_without_its_header_or_with_an_unknown_key_is_a_parse_error() {
     );
     drop(dir);
 }
+
+#[test]
+fn a_secret_the_tool_is_also_given_is_refused() {
+    let (dir, path) = file(&format!(
+        "{HEAD}env = [\"API_TOKEN\"]\n\n[tools.api.secrets]\ntoken = {{ file = \"k.txt\" }}\n\n[tools.api.http_credentials.\"api.example.com\"]\nheader = \"Authorization\"\nvalue = \"Bearer {{secret}}\"\nsecret = {{ file = \"k.txt\" }}\n"
+    ));
+    let e = resolve(&path).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        format!(
+            "tools.api.http_credentials.\"api.example.com\".secret must be a source the tool is not also given (in env or secrets), or the tool would hold the secret: remove it there; got file = {:?} (secrets.token reads it too) (from {} line 12)",
+            dir.path().join("k.txt").display().to_string(),
+            path.display()
+        )
+    );
+    std::fs::write(
+        &path,
+        format!(
+            "{HEAD}env = [\"API_TOKEN\"]\n\n[tools.api.http_credentials.\"api.example.com\"]\nheader = \"Authorization\"\nvalue = \"Bearer {{secret}}\"\nsecret = {{ env = \"API_TOKEN\" }}\n"
+        ),
+    )
+    .unwrap();
+    let e = resolve(&path).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        format!(
+            "tools.api.http_credentials.\"api.example.com\".secret must be a source the tool is not also given (in env or secrets), or the tool would hold the secret: remove it there; got env = \"API_TOKEN\" (env lists API_TOKEN) (from {} line 9)",
+            path.display()
+        )
+    );
+}
