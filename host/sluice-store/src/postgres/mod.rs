@@ -3,8 +3,9 @@
 //! Design (issue 17):
 //! - Client: `tokio-postgres` with two `deadpool-postgres` pools: one for ordinary calls
 //!   ([`POOL_SIZE`] connections) and one for the connections runs hold
-//!   ([`MAX_RUNS`] at once per process). No TLS: reach the database over loopback, a Unix
-//!   socket (`postgres://user@%2Frun%2Fpostgresql/db`) or a tunnel.
+//!   ([`MAX_RUNS`] at once per process). TLS as libpq's `sslmode` and `sslrootcert` in the
+//!   URL say (`tls.rs`; rustls on ring): `require` encrypts, `verify-full` also checks the
+//!   certificate's chain and host name.
 //! - Schema: versioned migrations (`schema.rs`) applied at connect, under a transaction-level
 //!   advisory lock so replicas starting together apply each once; a database whose schema
 //!   is newer than this build knows is refused.
@@ -27,9 +28,9 @@
 mod runs;
 mod schema;
 mod sessions;
+mod tls;
 
 use std::collections::HashMap;
-use std::str::FromStr as _;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -37,7 +38,6 @@ use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, R
 use serde_json::{Map, Value};
 use sluice_protocol::Message;
 use tokio::task::JoinHandle;
-use tokio_postgres::NoTls;
 
 use crate::queue::{EventQueue, PendingEvent};
 use crate::signals::Signals;
@@ -116,11 +116,14 @@ impl PgStore {
 
     /// Connects to the database at `url` (`postgres://user:password@host:port/database`,
     /// with tokio-postgres's query parameters such as `connect_timeout` (seconds; default
-    /// 10) or `application_name`), brings its schema up to [`PgStore::SCHEMA_VERSION`]
-    /// and starts listening for other replicas' notifications.
+    /// 10) or `application_name`, and libpq's `sslmode=disable|prefer|require|verify-ca|
+    /// verify-full` (default `prefer`) and `sslrootcert=FILE`), brings its schema up to
+    /// [`PgStore::SCHEMA_VERSION`] and starts listening for other replicas' notifications.
     ///
     /// Errors ([`StoreError::Database`], naming the URL without its password): a URL that is
-    /// not a PostgreSQL URL or does not parse; a database that cannot be reached or refuses
+    /// not a PostgreSQL URL or does not parse; an `sslmode` that is not a mode or an
+    /// `sslrootcert` that cannot be read; a TLS handshake that fails (naming the `sslmode`
+    /// and why); a database that cannot be reached or refuses
     /// the login; a failed migration. [`StoreError::TooNew`] when a newer Sluice wrote the
     /// schema.
     pub async fn connect(url: &str) -> Result<PgStore, StoreError> {
@@ -149,15 +152,14 @@ impl PgStore {
                 "not a PostgreSQL URL: it must start with postgres:// or postgresql://".into(),
             ));
         }
-        let mut config = tokio_postgres::Config::from_str(url)
-            .map_err(|e| fail(format!("not a valid PostgreSQL URL: {}", without(&e, url))))?;
+        let (mut config, tls) = tls::configure(url).map_err(|e| fail(without(&e, url)))?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(WAIT);
         }
         if config.get_application_name().is_none() {
             config.application_name("sluice");
         }
-        let pool = make_pool(config.clone(), POOL_SIZE, &shown)?;
+        let pool = make_pool(config.clone(), &tls, POOL_SIZE, &shown)?;
         let mut run_config = config.clone();
         run_config.application_name(format!(
             "{} run",
@@ -171,16 +173,20 @@ impl PgStore {
             .keepalives_interval(Duration::from_secs(1))
             .keepalives_retries(5)
             .tcp_user_timeout(Duration::from_secs(10));
-        let runs = make_pool(run_config, MAX_RUNS, &shown)?;
+        let runs = make_pool(run_config, &tls, MAX_RUNS, &shown)?;
         // Fail now, with a clear message, when the database cannot be reached.
         drop(pool.get().await.map_err(|e| {
             fail(format!(
-                "cannot connect to the database: {}",
+                "cannot connect to the database{}: {}",
+                match tls.mode() {
+                    tls::SslMode::Prefer => String::new(),
+                    mode => format!(" (sslmode={})", mode.name()),
+                },
                 without(&pool_message(&e), url)
             ))
         })?);
         let signals = Arc::new(Signals::default());
-        let listener = tokio::spawn(listen(config, signals.clone(), shown.clone()));
+        let listener = tokio::spawn(listen(config, tls, signals.clone(), shown.clone()));
         let token = crate::ids::new_id('p').map_err(fail)?;
         let inner = Arc::new(PgInner {
             shown: shown.clone(),
@@ -252,9 +258,9 @@ fn scratch_error(url: &str, e: &dyn std::fmt::Display) -> StoreError {
 
 /// Runs `sql` on a connection of its own to `url`.
 async fn admin(url: &str, sql: &str) -> Result<(), StoreError> {
-    let config = tokio_postgres::Config::from_str(url).map_err(|e| scratch_error(url, &e))?;
+    let (config, tls) = tls::configure(url).map_err(|e| scratch_error(url, &e))?;
     let (client, connection) = config
-        .connect(NoTls)
+        .connect(tls)
         .await
         .map_err(|e| scratch_error(url, &e))?;
     let driver = tokio::spawn(connection);
@@ -265,10 +271,15 @@ async fn admin(url: &str, sql: &str) -> Result<(), StoreError> {
 }
 
 /// A pool of at most `size` connections configured by `config`.
-fn make_pool(config: tokio_postgres::Config, size: usize, shown: &str) -> Result<Pool, StoreError> {
+fn make_pool(
+    config: tokio_postgres::Config,
+    tls: &tls::MakeRustls,
+    size: usize,
+    shown: &str,
+) -> Result<Pool, StoreError> {
     let manager = Manager::from_config(
         config,
-        NoTls,
+        tls.clone(),
         ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         },
@@ -299,9 +310,14 @@ fn without(e: &dyn std::fmt::Display, url: &str) -> String {
 
 /// Listens for notifications on a connection of its own, reconnecting after a failure
 /// (every second), and wakes the subscriptions they name.
-async fn listen(config: tokio_postgres::Config, signals: Arc<Signals>, shown: String) {
+async fn listen(
+    config: tokio_postgres::Config,
+    tls: tls::MakeRustls,
+    signals: Arc<Signals>,
+    shown: String,
+) {
     loop {
-        match config.connect(NoTls).await {
+        match config.connect(tls.clone()).await {
             Ok((client, mut connection)) => {
                 let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
                 let driver = tokio::spawn(async move {
