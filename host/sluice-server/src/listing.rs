@@ -175,6 +175,7 @@ mod tests {
             status,
             last_error: None,
             message_count: 0,
+            owner: sluice_store::DEFAULT_OWNER.into(),
         }
     }
 

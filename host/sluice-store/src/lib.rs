@@ -33,6 +33,7 @@
 
 use sluice_protocol::{Message, SessionStatus};
 
+mod actions;
 mod clock;
 mod ids;
 mod metrics;
@@ -44,6 +45,7 @@ mod signals;
 mod sqlite;
 mod url;
 
+pub use actions::{Action, ActionRecord, DEFAULT_OWNER};
 pub use clock::now_rfc3339;
 pub use name::{SESSION_NAME_RULE, valid_session_name};
 pub use postgres::{MAX_RUNS, POOL_SIZE, PgStore, is_postgres_url};
@@ -68,6 +70,9 @@ pub struct SessionRecord {
     pub last_error: Option<String>,
     /// Number of messages in its transcript (also the `seq` of the last one).
     pub message_count: u64,
+    /// The principal that created it ([`Store::create_owned_session`]); [`DEFAULT_OWNER`]
+    /// for a session created without one, or before sessions had owners.
+    pub owner: String,
 }
 
 /// A stored message with its position in the transcript (1-based, gapless).
@@ -117,7 +122,8 @@ pub struct CallRecord {
 }
 
 /// What `sluice session audit ID` and `GET /sessions/{id}/audit` show of a session:
-/// `{"session": ID, "audit": [AuditEntry…], "calls": [CallRecord…]}`, each oldest first.
+/// `{"session": ID, "audit": [AuditEntry…], "calls": [CallRecord…], "actions":
+/// [ActionRecord…]}`, each oldest first.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct SessionAudit {
     /// The session.
@@ -126,6 +132,8 @@ pub struct SessionAudit {
     pub audit: Vec<AuditEntry>,
     /// What each tool call cost ([`Store::calls`]).
     pub calls: Vec<CallRecord>,
+    /// Who did what to it ([`Store::actions`]).
+    pub actions: Vec<ActionRecord>,
 }
 
 impl SessionAudit {
@@ -138,6 +146,7 @@ impl SessionAudit {
             session: id.to_string(),
             audit: store.audit(id).await?,
             calls: store.calls(id).await?,
+            actions: store.actions(Some(id)).await?,
         })
     }
 }
@@ -368,11 +377,18 @@ pub trait Store: Send + Sync {
     /// yourself: PostgreSQL waits up to 10 s for a connection.
     async fn ping(&self) -> Result<(), StoreError>;
 
-    /// Creates a session (status `idle`, no messages) with a fresh id.
-    async fn create_session(&self) -> Result<SessionRecord, StoreError>;
+    /// Creates a session (status `idle`, no messages) with a fresh id, owned by
+    /// [`DEFAULT_OWNER`]: [`Store::create_owned_session`] with that owner.
+    async fn create_session(&self) -> Result<SessionRecord, StoreError> {
+        self.create_owned_session(DEFAULT_OWNER).await
+    }
+
+    /// Creates a session (status `idle`, no messages) with a fresh id, owned by the
+    /// principal `owner` (stored as given; the caller names principals).
+    async fn create_owned_session(&self, owner: &str) -> Result<SessionRecord, StoreError>;
 
     /// Creates a session (status `idle`, no messages) whose id is `name`, as the operator
-    /// chose it (`sluice run --session NAME`).
+    /// chose it (`sluice run --session NAME`), owned by [`DEFAULT_OWNER`].
     ///
     /// Errors: [`StoreError::BadSessionName`] when `name` breaks [`SESSION_NAME_RULE`];
     /// [`StoreError::SessionExists`] when a session has that id already.
@@ -381,8 +397,19 @@ pub trait Store: Send + Sync {
     /// The session `id`.
     async fn session(&self, id: &str) -> Result<SessionRecord, StoreError>;
 
-    /// Every session, newest (by creation) first.
-    async fn list_sessions(&self) -> Result<Vec<SessionRecord>, StoreError>;
+    /// Every session, newest (by creation) first: [`Store::list_owned_sessions`] with no
+    /// owner.
+    async fn list_sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
+        self.list_owned_sessions(None).await
+    }
+
+    /// The sessions owned by `owner` (exactly that name), or every session when `None`,
+    /// newest (by creation) first; sessions created in the same millisecond, the later
+    /// created first.
+    async fn list_owned_sessions(
+        &self,
+        owner: Option<&str>,
+    ) -> Result<Vec<SessionRecord>, StoreError>;
 
     /// The transcript of session `id`, in order (seq 1, 2, …), exactly as appended apart
     /// from contents changed by [`Store::replace_content`].
@@ -525,4 +552,24 @@ pub trait Store: Send + Sync {
 
     /// The decision on call `call_id` of session `id`, if one was made.
     async fn decision(&self, id: &str, call_id: &str) -> Result<Option<Decision>, StoreError>;
+
+    /// Records in the actions log that principal `actor` did `action` to session `session`
+    /// (`None` for a change of the run-time configuration), with an optional `detail`,
+    /// time-stamped now. Changes nothing else (not the session's `updatedAt`).
+    ///
+    /// Errors: [`StoreError::NoSession`] when `session` names no session (nothing is
+    /// recorded then).
+    async fn record_action(
+        &self,
+        session: Option<&str>,
+        actor: &str,
+        action: Action,
+        detail: Option<&str>,
+    ) -> Result<(), StoreError>;
+
+    /// The actions log, oldest first: with `Some(id)`, what was done to session `id`; with
+    /// `None`, the entries recorded with no session (the configuration changes).
+    ///
+    /// Errors: [`StoreError::NoSession`] when `id` names no session.
+    async fn actions(&self, session: Option<&str>) -> Result<Vec<ActionRecord>, StoreError>;
 }

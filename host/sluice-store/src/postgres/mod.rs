@@ -25,9 +25,11 @@
 //!   of its own and wakes its subscriptions, and polls every [`POLL`] in case a notification
 //!   was missed (while reconnecting).
 
+mod actions;
 mod runs;
 mod schema;
 mod sessions;
+mod store;
 mod tls;
 
 use std::collections::HashMap;
@@ -35,16 +37,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
-use serde_json::{Map, Value};
-use sluice_protocol::Message;
 use tokio::task::JoinHandle;
 
-use crate::queue::{EventQueue, PendingEvent};
+use crate::queue::EventQueue;
 use crate::signals::Signals;
-use crate::{
-    AuditEntry, CallRecord, Decision, RunEnd, RunRecord, SessionRecord, Store, StoreError,
-    StoredEvent, StoredMessage, Subscription, Topic, redact_url,
-};
+use crate::{StoreError, Topic, redact_url};
 
 use schema::SCHEMA_VERSION;
 
@@ -489,155 +486,6 @@ impl std::ops::DerefMut for Writer {
             Writer::Held(g) => &mut *g,
             Writer::Pooled(o) => o,
         }
-    }
-}
-
-#[async_trait::async_trait]
-impl Store for PgStore {
-    fn location(&self) -> String {
-        self.inner.shown.clone()
-    }
-
-    async fn ping(&self) -> Result<(), StoreError> {
-        let what = "check the database";
-        let conn = self
-            .inner
-            .conn()
-            .await
-            .map_err(|e| self.inner.error(what, "", e))?;
-        conn.simple_query("SELECT 1")
-            .await
-            .map_err(|e| self.inner.error(what, "", e.into()))?;
-        Ok(())
-    }
-
-    async fn create_session(&self) -> Result<SessionRecord, StoreError> {
-        self.inner.create_session(None).await
-    }
-
-    async fn create_named_session(&self, name: &str) -> Result<SessionRecord, StoreError> {
-        self.inner.create_session(Some(name)).await
-    }
-
-    async fn session(&self, id: &str) -> Result<SessionRecord, StoreError> {
-        self.inner.session(id).await
-    }
-
-    async fn list_sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
-        self.inner.list_sessions().await
-    }
-
-    async fn messages(&self, id: &str) -> Result<Vec<StoredMessage>, StoreError> {
-        self.inner.messages(id).await
-    }
-
-    async fn append(&self, id: &str, message: &Message) -> Result<u64, StoreError> {
-        crate::metrics::timed_append("postgres", self.inner.append(id, message)).await
-    }
-
-    async fn replace_content(
-        &self,
-        id: &str,
-        seq: u64,
-        content: &str,
-        reason: &str,
-    ) -> Result<(), StoreError> {
-        self.inner.replace_content(id, seq, content, reason).await
-    }
-
-    async fn annotate(
-        &self,
-        id: &str,
-        seq: u64,
-        reason: &str,
-        note: &str,
-    ) -> Result<(), StoreError> {
-        self.inner.annotate(id, seq, reason, note).await
-    }
-
-    async fn audit(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError> {
-        self.inner.audit(id).await
-    }
-
-    async fn record_call(
-        &self,
-        id: &str,
-        seq: u64,
-        tool: &str,
-        facts: &serde_json::Value,
-    ) -> Result<(), StoreError> {
-        self.inner
-            .record_call(id, seq, tool, &facts.to_string())
-            .await
-    }
-
-    async fn calls(&self, id: &str) -> Result<Vec<CallRecord>, StoreError> {
-        self.inner.calls(id).await
-    }
-
-    async fn begin_run(&self, id: &str, prompt: Option<&str>) -> Result<String, StoreError> {
-        self.inner.begin_run(id, prompt).await
-    }
-
-    async fn append_queued_prompts(&self, id: &str) -> Result<Vec<u64>, StoreError> {
-        self.inner.append_queued_prompts(id).await
-    }
-
-    async fn end_run(&self, id: &str, end: &RunEnd) -> Result<(), StoreError> {
-        self.queue.flush().await;
-        self.inner.end_run(id, end).await
-    }
-
-    fn push_event(&self, run_id: &str, kind: &str, data: Map<String, Value>) {
-        self.queue.push(PendingEvent {
-            run_id: run_id.to_owned(),
-            kind: kind.to_owned(),
-            data,
-        });
-    }
-
-    async fn flush_events(&self) {
-        self.queue.flush().await;
-    }
-
-    async fn run(&self, run_id: &str) -> Result<RunRecord, StoreError> {
-        self.inner.run(run_id).await
-    }
-
-    async fn latest_run(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
-        self.inner.latest_run(id).await
-    }
-
-    async fn events(&self, run_id: &str, after: u64) -> Result<Vec<StoredEvent>, StoreError> {
-        self.inner.events(run_id, after).await
-    }
-
-    async fn request_cancel(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
-        self.inner.request_cancel(id).await
-    }
-
-    fn subscribe(&self, topic: Topic) -> Subscription {
-        self.inner.signals.subscribe(topic, POLL)
-    }
-
-    fn subscriptions(&self) -> usize {
-        self.inner.signals.subscriptions()
-    }
-
-    async fn config(&self) -> Result<Vec<(String, Value)>, StoreError> {
-        self.inner.config().await
-    }
-
-    async fn set_config(&self, values: &[(String, Value)]) -> Result<(), StoreError> {
-        self.inner.set_config(values).await
-    }
-
-    async fn decide(&self, id: &str, call_id: &str, decision: Decision) -> Result<(), StoreError> {
-        self.inner.decide(id, call_id, decision).await
-    }
-
-    async fn decision(&self, id: &str, call_id: &str) -> Result<Option<Decision>, StoreError> {
-        self.inner.decision(id, call_id).await
     }
 }
 

@@ -18,6 +18,10 @@ use crate::{StoreError, now_rfc3339};
 ///
 /// Version 2 mirrors SQLite's version 4: `call_facts`, what each call cost (its `tool`
 /// `BYTEA`, as a name the model gave may hold NUL).
+///
+/// Version 3 mirrors SQLite's version 5 (tenancy): `sessions.owner` (`admin`,
+/// `crate::DEFAULT_OWNER`, for every session made before), indexed with the order of a
+/// list, and `actions`, the actions log (its `detail` `BYTEA`, free text that may hold NUL).
 pub(crate) const MIGRATIONS: &[&str] = &[
     "
 CREATE TABLE sessions (
@@ -107,6 +111,20 @@ CREATE TABLE call_facts (
     FOREIGN KEY (session_id, seq) REFERENCES messages (session_id, seq)
 );
 CREATE INDEX call_facts_by_session ON call_facts (session_id, id);
+",
+    "
+ALTER TABLE sessions ADD COLUMN owner TEXT NOT NULL DEFAULT 'admin';
+CREATE INDEX sessions_by_owner ON sessions (owner, created_at DESC, ord DESC);
+
+CREATE TABLE actions (
+    id         BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    session_id TEXT REFERENCES sessions (id),
+    actor      TEXT NOT NULL,
+    action     TEXT NOT NULL,
+    detail     BYTEA,
+    at         TEXT NOT NULL
+);
+CREATE INDEX actions_by_session ON actions (session_id, id);
 ",
 ];
 

@@ -21,7 +21,7 @@ SELECT $1, s.last_seq, $2, $3, $4, $5, $6 FROM s
 RETURNING seq";
 
 const SESSION_SQL: &str =
-    "SELECT id, created_at, updated_at, status, last_error, last_seq FROM sessions";
+    "SELECT id, created_at, updated_at, status, last_error, last_seq, owner FROM sessions";
 
 /// Text stored as `BYTEA`, read back.
 pub(super) fn text(bytes: Vec<u8>, what: &str) -> Result<String, Fail> {
@@ -43,6 +43,7 @@ fn session_record(row: &Row) -> Result<SessionRecord, Fail> {
         status,
         last_error,
         message_count: row.get::<_, i64>(5).max(0) as u64,
+        owner: row.get(6),
         id,
     })
 }
@@ -79,9 +80,11 @@ pub(super) async fn touch_session(
 }
 
 impl PgInner {
+    /// Creates session `name` (a fresh id when `None`) owned by `owner`.
     pub(super) async fn create_session(
         &self,
         name: Option<&str>,
+        owner: &str,
     ) -> Result<SessionRecord, StoreError> {
         if let Some(name) = name.filter(|n| !valid_session_name(n)) {
             return Err(StoreError::BadSessionName {
@@ -92,8 +95,8 @@ impl PgInner {
             let conn = self.conn().await?;
             let insert = conn
                 .prepare_cached(
-                    "INSERT INTO sessions (id, created_at, updated_at, status) VALUES ($1, $2, $2, $3)
-                     ON CONFLICT (id) DO NOTHING",
+                    "INSERT INTO sessions (id, created_at, updated_at, status, owner)
+                     VALUES ($1, $2, $2, $3, $4) ON CONFLICT (id) DO NOTHING",
                 )
                 .await?;
             let now = now_rfc3339();
@@ -105,16 +108,17 @@ impl PgInner {
                 status: SessionStatus::Idle,
                 last_error: None,
                 message_count: 0,
+                owner: owner.to_owned(),
             };
             if let Some(name) = name {
-                if conn.execute(&insert, &[&name, &now, &idle]).await? == 0 {
+                if conn.execute(&insert, &[&name, &now, &idle, &owner]).await? == 0 {
                     return Err(Fail::Store(StoreError::SessionExists(name.to_owned())));
                 }
                 return Ok(record(name.to_owned()));
             }
             for _ in 0..8 {
                 let id = crate::ids::new_id('s').map_err(Fail::Other)?;
-                if conn.execute(&insert, &[&id, &now, &idle]).await? == 1 {
+                if conn.execute(&insert, &[&id, &now, &idle, &owner]).await? == 1 {
                     return Ok(record(id));
                 }
             }
@@ -140,20 +144,39 @@ impl PgInner {
         result.map_err(|e| self.error("read session", id, e))
     }
 
-    pub(super) async fn list_sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
+    pub(super) async fn list_sessions(
+        &self,
+        owner: Option<&str>,
+    ) -> Result<Vec<SessionRecord>, StoreError> {
         let result: Result<Vec<SessionRecord>, Fail> = async {
             let conn = self.conn().await?;
-            let stmt = conn
-                .prepare_cached(&format!("{SESSION_SQL} ORDER BY created_at DESC, ord DESC"))
-                .await?;
-            conn.query(&stmt, &[])
-                .await?
-                .iter()
-                .map(session_record)
-                .collect()
+            // One statement per case, so one owner's list searches `sessions_by_owner`.
+            let rows = match owner {
+                None => {
+                    let stmt = conn
+                        .prepare_cached(&format!(
+                            "{SESSION_SQL} ORDER BY created_at DESC, ord DESC"
+                        ))
+                        .await?;
+                    conn.query(&stmt, &[]).await?
+                }
+                Some(owner) => {
+                    let stmt = conn
+                        .prepare_cached(&format!(
+                            "{SESSION_SQL} WHERE owner = $1 ORDER BY created_at DESC, ord DESC"
+                        ))
+                        .await?;
+                    conn.query(&stmt, &[&owner]).await?
+                }
+            };
+            rows.iter().map(session_record).collect()
         }
         .await;
-        result.map_err(|e| self.error("list sessions", "", e))
+        let what = match owner {
+            Some(_) => "list the sessions of",
+            None => "list sessions",
+        };
+        result.map_err(|e| self.error(what, owner.unwrap_or(""), e))
     }
 
     pub(super) async fn messages(&self, id: &str) -> Result<Vec<StoredMessage>, StoreError> {

@@ -1,6 +1,7 @@
 //! The PostgreSQL store's own unit tests (the shared behaviour is in `tests/store`).
 
 use super::*;
+use crate::{RunEnd, Store};
 
 #[test]
 fn lock_keys_are_stable_and_distinct() {

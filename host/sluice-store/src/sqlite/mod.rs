@@ -1,10 +1,12 @@
 //! [`SqliteStore`]: the embedded session store, one SQLite file in WAL mode.
 //!
 //! The operations themselves are synchronous (`sessions.rs`: transcripts, audit and
-//! decisions; `runs.rs`: runs, events, cancellation, configuration); the [`Store`] impl runs
+//! decisions; `runs.rs`: runs, events, cancellation, configuration; `actions.rs`: the
+//! actions log); the [`Store`] impl runs
 //! each on a thread of the store's own (`worker.rs`, with the watcher of other processes'
 //! changes).
 
+mod actions;
 mod open;
 mod runs;
 mod schema;
@@ -23,8 +25,8 @@ use crate::queue::{EventQueue, PendingEvent};
 
 use crate::signals::Signals;
 use crate::{
-    AuditEntry, CallRecord, Decision, RunEnd, RunRecord, SessionRecord, Store, StoreError,
-    StoredEvent, StoredMessage, Subscription, Topic,
+    Action, ActionRecord, AuditEntry, CallRecord, Decision, RunEnd, RunRecord, SessionRecord,
+    Store, StoreError, StoredEvent, StoredMessage, Subscription, Topic,
 };
 
 /// How often a subscription is woken without a change ([`crate::Woken::Polled`]), to check
@@ -47,7 +49,7 @@ RETURNING seq";
 /// are never deleted, so this is one index descent, not a count of the transcript).
 const SESSION_SQL: &str = "
 SELECT s.id, s.created_at, s.updated_at, s.status, s.last_error,
-       (SELECT COALESCE(MAX(m.seq), 0) FROM messages m WHERE m.session_id = s.id)
+       (SELECT COALESCE(MAX(m.seq), 0) FROM messages m WHERE m.session_id = s.id), s.owner
 FROM sessions s";
 
 /// The embedded session store: one SQLite file in WAL mode.
@@ -260,7 +262,7 @@ fn touch_session(tx: &Transaction<'_>, id: &str, now: &str) -> Result<(), Fail> 
 }
 
 /// A session row as [`SESSION_SQL`] selects it, decoded later.
-type SessionRow = (String, String, String, String, Option<String>, i64);
+type SessionRow = (String, String, String, String, Option<String>, i64, String);
 
 fn session_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
     Ok((
@@ -270,11 +272,12 @@ fn session_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
         row.get(3)?,
         row.get(4)?,
         row.get(5)?,
+        row.get(6)?,
     ))
 }
 
 fn session_record(
-    (id, created_at, updated_at, status, last_error, count): SessionRow,
+    (id, created_at, updated_at, status, last_error, count, owner): SessionRow,
 ) -> Result<SessionRecord, Fail> {
     let status = SessionStatus::parse(&status)
         .ok_or_else(|| Fail::Other(format!("session {id:?} has unknown status {status:?}")))?;
@@ -285,6 +288,7 @@ fn session_record(
         status,
         last_error,
         message_count: count.max(0) as u64,
+        owner,
     })
 }
 
@@ -309,8 +313,9 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn create_session(&self) -> Result<SessionRecord, StoreError> {
-        self.blocking(Inner::create_session).await
+    async fn create_owned_session(&self, owner: &str) -> Result<SessionRecord, StoreError> {
+        let owner = own(owner);
+        self.blocking(move |s| s.create_session(&owner)).await
     }
 
     async fn create_named_session(&self, name: &str) -> Result<SessionRecord, StoreError> {
@@ -323,8 +328,13 @@ impl Store for SqliteStore {
         self.blocking(move |s| s.session(&id)).await
     }
 
-    async fn list_sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
-        self.blocking(Inner::list_sessions).await
+    async fn list_owned_sessions(
+        &self,
+        owner: Option<&str>,
+    ) -> Result<Vec<SessionRecord>, StoreError> {
+        let owner = owner.map(own);
+        self.blocking(move |s| s.list_sessions(owner.as_deref()))
+            .await
     }
 
     async fn messages(&self, id: &str) -> Result<Vec<StoredMessage>, StoreError> {
@@ -466,6 +476,25 @@ impl Store for SqliteStore {
     async fn decision(&self, id: &str, call_id: &str) -> Result<Option<Decision>, StoreError> {
         let (id, call_id) = (own(id), own(call_id));
         self.blocking(move |s| s.decision(&id, &call_id)).await
+    }
+
+    async fn record_action(
+        &self,
+        session: Option<&str>,
+        actor: &str,
+        action: Action,
+        detail: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let (session, actor, detail) = (session.map(own), own(actor), detail.map(own));
+        self.blocking(move |s| {
+            s.record_action(session.as_deref(), &actor, action, detail.as_deref())
+        })
+        .await
+    }
+
+    async fn actions(&self, session: Option<&str>) -> Result<Vec<ActionRecord>, StoreError> {
+        let session = session.map(own);
+        self.blocking(move |s| s.actions(session.as_deref())).await
     }
 }
 

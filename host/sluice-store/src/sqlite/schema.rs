@@ -42,6 +42,14 @@ use crate::runner::process_token;
 /// - `call_facts`: one row per tool call, keyed to the message of its observation; `facts`
 ///   a JSON object (`crate::CallRecord`).
 ///
+/// Version 5 (tenancy: who owns a session, and who did what):
+/// - `sessions.owner`: the principal that created the session; `admin`
+///   (`crate::DEFAULT_OWNER`) for every session made before, and for sessions created
+///   without an owner. Indexed by `(owner, created_at)` for one principal's list.
+/// - `actions`: the actions log (`crate::ActionRecord`), oldest first by `id`;
+///   `session_id` NULL for a change of the run-time configuration; `action` a name
+///   (`crate::Action`) unconstrained in SQL, like a status.
+///
 /// Tables are STRICT (a TEXT column refuses anything else). Status, role and decision
 /// values are not constrained in SQL, so a later version can add one without rebuilding a
 /// table; the code refuses values it does not know when it reads them.
@@ -137,6 +145,20 @@ CREATE TABLE call_facts (
     FOREIGN KEY (session_id, seq) REFERENCES messages (session_id, seq)
 ) STRICT;
 CREATE INDEX call_facts_by_session ON call_facts (session_id, id);
+",
+    "
+ALTER TABLE sessions ADD COLUMN owner TEXT NOT NULL DEFAULT 'admin';
+CREATE INDEX sessions_by_owner ON sessions (owner, created_at);
+
+CREATE TABLE actions (
+    id         INTEGER PRIMARY KEY,
+    session_id TEXT REFERENCES sessions (id),
+    actor      TEXT NOT NULL,
+    action     TEXT NOT NULL,
+    detail     TEXT,
+    at         TEXT NOT NULL
+) STRICT;
+CREATE INDEX actions_by_session ON actions (session_id, id);
 ",
 ];
 

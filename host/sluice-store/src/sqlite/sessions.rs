@@ -8,30 +8,45 @@ use super::{
     touch_session,
 };
 use crate::{
-    AuditEntry, CallRecord, Decision, SessionRecord, StoreError, StoredMessage, now_rfc3339,
-    valid_session_name,
+    AuditEntry, CallRecord, DEFAULT_OWNER, Decision, SessionRecord, StoreError, StoredMessage,
+    now_rfc3339, valid_session_name,
 };
 
+/// Inserts a new idle session: `?1` its id, `?2` the time, `?3` the status, `?4` its owner.
+const INSERT_SESSION_SQL: &str = "
+INSERT INTO sessions (id, created_at, updated_at, status, owner) VALUES (?1, ?2, ?2, ?3, ?4)
+ON CONFLICT (id) DO NOTHING";
+
+/// The list of sessions, newest first (rowid breaks ties between sessions created in the
+/// same millisecond); `owned`: only those whose owner is `?1`.
+pub(super) fn list_sql(owned: bool) -> String {
+    let filter = if owned { "WHERE s.owner = ?1 " } else { "" };
+    format!("{SESSION_SQL} {filter}ORDER BY s.created_at DESC, s.rowid DESC")
+}
+
+/// A new idle session with no messages.
+fn new_session(id: String, now: String, owner: &str) -> SessionRecord {
+    SessionRecord {
+        id,
+        created_at: now.clone(),
+        updated_at: now,
+        status: SessionStatus::Idle,
+        last_error: None,
+        message_count: 0,
+        owner: owner.to_owned(),
+    }
+}
+
 impl Inner {
-    pub(super) fn create_session(&self) -> Result<SessionRecord, StoreError> {
+    pub(super) fn create_session(&self, owner: &str) -> Result<SessionRecord, StoreError> {
         self.write("create session", "", |tx| {
             let now = now_rfc3339();
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO sessions (id, created_at, updated_at, status) VALUES (?1, ?2, ?2, ?3)
-                 ON CONFLICT (id) DO NOTHING",
-            )?;
+            let mut insert = tx.prepare_cached(INSERT_SESSION_SQL)?;
             // 60 random bits: a clash is all but impossible, but costs nothing to survive.
             for _ in 0..8 {
                 let id = new_id('s')?;
-                if insert.execute(params![id, now, SessionStatus::Idle.as_str()])? == 1 {
-                    return Ok(SessionRecord {
-                        id,
-                        created_at: now.clone(),
-                        updated_at: now,
-                        status: SessionStatus::Idle,
-                        last_error: None,
-                        message_count: 0,
-                    });
+                if insert.execute(params![id, now, SessionStatus::Idle.as_str(), owner])? == 1 {
+                    return Ok(new_session(id, now, owner));
                 }
             }
             Err(Fail::Other("eight fresh session ids were all taken".into()))
@@ -46,23 +61,16 @@ impl Inner {
         }
         self.write("create session", name, |tx| {
             let now = now_rfc3339();
-            let inserted = tx
-                .prepare_cached(
-                    "INSERT INTO sessions (id, created_at, updated_at, status) VALUES (?1, ?2, ?2, ?3)
-                     ON CONFLICT (id) DO NOTHING",
-                )?
-                .execute(params![name, now, SessionStatus::Idle.as_str()])?;
+            let inserted = tx.prepare_cached(INSERT_SESSION_SQL)?.execute(params![
+                name,
+                now,
+                SessionStatus::Idle.as_str(),
+                DEFAULT_OWNER
+            ])?;
             if inserted == 0 {
                 return Err(StoreError::SessionExists(name.to_owned()).into());
             }
-            Ok(SessionRecord {
-                id: name.to_owned(),
-                created_at: now.clone(),
-                updated_at: now,
-                status: SessionStatus::Idle,
-                last_error: None,
-                message_count: 0,
-            })
+            Ok(new_session(name.to_owned(), now, DEFAULT_OWNER))
         })
     }
 
@@ -77,15 +85,26 @@ impl Inner {
         })
     }
 
-    pub(super) fn list_sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
-        self.read("list sessions", "", |tx| {
-            // rowid breaks ties between sessions created in the same millisecond.
-            let mut stmt = tx.prepare_cached(&format!(
-                "{SESSION_SQL} ORDER BY s.created_at DESC, s.rowid DESC"
-            ))?;
-            let rows = stmt
-                .query_map([], session_row)?
-                .collect::<Result<Vec<_>, _>>()?;
+    pub(super) fn list_sessions(
+        &self,
+        owner: Option<&str>,
+    ) -> Result<Vec<SessionRecord>, StoreError> {
+        let what = match owner {
+            Some(_) => "list the sessions of",
+            None => "list sessions",
+        };
+        self.read(what, owner.unwrap_or(""), |tx| {
+            // One statement per case, so one owner's list searches `sessions_by_owner`.
+            let rows = match owner {
+                None => tx
+                    .prepare_cached(&list_sql(false))?
+                    .query_map([], session_row)?
+                    .collect::<Result<Vec<_>, _>>()?,
+                Some(owner) => tx
+                    .prepare_cached(&list_sql(true))?
+                    .query_map([owner], session_row)?
+                    .collect::<Result<Vec<_>, _>>()?,
+            };
             rows.into_iter().map(session_record).collect()
         })
     }
