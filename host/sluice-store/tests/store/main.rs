@@ -37,6 +37,9 @@ mod runs;
 /// Run events, cancellation and the run-time configuration (issue 17).
 mod events;
 
+/// Tenancy (issue 32): session owners, lists by owner, the actions log.
+mod tenancy;
+
 /// The SQLite file: creation, migrations on reopen, a schema from a newer Sluice, bad files.
 mod schema;
 

@@ -1,7 +1,7 @@
 //! PostgreSQL's own mechanics: the URL in errors (never its password), an unreachable
 //! server, migrations recorded in `sluice_schema`, a schema from a newer Sluice refused.
 
-use sluice_store::{PgStore, Store, StoreError};
+use sluice_store::{Action, PgStore, Store, StoreError};
 
 use crate::util::postgres_url;
 
@@ -141,4 +141,87 @@ async fn ping_reports_a_database_that_is_gone() {
     if let Some(p) = password.filter(|p| !p.is_empty()) {
         assert!(!e.to_string().contains(&p), "{e}");
     }
+}
+
+/// A database of schema version 2 (before sessions had owners and the actions log) is
+/// migrated in place: its sessions keep everything and belong to `admin`, whoever made
+/// them, and the actions log starts empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_2_database_is_migrated_and_its_sessions_belong_to_admin() {
+    let test = "a_version_2_database_is_migrated_and_its_sessions_belong_to_admin";
+    let Some(server) = postgres_url(test) else {
+        return;
+    };
+    let url = PgStore::create_scratch_database(&server).await.unwrap();
+    let store = PgStore::connect(&url).await.unwrap();
+    let older = store.create_owned_session("alice").await.unwrap().id;
+    store
+        .append(&older, &sluice_protocol::Message::user("kept", "t"))
+        .await
+        .unwrap();
+    let newer = store.create_named_session("named").await.unwrap().id;
+    store
+        .record_action(Some(&older), "alice", Action::Prompt, None)
+        .await
+        .unwrap();
+    drop(store);
+    // Undo version 3 by hand, as a database written by the previous Sluice looks.
+    let config: tokio_postgres::Config = url.parse().unwrap();
+    let (client, connection) = config.connect(tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    client
+        .batch_execute(
+            "DROP TABLE actions; ALTER TABLE sessions DROP COLUMN owner; DELETE FROM sluice_schema WHERE version = 3;",
+        )
+        .await
+        .unwrap();
+    assert_eq!(PgStore::SCHEMA_VERSION, 3);
+    assert_eq!(PgStore::migrate(&url).await.unwrap(), (2, 3));
+    let indexes: Vec<String> = client
+        .query(
+            "SELECT indexname FROM pg_indexes WHERE tablename IN ('sessions', 'actions') ORDER BY indexname",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(
+        indexes,
+        [
+            "actions_by_session",
+            "actions_pkey",
+            "sessions_by_created_at",
+            "sessions_by_owner",
+            "sessions_pkey"
+        ]
+    );
+    let store = PgStore::connect(&url).await.unwrap();
+    let listed = store.list_sessions().await.unwrap();
+    assert_eq!(
+        listed
+            .iter()
+            .map(|s| (s.id.as_str(), s.owner.as_str(), s.message_count))
+            .collect::<Vec<_>>(),
+        [(newer.as_str(), "admin", 0), (older.as_str(), "admin", 1)]
+    );
+    assert_eq!(
+        store.list_owned_sessions(Some("admin")).await.unwrap(),
+        listed
+    );
+    assert_eq!(
+        store.list_owned_sessions(Some("alice")).await.unwrap(),
+        Vec::new()
+    );
+    assert_eq!(store.actions(Some(&older)).await.unwrap(), Vec::new());
+    store
+        .record_action(Some(&older), "admin", Action::Resume, None)
+        .await
+        .unwrap();
+    assert_eq!(store.actions(Some(&older)).await.unwrap().len(), 1);
+    let fresh = store.create_owned_session("bob").await.unwrap();
+    assert_eq!(store.session(&fresh.id).await.unwrap().owner, "bob");
+    drop((store, client));
+    PgStore::drop_scratch_database(&url).await.unwrap();
 }

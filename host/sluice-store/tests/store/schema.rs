@@ -1,4 +1,4 @@
-use sluice_store::{SqliteStore, Store, StoreError};
+use sluice_store::{Action, SqliteStore, Store, StoreError};
 
 use crate::util::{Harness, Kind, raw, user};
 
@@ -49,6 +49,7 @@ async fn reopening_migrates_nothing_and_keeps_everything() {
     assert_eq!(
         tables(&t.path),
         [
+            "actions",
             "approvals",
             "audit",
             "call_facts",
@@ -102,7 +103,7 @@ async fn a_schema_from_a_newer_sluice_is_refused() {
     assert_eq!(
         err.to_string(),
         format!(
-            "session store {shown} has schema version {newer}; this Sluice knows up to 4: upgrade Sluice"
+            "session store {shown} has schema version {newer}; this Sluice knows up to 5: upgrade Sluice"
         )
     );
     assert_eq!(user_version(&t.path), newer, "left alone");
@@ -218,7 +219,7 @@ async fn a_version_1_store_is_migrated() {
     // Undo version 2 by hand, as a store written by the previous Sluice looks.
     raw(&t.path)
         .execute_batch(
-            "DROP TABLE call_facts; DROP TABLE run_events; DROP TABLE runs; DROP TABLE config; ALTER TABLE sessions DROP COLUMN run_id; DROP TABLE queued_prompts; ALTER TABLE sessions DROP COLUMN runner_token; PRAGMA user_version = 1;",
+            "DROP TABLE actions; DROP INDEX sessions_by_owner; ALTER TABLE sessions DROP COLUMN owner; DROP TABLE call_facts; DROP TABLE run_events; DROP TABLE runs; DROP TABLE config; ALTER TABLE sessions DROP COLUMN run_id; DROP TABLE queued_prompts; ALTER TABLE sessions DROP COLUMN runner_token; PRAGMA user_version = 1;",
         )
         .unwrap();
     let store = SqliteStore::open(&t.path).unwrap();
@@ -232,6 +233,68 @@ async fn a_version_1_store_is_migrated() {
         .await
         .unwrap();
     assert_eq!(store.append_queued_prompts(&id).await.unwrap(), [2]);
+    assert_eq!(store.session(&id).await.unwrap().owner, "admin");
+}
+
+/// A store of schema version 4 (before sessions had owners and the actions log) is migrated
+/// in place: its sessions keep everything and belong to `admin`, whoever made them, and the
+/// actions log starts empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_4_store_is_migrated_and_its_sessions_belong_to_admin() {
+    let t = Harness::new(
+        Kind::Sqlite,
+        "a_version_4_store_is_migrated_and_its_sessions_belong_to_admin",
+    )
+    .await
+    .unwrap();
+    let older = t.store.create_owned_session("alice").await.unwrap().id;
+    t.store.append(&older, &user("kept")).await.unwrap();
+    let newer = t.store.create_named_session("named").await.unwrap().id;
+    t.store
+        .record_action(Some(&older), "alice", Action::Prompt, None)
+        .await
+        .unwrap();
+    drop(t.store);
+    // Undo version 5 by hand, as a store written by the previous Sluice looks.
+    raw(&t.path)
+        .execute_batch(
+            "DROP TABLE actions; DROP INDEX sessions_by_owner; ALTER TABLE sessions DROP COLUMN owner; PRAGMA user_version = 4;",
+        )
+        .unwrap();
+    assert_eq!(
+        SqliteStore::migrate(&t.path).unwrap(),
+        (4, SqliteStore::SCHEMA_VERSION)
+    );
+    assert_eq!(SqliteStore::SCHEMA_VERSION, 5);
+    let store = SqliteStore::open(&t.path).unwrap();
+    let listed = store.list_sessions().await.unwrap();
+    assert_eq!(
+        listed
+            .iter()
+            .map(|s| (s.id.as_str(), s.owner.as_str(), s.message_count))
+            .collect::<Vec<_>>(),
+        [(newer.as_str(), "admin", 0), (older.as_str(), "admin", 1)]
+    );
+    assert_eq!(
+        store.list_owned_sessions(Some("admin")).await.unwrap(),
+        listed
+    );
+    assert_eq!(
+        store.list_owned_sessions(Some("alice")).await.unwrap(),
+        Vec::new()
+    );
+    assert_eq!(
+        store.messages(&older).await.unwrap()[0].message.content,
+        "kept"
+    );
+    assert_eq!(store.actions(Some(&older)).await.unwrap(), Vec::new());
+    store
+        .record_action(Some(&older), "admin", Action::Resume, None)
+        .await
+        .unwrap();
+    assert_eq!(store.actions(Some(&older)).await.unwrap().len(), 1);
+    let fresh = store.create_owned_session("bob").await.unwrap();
+    assert_eq!(store.session(&fresh.id).await.unwrap().owner, "bob");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
