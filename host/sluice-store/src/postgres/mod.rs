@@ -68,8 +68,8 @@ struct Held {
     key: i64,
 }
 
-/// A session store in PostgreSQL. See the module docs for the design; [`Store`] for what
-/// each call does. Made by [`PgStore::connect`].
+/// A session store in PostgreSQL. See the module docs for the design;
+/// [`Store`](crate::Store) for what each call does. Made by [`PgStore::connect`].
 pub struct PgStore {
     inner: Arc<PgInner>,
     queue: EventQueue,
