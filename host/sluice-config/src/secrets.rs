@@ -118,9 +118,10 @@ pub(crate) fn secret_ref(
 
 impl crate::Config {
     /// Every file the configuration names as the source of a secret or a key: each tool's
-    /// `secrets.KEY = { file = "…" }` and `model.api_key_file`, resolved, once each, in that
-    /// order. No tool may read them (docs/keys.md#secret-files): the runtime refuses them by
-    /// name and by identity in every tool, whichever tools are loaded.
+    /// `secrets.KEY = { file = "…" }`, `model.api_key_file` and `server.tls.key_file`,
+    /// resolved, once each, in that order. No tool may read them
+    /// (docs/keys.md#secret-files): the runtime refuses them by name and by identity in every
+    /// tool, whichever tools are loaded.
     pub fn secret_files(&self) -> Vec<PathBuf> {
         let mut files: Vec<PathBuf> = Vec::new();
         let named = self
@@ -135,7 +136,8 @@ impl crate::Config {
                 SecretRef::File(path) => Some(path),
                 SecretRef::Env(_) => None,
             })
-            .chain(self.model.api_key_file.as_ref());
+            .chain(self.model.api_key_file.as_ref())
+            .chain(self.server.tls.as_ref().map(|t| &t.key_file));
         for path in named {
             if !files.contains(path) {
                 files.push(path.clone());

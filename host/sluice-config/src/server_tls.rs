@@ -148,6 +148,26 @@ mod tests {
     }
 
     #[test]
+    fn the_key_is_a_secret_file_of_the_configuration() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("sluice.toml");
+        std::fs::write(
+            &file,
+            "[server.tls]\ncert_file = \"tls/a.crt\"\nkey_file = \"tls/a.key\"\n",
+        )
+        .unwrap();
+        let overrides = crate::Overrides {
+            roots: vec![dir.path().display().to_string()],
+            ..crate::Overrides::default()
+        };
+        let config = crate::Config::resolve(Some(&file), &|_| None, &overrides).unwrap();
+        let tls = config.server.tls.clone().unwrap();
+        assert_eq!(tls.cert_file, dir.path().join("tls/a.crt"));
+        assert_eq!(tls.key_file, dir.path().join("tls/a.key"));
+        assert_eq!(config.secret_files(), [dir.path().join("tls/a.key")]);
+    }
+
+    #[test]
     fn one_without_the_other_is_refused() {
         let base = Path::new(".");
         let e = resolve(

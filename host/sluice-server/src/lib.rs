@@ -56,6 +56,7 @@ mod request;
 mod runs;
 mod spans;
 mod state;
+pub mod tls;
 mod wait;
 
 use std::future::Future;
@@ -125,6 +126,10 @@ pub struct ServeOptions {
     /// Serves `GET /metrics` behind the guard, with this text (`telemetry.metrics`; see
     /// [`metrics`]). Default `None`: no such route.
     pub metrics: Option<metrics::Render>,
+    /// Serve HTTPS with this certificate and key (`[server.tls]`, `--tls-cert`,
+    /// `--tls-key`; see [`tls`]), reloaded when their files change. Default `None`: plain
+    /// HTTP.
+    pub tls: Option<tls::ServerTls>,
 }
 
 pub use sluice_config::ServerLimits;
@@ -138,6 +143,7 @@ impl Default for ServeOptions {
             allowed_hosts: Vec::new(),
             limits: ServerLimits::default(),
             metrics: None,
+            tls: None,
         }
     }
 }
@@ -403,10 +409,15 @@ impl Bound {
         let state = self.server.state.clone();
         let router = self.server.router();
         let stopping = state.clone();
+        let tls = self.server.options.tls.as_ref();
+        if let Some(warning) = tls::clear_text_warning(self.local_addr, tls) {
+            tracing::warn!("{warning}");
+        }
         listen::serve(
             self.listener,
             router,
             &self.server.options.limits,
+            tls,
             async move {
                 shutdown.await;
                 stopping.shut_down().await;
@@ -431,6 +442,7 @@ mod tests {
             allowed_hosts: Vec::new(),
             limits: ServerLimits::default(),
             metrics: None,
+            tls: None,
         }
     }
 

@@ -56,9 +56,9 @@ pub fn guard_mcp(server: McpServer, options: &ServeOptions, shutdown: Cancellati
     options.guard().wrap(router)
 }
 
-/// Serves MCP alone at `http://{options.listen}/mcp` until `shutdown` completes; `bound` is
-/// told the address once listening. Connections are held to `options.limits`
-/// ([`crate::listen`]), as `sluice serve`'s are.
+/// Serves MCP alone at `http://{options.listen}/mcp` (`https://` with `options.tls`) until
+/// `shutdown` completes; `bound` is told the address once listening. Connections are held
+/// to `options.limits` ([`crate::listen`]), as `sluice serve`'s are.
 ///
 /// # Errors
 /// [`ServerError`] for a bad address/token pairing or allowed host, or a bind failure.
@@ -82,7 +82,11 @@ pub async fn serve_mcp(
     let stop = CancellationToken::new();
     let router = guard_mcp(server, &options, stop.clone());
     bound(local);
-    crate::listen::serve(listener, router, &options.limits, async move {
+    let tls = options.tls.as_ref();
+    if let Some(warning) = crate::tls::clear_text_warning(local, tls) {
+        tracing::warn!("{warning}");
+    }
+    crate::listen::serve(listener, router, &options.limits, tls, async move {
         shutdown.await;
         stop.cancel();
     })

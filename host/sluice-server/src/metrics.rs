@@ -33,14 +33,15 @@ pub fn router(render: Render) -> Router {
 }
 
 /// Serves `GET /metrics` alone on `listen`, without a token or a `Host` check (it answers
-/// nothing but the metrics), until `shutdown` completes; `bound` is told the address once
-/// listening. Connections are held to `limits` ([`crate::listen`]).
+/// nothing but the metrics), over HTTPS with `tls`, until `shutdown` completes; `bound` is
+/// told the address once listening. Connections are held to `limits` ([`crate::listen`]).
 ///
 /// # Errors
 /// [`ServerError::Bind`] when `listen` cannot be bound.
 pub async fn serve_metrics(
     listen: SocketAddr,
     limits: &ServerLimits,
+    tls: Option<&crate::tls::ServerTls>,
     render: Render,
     bound: impl FnOnce(SocketAddr),
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -53,7 +54,7 @@ pub async fn serve_metrics(
         .await
         .map_err(bind_error)?;
     bound(listener.local_addr().map_err(bind_error)?);
-    crate::listen::serve(listener, router(render), limits, shutdown).await;
+    crate::listen::serve(listener, router(render), limits, tls, shutdown).await;
     Ok(())
 }
 

@@ -14,6 +14,7 @@ mod guard; // Host, Origin and Content-Type: 403 and 415 before any route runs (
 mod listen; // The listener's limits over raw TCP: stalled heads, connection bounds.
 mod runs; // Runs: a full run, events, cancellation, 409, 413, 50 concurrent sessions.
 mod streams; // Event streams: at most server.max_event_streams open, 429 beyond; closed ones give back what they held.
+mod tls; // HTTPS: the API, /mcp and the console over TLS with a test CA, h2 by ALPN, a certificate swapped while serving.
 mod tools; // GET /tools: the built-ins' reports, 401 without the token, the list after a live reload.
 
 use std::path::{Path, PathBuf};
@@ -144,6 +145,7 @@ impl TestServer {
             allowed_hosts: setup.allowed_hosts.clone(),
             limits: setup.limits.clone(),
             metrics: None,
+            tls: None,
         };
         let root = make_root(dir.path());
         let services = services(dir.path(), &root, &setup);

@@ -10,7 +10,7 @@ use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
-pub(crate) use options::{CallArgs, ConfigArgs, Options, StoreArgs, ToolArgs};
+pub(crate) use options::{CallArgs, ConfigArgs, Options, StoreArgs, TlsArgs, ToolArgs};
 pub(crate) use tools::{RegistryArgs, ToolsCommand};
 
 /// The command line of this process, parsed; exits with clap's message (and code 2) when
@@ -463,6 +463,8 @@ pub(crate) struct ServeArgs {
     pub(crate) no_reload: bool,
 
     #[command(flatten)]
+    pub(crate) tls: TlsArgs,
+    #[command(flatten)]
     pub(crate) config: ConfigArgs,
     #[command(flatten)]
     pub(crate) tools: ToolArgs,
@@ -543,6 +545,8 @@ pub(crate) struct McpArgs {
     #[arg(long)]
     pub(crate) no_reload: bool,
 
+    #[command(flatten)]
+    pub(crate) tls: TlsArgs,
     #[command(flatten)]
     pub(crate) config: ConfigArgs,
     #[command(flatten)]

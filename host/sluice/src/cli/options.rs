@@ -116,3 +116,17 @@ pub(crate) struct StoreArgs {
     #[arg(long, value_name = "URL")]
     pub(crate) store_url: Option<String>,
 }
+
+/// HTTPS on the listener: `serve` and `mcp --listen` (and `telemetry.metrics_listen`).
+#[derive(Debug, Default, Args)]
+pub(crate) struct TlsArgs {
+    /// Serve HTTPS with this certificate chain (PEM, the server's own certificate first),
+    /// reloaded when the file changes; with --tls-key. Replaces `server.tls.cert_file`.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub(crate) tls_cert: Option<PathBuf>,
+
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1). No tool may read it.
+    /// Replaces `server.tls.key_file`.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub(crate) tls_key: Option<PathBuf>,
+}

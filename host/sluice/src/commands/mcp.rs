@@ -25,16 +25,28 @@ pub(crate) async fn run(
                 allowed_hosts: config.server.allowed_hosts.clone(),
                 limits: config.server.limits.clone(),
                 metrics: None,
+                tls: None,
             };
             // Refuse a bad address/token pairing before loading anything.
             options.check()?;
             Some(options)
         }
+        None if args.tls.tls_cert.is_some() => {
+            anyhow::bail!(
+                "--tls-cert and --tls-key apply to `sluice mcp --listen IP:PORT` only (stdio has no listener)"
+            )
+        }
         None => None,
     };
+    // TLS files that cannot be served stop the start before the tools load.
+    let tls = super::metrics::tls(config)?;
     // Over stdio only `telemetry.metrics_listen` serves them.
-    let metrics = super::metrics::start(config).await?;
-    let options = options.map(|o| ServeOptions { metrics, ..o });
+    let metrics = super::metrics::start(config, tls.as_ref()).await?;
+    let options = options.map(|o| ServeOptions {
+        metrics,
+        tls: tls.clone(),
+        ..o
+    });
     let (toolbox, _catalog, _reloader) =
         super::serve::live_tools(config, reload, !args.no_reload, args.token_file.as_deref())
             .await?;
@@ -50,13 +62,14 @@ pub(crate) async fn run(
             sluice_mcp::serve_stdio(server, stdio).await?;
         }
         Some(options) => {
+            let scheme = sluice_server::tls::scheme(options.tls.as_ref());
             sluice_server::mcp::serve_mcp(
                 server,
                 options,
                 |addr| {
                     #[allow(clippy::print_stderr)]
                     {
-                        eprintln!("sluice: serving MCP on http://{addr}/mcp (Streamable HTTP)");
+                        eprintln!("sluice: serving MCP on {scheme}://{addr}/mcp (Streamable HTTP)");
                     }
                 },
                 async {

@@ -109,6 +109,11 @@ fn overrides(options: &Options, command: &Command) -> Overrides {
         Command::Doctor(d) => d.allow_destructive,
         _ => false,
     };
+    let tls = match command {
+        Command::Serve(s) => Some(&s.tls),
+        Command::Mcp(m) => Some(&m.tls),
+        _ => None,
+    };
     Overrides {
         roots: options.tools.roots.clone(),
         max_tool_result_bytes: options.calls.max_tool_result_bytes.clone(),
@@ -120,6 +125,8 @@ fn overrides(options: &Options, command: &Command) -> Overrides {
         model,
         max_concurrent_calls: options.calls.max_concurrent_calls.clone(),
         allowed_hosts,
+        tls_cert: tls.and_then(|t| t.tls_cert.clone()),
+        tls_key: tls.and_then(|t| t.tls_key.clone()),
         allow_destructive,
         strict: options.tools.strict,
     }

@@ -31,11 +31,15 @@ pub(crate) async fn run(
         allowed_hosts: config.server.allowed_hosts.clone(),
         limits: config.server.limits.clone(),
         metrics: None,
+        tls: None,
     };
-    // Refuse a bad address/token pairing before loading anything.
+    // Refuse a bad address/token pairing, or TLS files that cannot be served, before
+    // loading anything.
     options.check()?;
+    let tls = super::metrics::tls(config)?;
     let options = ServeOptions {
-        metrics: super::metrics::start(config).await?,
+        metrics: super::metrics::start(config, tls.as_ref()).await?,
+        tls,
         ..options
     };
     let (tools, catalog, _reloader) =
@@ -44,6 +48,7 @@ pub(crate) async fn run(
         .await
         .context("failed to set up the agent")?;
     let mcp = sluice_server::mcp::mcp_server(config, tools);
+    let scheme = sluice_server::tls::scheme(options.tls.as_ref());
     let bound = Server::new(services, options)?
         .with_mcp(mcp)
         .with_tool_catalog(catalog)
@@ -53,7 +58,7 @@ pub(crate) async fn run(
     #[allow(clippy::print_stderr)]
     {
         eprintln!(
-            "sluice: serving the operator API on http://{addr} (model {}; GET /openapi.json describes it; MCP at POST /mcp; the console at http://{addr}/)",
+            "sluice: serving the operator API on {scheme}://{addr} (model {}; GET /openapi.json describes it; MCP at POST /mcp; the console at {scheme}://{addr}/)",
             config.model.provider
         );
     }
