@@ -416,11 +416,10 @@ fn handshake_failure(make: &MakeRustls, host: &str, e: &io::Error) -> String {
             ": the server's certificate is not signed by a CA of {}",
             make.roots
         ),
-        Some(rustls::Error::InvalidCertificate(
-            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-        )) => format!(
-            ": the server's certificate is not issued for {host:?} (verify-ca checks the CA only)"
-        ),
+        // (Its context says which names the certificate holds.)
+        Some(rustls::Error::InvalidCertificate(CertificateError::NotValidForName)) => {
+            format!(": the server's certificate is not issued for {host:?}")
+        }
         Some(rustls::Error::InvalidCertificate(
             CertificateError::Expired | CertificateError::ExpiredContext { .. },
         )) => ": the server's certificate has expired".to_string(),

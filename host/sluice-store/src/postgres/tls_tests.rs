@@ -370,7 +370,7 @@ async fn a_store_connects_over_tls_as_its_sslmode_says() {
         e.contains("cannot connect to the database (sslmode=verify-full): ")
             && e.contains("TLS with sslmode=verify-full failed: ")
             && e.contains(
-                "the server's certificate is not issued for \"127.0.0.2\" (verify-ca checks the CA only)"
+                "invalid peer certificate: certificate not valid for name \"127.0.0.2\"; certificate is only valid for DnsName(\"localhost\") or IpAddress(127.0.0.1)"
             ),
         "{e}"
     );
