@@ -32,6 +32,7 @@
 
 mod call;
 mod catalog;
+mod grant;
 pub mod http;
 pub mod logs;
 mod progress;
@@ -41,6 +42,7 @@ mod spans;
 pub mod stdio;
 
 pub use catalog::{MAX_RESULT_SIZE_CHARS_KEY, TOOLS_TTL_MS};
+pub use grant::ToolGrant;
 pub use progress::{PROGRESS_FROM_START, PROGRESS_INTERVAL};
 pub use server::{McpOptions, McpServer, PROTOCOL_VERSIONS, call_result};
 pub use stdio::StdioOptions;

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 use crate::catalog::Catalog;
+use crate::grant::ToolGrant;
 use crate::progress::Ticker;
 
 /// The protocol revisions served: 2026-07-28 (stateless, `server/discover`) and the two
@@ -229,10 +230,15 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
-        self.snapshot().1.page(cursor)
+        let mut page = self.snapshot().1.page(cursor)?;
+        // A principal granted some tools sees only those (a page may come out shorter).
+        if let Some(grant) = ToolGrant::of(&context) {
+            page.tools.retain(|t| grant.allows(&t.name));
+        }
+        Ok(page)
     }
 
     fn accepted_subscription_filter(
@@ -304,10 +310,20 @@ impl ServerHandler for McpServer {
             _ => None,
         };
         let span = crate::spans::tools_call(&name, &context);
-        let observation = self
-            .observe(&name, args, &context.ct)
-            .instrument(span.clone())
-            .await;
+        let observation = match ToolGrant::of(&context) {
+            Some(grant) if !grant.allows(&name) => Some(
+                Observation::error(&grant.refusal(&name), Some("not-granted")).finish(
+                    &name,
+                    self.0.cap as usize,
+                    DEFAULT_HINT,
+                ),
+            ),
+            _ => {
+                self.observe(&name, args, &context.ct)
+                    .instrument(span.clone())
+                    .await
+            }
+        };
         if observation
             .as_ref()
             .is_some_and(|o| o.status() != CallStatus::Ok)

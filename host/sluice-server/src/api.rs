@@ -2,21 +2,23 @@
 //! describes them.
 
 use axum::Router;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Extension, Path, RawQuery, State};
 use axum::http::{Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use sluice_store::Decision;
+use sluice_store::{Action, Decision};
 use sluice_wiring::report::ToolCatalog;
 
 use crate::error::ApiError;
 use crate::events::{self, Follow};
 use crate::listing::{SessionWindow, TranscriptWindow};
+use crate::principal::Principal;
 use crate::request::{JsonBody, flag, param};
 use crate::runs::{LocalRun, RunEnd};
 use crate::state::AppState;
+use crate::tenancy::{owned, record};
 
 /// The router over `state`: every route of [`crate::ROUTES`], JSON 404 and 405 answers.
 /// [`crate::Server::router`] puts it behind the guard; `mcp` says whether it serves
@@ -43,6 +45,7 @@ pub(crate) fn router(state: AppState, mcp: bool, tools: ToolCatalog) -> Router {
             get(move || std::future::ready(list_tools(&tools))),
         )
         .route("/agent/config", get(get_config).put(put_config))
+        .route("/agent/config/changes", get(config_changes))
         .route("/models", get(list_models))
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
@@ -84,8 +87,12 @@ async fn healthz(State(state): State<AppState>) -> ApiResult {
     Ok((status, axum::Json(body)).into_response())
 }
 
-async fn create_session(State(state): State<AppState>) -> ApiResult {
-    let session = state.store().create_session().await?;
+async fn create_session(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+) -> ApiResult {
+    let session = state.store().create_owned_session(principal.name()).await?;
+    record(&state, &principal, Some(&session.id), Action::Create, None).await?;
     let location = format!("/sessions/{}", session.id);
     Ok((
         StatusCode::CREATED,
@@ -95,9 +102,14 @@ async fn create_session(State(state): State<AppState>) -> ApiResult {
         .into_response())
 }
 
-async fn list_sessions(State(state): State<AppState>, RawQuery(query): RawQuery) -> ApiResult {
+async fn list_sessions(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    RawQuery(query): RawQuery,
+) -> ApiResult {
     let window = SessionWindow::parse(query.as_deref())?;
-    ok(window.answer(state.store().list_sessions().await?))
+    let owner = (!principal.is_admin()).then(|| principal.name());
+    ok(window.answer(state.store().list_owned_sessions(owner).await?))
 }
 
 /// The session's latest run, as `GET /sessions/{id}` shows it (`running` while it is in
@@ -111,11 +123,12 @@ fn run_json(run: Option<&sluice_store::RunRecord>) -> Value {
 
 async fn get_session(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     Path(id): Path<String>,
     RawQuery(query): RawQuery,
 ) -> ApiResult {
     let window = TranscriptWindow::parse(query.as_deref())?;
-    let session = state.store().session(&id).await?;
+    let session = owned(&state, &principal, &id).await?;
     let (messages, next_from) = window.cut(state.store().messages(&id).await?);
     let run = state.store().latest_run(&id).await?;
     ok(json!({
@@ -144,11 +157,13 @@ struct PromptBody {
 
 async fn post_prompt(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     Path(id): Path<String>,
     RawQuery(query): RawQuery,
     JsonBody(body): JsonBody<PromptBody>,
 ) -> ApiResult {
     let wait = flag(query.as_deref(), "wait")?;
+    owned(&state, &principal, &id).await?;
     if body.prompt.trim().is_empty() {
         return Err(ApiError::bad_request(
             "prompt must be a non-empty string; to continue a session without a new prompt, POST /sessions/{id}/resume",
@@ -164,21 +179,36 @@ async fn post_prompt(
             .with("allowed", vec![configured]));
         }
     }
-    start(&state, &id, Some(body.prompt), wait).await
+    start(&state, &principal, &id, Some(body.prompt), wait).await
 }
 
 async fn resume(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     Path(id): Path<String>,
     RawQuery(query): RawQuery,
 ) -> ApiResult {
     let wait = flag(query.as_deref(), "wait")?;
-    start(&state, &id, None, wait).await
+    owned(&state, &principal, &id).await?;
+    start(&state, &principal, &id, None, wait).await
 }
 
-/// Starts a run; with `wait`, answers 200 with how it ended, else 202 at once.
-async fn start(state: &AppState, id: &str, prompt: Option<String>, wait: bool) -> ApiResult {
+/// Starts a run for `principal` (recorded as a prompt, or a resume without one); with
+/// `wait`, answers 200 with how it ended, else 202 at once.
+async fn start(
+    state: &AppState,
+    principal: &Principal,
+    id: &str,
+    prompt: Option<String>,
+    wait: bool,
+) -> ApiResult {
+    let action = if prompt.is_some() {
+        Action::Prompt
+    } else {
+        Action::Resume
+    };
     let run = state.start_run(id, prompt).await?;
+    record(state, principal, Some(id), action, Some(&run.id)).await?;
     if wait {
         let end = run.wait().await;
         return ok(ended(&run.id, &run.session, &end));
@@ -214,11 +244,12 @@ fn ended(run_id: &str, session: &str, end: &RunEnd) -> Value {
 
 async fn run_events(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     Path(id): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
+    owned(&state, &principal, &id).await?;
     let permit = state.stream_permit()?;
-    state.store().session(&id).await?;
     let follow = match param(query.as_deref(), "runId") {
         Some(run_id) => match state.store().run(&run_id).await {
             Ok(run) if run.session_id == id => Follow::Run(run.id),
@@ -241,10 +272,12 @@ async fn run_events(
 
 async fn cancel(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     Path(id): Path<String>,
     RawQuery(query): RawQuery,
 ) -> ApiResult {
     let wait = flag(query.as_deref(), "wait")?;
+    owned(&state, &principal, &id).await?;
     // Recorded in the store, so the replica running it (this one or another) sees it.
     let requested = state.store().request_cancel(&id).await?;
     let Some(run) = requested.filter(|r| r.live) else {
@@ -254,6 +287,7 @@ async fn cancel(
         )
         .with("session", id));
     };
+    record(&state, &principal, Some(&id), Action::Cancel, Some(&run.id)).await?;
     let local = state.runs().current(&id).filter(|r| r.id == run.id);
     if let Some(local) = &local {
         local.cancel.cancel();
@@ -272,8 +306,12 @@ async fn cancel(
         .into_response())
 }
 
-async fn list_approvals(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
-    state.store().session(&id).await?;
+async fn list_approvals(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(id): Path<String>,
+) -> ApiResult {
+    owned(&state, &principal, &id).await?;
     let approvals: Vec<Value> = state
         .pending_approvals(&id)
         .await?
@@ -305,10 +343,11 @@ enum DecisionWord {
 
 async fn decide(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     Path((id, call_id)): Path<(String, String)>,
     JsonBody(body): JsonBody<DecisionBody>,
 ) -> ApiResult {
-    state.store().session(&id).await?;
+    owned(&state, &principal, &id).await?;
     if let Some(run) = state.store().latest_run(&id).await?.filter(|r| r.live) {
         return Err(ApiError::busy(&id, Some(&run.id)));
     }
@@ -331,6 +370,11 @@ async fn decide(
         DecisionWord::Deny => Decision::Deny,
     };
     state.store().decide(&id, &call_id, decision).await?;
+    let action = match decision {
+        Decision::Approve => Action::Approve,
+        Decision::Deny => Action::Deny,
+    };
+    record(&state, &principal, Some(&id), action, Some(&call_id)).await?;
     ok(json!({
         "session": id,
         "callId": call_id,
@@ -340,8 +384,12 @@ async fn decide(
     }))
 }
 
-async fn audit(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
-    state.store().session(&id).await?;
+async fn audit(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(id): Path<String>,
+) -> ApiResult {
+    owned(&state, &principal, &id).await?;
     let audit = sluice_store::SessionAudit::read(state.store(), &id).await?;
     Ok(axum::Json(audit).into_response())
 }
@@ -355,8 +403,18 @@ async fn get_config(State(state): State<AppState>) -> ApiResult {
     ok(state.config_json().await?)
 }
 
+/// `{"changes": [ActionRecord…]}`: every change of the run-time configuration, oldest first,
+/// with its actor and the values it set.
+async fn config_changes(State(state): State<AppState>) -> ApiResult {
+    ok(json!({"changes": state.store().actions(None).await?}))
+}
+
 /// Checks every key first; applies all of them, or none.
-async fn put_config(State(state): State<AppState>, JsonBody(body): JsonBody<Value>) -> ApiResult {
+async fn put_config(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    JsonBody(body): JsonBody<Value>,
+) -> ApiResult {
     let Value::Object(changes) = body else {
         return Err(ApiError::bad_request(
             "the body must be a JSON object of run-time keys, like {\"max_tool_result_bytes\": 8192}",
@@ -380,5 +438,7 @@ async fn put_config(State(state): State<AppState>, JsonBody(body): JsonBody<Valu
         });
     }
     state.apply(&checked).await?;
+    let applied = Value::Object(changes).to_string();
+    record(&state, &principal, None, Action::Config, Some(&applied)).await?;
     ok(state.config_json().await?)
 }

@@ -20,8 +20,10 @@ pub(crate) const BUSY_RETRY_AFTER_SECONDS: u64 = 1;
 pub(crate) struct ApiError {
     pub(crate) status: StatusCode,
     pub(crate) body: Map<String, Value>,
-    /// Seconds for a `Retry-After` header, when asking again later can succeed.
-    pub(crate) retry_after: Option<u64>,
+    /// Headers of the answer (`Retry-After` when asking again later can succeed,
+    /// `WWW-Authenticate` on a 401 or a 403 for a scope). A 401 without one gets
+    /// `Bearer realm="sluice"`.
+    pub(crate) headers: Vec<(header::HeaderName, HeaderValue)>,
 }
 
 impl ApiError {
@@ -32,8 +34,14 @@ impl ApiError {
         ApiError {
             status,
             body,
-            retry_after: None,
+            headers: Vec::new(),
         }
+    }
+
+    /// Adds a header to the answer.
+    pub(crate) fn with_header(mut self, name: header::HeaderName, value: HeaderValue) -> ApiError {
+        self.headers.push((name, value));
+        self
     }
 
     /// Adds a field to the body.
@@ -54,14 +62,14 @@ impl ApiError {
 
     /// 409: session `session` has a run in progress (`Retry-After`: 1 s).
     pub(crate) fn busy(session: &str, run_id: Option<&str>) -> ApiError {
-        let mut e = ApiError::new(
+        let e = ApiError::new(
             StatusCode::CONFLICT,
             format!(
                 "session {session} already has a run in progress (one run per session): wait for it to end, or cancel it with POST /sessions/{session}/cancel"
             ),
         )
-        .with("session", session);
-        e.retry_after = Some(BUSY_RETRY_AFTER_SECONDS);
+        .with("session", session)
+        .with_header(header::RETRY_AFTER, HeaderValue::from(BUSY_RETRY_AFTER_SECONDS));
         match run_id {
             Some(id) => e.with("runId", id),
             None => e,
@@ -71,15 +79,14 @@ impl ApiError {
     /// 409: session `session` has a run in progress that no run of this server knows: another
     /// process sharing the store runs it (`Retry-After`: 1 s).
     pub(crate) fn busy_elsewhere(session: &str) -> ApiError {
-        let mut e = ApiError::new(
+        ApiError::new(
             StatusCode::CONFLICT,
             format!(
                 "session {session} already has a run in progress in another Sluice process using the same session store (one run per session): nothing was added; wait for that run to end, or cancel it where it runs"
             ),
         )
-        .with("session", session);
-        e.retry_after = Some(BUSY_RETRY_AFTER_SECONDS);
-        e
+        .with("session", session)
+        .with_header(header::RETRY_AFTER, HeaderValue::from(BUSY_RETRY_AFTER_SECONDS))
     }
 
     /// 500.
@@ -162,16 +169,17 @@ pub(crate) fn awaiting_approval(session: &str, call_id: &str, tool: &str) -> Api
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut response = (self.status, axum::Json(Value::Object(self.body))).into_response();
-        if self.status == StatusCode::UNAUTHORIZED {
-            response.headers_mut().insert(
+        let headers = response.headers_mut();
+        for (name, value) in self.headers {
+            headers.insert(name, value);
+        }
+        if self.status == StatusCode::UNAUTHORIZED
+            && !headers.contains_key(header::WWW_AUTHENTICATE)
+        {
+            headers.insert(
                 header::WWW_AUTHENTICATE,
                 HeaderValue::from_static("Bearer realm=\"sluice\""),
             );
-        }
-        if let Some(seconds) = self.retry_after {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         response
     }

@@ -51,17 +51,21 @@ pub mod mcp;
 pub mod metrics;
 pub mod oauth;
 mod openapi;
+pub mod principal;
 pub mod reload;
 mod request;
 mod runs;
 mod spans;
 mod state;
+mod tenancy;
 pub mod tls;
 mod wait;
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+
+use sluice_protocol::access::Scope;
 
 use crate::guard::{Guard, GuardOptions};
 use crate::state::AppState;
@@ -75,28 +79,55 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 1 << 20;
 /// The environment variable holding the bearer token.
 pub const ENV_TOKEN: &str = "SLUICE_SERVER_TOKEN";
 
-/// Every route, as (method, path): what `/openapi.json` documents.
-pub const ROUTES: &[(&str, &str)] = &[
-    ("GET", "/healthz"),
-    ("GET", "/openapi.json"),
-    ("POST", "/sessions"),
-    ("GET", "/sessions"),
-    ("GET", "/sessions/{id}"),
-    ("POST", "/sessions/{id}/prompts"),
-    ("POST", "/sessions/{id}/resume"),
-    ("GET", "/sessions/{id}/events"),
-    ("POST", "/sessions/{id}/cancel"),
-    ("GET", "/sessions/{id}/approvals"),
-    ("POST", "/sessions/{id}/approvals/{call_id}"),
-    ("GET", "/sessions/{id}/audit"),
-    ("GET", "/tools"),
-    ("GET", "/agent/config"),
-    ("PUT", "/agent/config"),
-    ("GET", "/models"),
+/// One route: its method, its path (axum's pattern) and the scope a principal needs for it
+/// (`None`: any principal the guard lets in; docs/api.md#principals-and-scopes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Route {
+    /// `GET`, `POST` or `PUT`.
+    pub method: &'static str,
+    /// The path, with `{id}`-style parameters.
+    pub path: &'static str,
+    /// The scope it needs.
+    pub scope: Option<Scope>,
+}
+
+const fn route(method: &'static str, path: &'static str, scope: Option<Scope>) -> Route {
+    Route {
+        method,
+        path,
+        scope,
+    }
+}
+
+/// Every route of the operator API: what `/openapi.json` documents and what the guard checks
+/// scopes against ([`principal::required_scope`]).
+pub const ROUTES: &[Route] = &[
+    route("GET", "/healthz", None),
+    route("GET", "/openapi.json", None),
+    route("POST", "/sessions", Some(Scope::SessionsWrite)),
+    route("GET", "/sessions", Some(Scope::SessionsRead)),
+    route("GET", "/sessions/{id}", Some(Scope::SessionsRead)),
+    route("POST", "/sessions/{id}/prompts", Some(Scope::SessionsWrite)),
+    route("POST", "/sessions/{id}/resume", Some(Scope::SessionsWrite)),
+    route("GET", "/sessions/{id}/events", Some(Scope::SessionsRead)),
+    route("POST", "/sessions/{id}/cancel", Some(Scope::SessionsWrite)),
+    route("GET", "/sessions/{id}/approvals", Some(Scope::SessionsRead)),
+    route(
+        "POST",
+        "/sessions/{id}/approvals/{call_id}",
+        Some(Scope::Approvals),
+    ),
+    route("GET", "/sessions/{id}/audit", Some(Scope::SessionsRead)),
+    route("GET", "/tools", None),
+    route("GET", "/agent/config", Some(Scope::Config)),
+    route("PUT", "/agent/config", Some(Scope::Config)),
+    route("GET", "/agent/config/changes", Some(Scope::Config)),
+    route("GET", "/models", None),
 ];
 
-/// The routes [`Server::with_mcp`] adds, as (method, path).
-pub const MCP_ROUTES: &[(&str, &str)] = &[("POST", "/mcp")];
+/// The routes [`Server::with_mcp`] adds (documented by `/openapi.json`; `/mcp` takes `GET` and
+/// `DELETE` too, with the same scope).
+pub const MCP_ROUTES: &[Route] = &[route("POST", "/mcp", Some(Scope::ToolsCall))];
 
 /// The OpenAPI 3.1 document served at `/openapi.json`: [`ROUTES`], and with `mcp` also
 /// [`MCP_ROUTES`].
@@ -111,9 +142,13 @@ pub use sluice_wiring::Services;
 pub struct ServeOptions {
     /// The address (default [`DEFAULT_LISTEN`]). Port 0 picks a free port.
     pub listen: SocketAddr,
-    /// The bearer token every request must carry. Required when `listen` is not a loopback
-    /// address; optional (but enforced when set) on loopback.
+    /// The single bearer token (principal `admin`; `SLUICE_SERVER_TOKEN`, `--token-file`).
+    /// Beyond a loopback address this or `tokens` is required; on loopback either is optional
+    /// (but enforced when set).
     pub token: Option<String>,
+    /// `[[server.tokens]]`: named principals with scopes (docs/api.md#principals-and-scopes).
+    /// Default none.
+    pub tokens: Vec<sluice_config::ServerToken>,
     /// The largest request body, in bytes (default [`DEFAULT_MAX_BODY_BYTES`]).
     pub max_body_bytes: usize,
     /// Host names (or IP literals) the server answers to besides its listening address and,
@@ -139,6 +174,7 @@ impl Default for ServeOptions {
         ServeOptions {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             token: None,
+            tokens: Vec::new(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             allowed_hosts: Vec::new(),
             limits: ServerLimits::default(),
@@ -155,6 +191,7 @@ impl ServeOptions {
             listen: self.listen,
             allowed_hosts: self.allowed_hosts.clone(),
             token: self.token.clone(),
+            tokens: self.tokens.clone(),
             max_body_bytes: self.max_body_bytes,
         })
     }
@@ -166,7 +203,7 @@ impl ServeOptions {
 pub enum ServerError {
     /// A non-loopback address without a token.
     #[error(
-        "refusing to listen on {listen} without a bearer token: it is not a loopback address, so every request must be authenticated; set {ENV_TOKEN} or --token-file FILE (or listen on 127.0.0.1)"
+        "refusing to listen on {listen} without a bearer token: it is not a loopback address, so every request must be authenticated; set {ENV_TOKEN} or --token-file FILE, or add [[server.tokens]] to sluice.toml (or listen on 127.0.0.1)"
     )]
     TokenRequired {
         /// The address.
@@ -375,9 +412,11 @@ fn check_options(options: &ServeOptions) -> Result<(), ServerError> {
         Some(t) if t.is_empty() => Err(ServerError::BadToken {
             origin: "given".into(),
         }),
-        None if !options.listen.ip().is_loopback() => Err(ServerError::TokenRequired {
-            listen: options.listen,
-        }),
+        None if options.tokens.is_empty() && !options.listen.ip().is_loopback() => {
+            Err(ServerError::TokenRequired {
+                listen: options.listen,
+            })
+        }
         _ => Ok(()),
     }
 }
@@ -438,6 +477,7 @@ mod tests {
         ServeOptions {
             listen: listen.parse().unwrap(),
             token: token.map(str::to_string),
+            tokens: Vec::new(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             allowed_hosts: Vec::new(),
             limits: ServerLimits::default(),
@@ -514,7 +554,7 @@ mod tests {
         let mut routes: Vec<(String, String)> = ROUTES
             .iter()
             .chain(MCP_ROUTES)
-            .map(|(m, p)| (m.to_string(), p.to_string()))
+            .map(|r| (r.method.to_string(), r.path.to_string()))
             .collect();
         routes.sort();
         documented.sort();

@@ -103,12 +103,22 @@ pub(crate) fn document(mcp: bool) -> Value {
         paths.insert("/mcp".into(), mcp_route());
     }
     let forbidden = error_response(
-        "The `Host` is not one the server answers to (`host`, `allowedHosts`), or the request is cross-origin (`origin`) and the server has no token.",
+        "The `Host` is not one the server answers to (`host`, `allowedHosts`), the request is cross-origin (`origin`) and the server has no token, or the principal lacks the operation's `x-sluice-scope` (`scope`, `principal`).",
     );
     let unsupported = error_response(
         "The body is not declared `Content-Type: application/json` (`contentType`, `allowed`).",
     );
     let too_large = error_response("The body is over the limit (`limitBytes`).");
+    for route in crate::ROUTES.iter().chain(crate::MCP_ROUTES) {
+        let op = doc
+            .get_mut("paths")
+            .and_then(|p| p.get_mut(route.path))
+            .and_then(|p| p.get_mut(route.method.to_ascii_lowercase()))
+            .and_then(Value::as_object_mut);
+        if let (Some(scope), Some(op)) = (route.scope, op) {
+            op.insert("x-sluice-scope".into(), Value::from(scope.as_str()));
+        }
+    }
     if let Some(paths) = doc["paths"].as_object_mut() {
         for operation in paths.values_mut().filter_map(Value::as_object_mut) {
             for op in operation.values_mut() {
@@ -292,7 +302,7 @@ fn routes() -> Value {
                 "summary": "The originals of changed (shrunk) messages, oldest first",
                 "parameters": [session_id()],
                 "responses": {
-                    "200": json_response("The audit: every change to a message, and what each tool call cost.", json!({"type": "object", "required": ["session", "audit", "calls"], "properties": {"session": {"type": "string"}, "audit": {"type": "array", "items": schema("AuditEntry")}, "calls": {"type": "array", "items": schema("CallRecord")}}})),
+                    "200": json_response("The audit: every change to a message, what each tool call cost, and who did what (`actions`).", json!({"type": "object", "required": ["session", "audit", "calls", "actions"], "properties": {"session": {"type": "string"}, "audit": {"type": "array", "items": schema("AuditEntry")}, "calls": {"type": "array", "items": schema("CallRecord")}, "actions": {"type": "array", "items": schema("ActionRecord")}}})),
                     "401": unauthorized, "404": not_found
                 }
             }},
@@ -328,7 +338,14 @@ fn routes() -> Value {
                         "413": error_response("The body is over the limit.")
                     }
                 }
-            }
+            },
+            "/agent/config/changes": {"get": {
+                "summary": "Every change of the run-time configuration, oldest first",
+                "responses": {
+                    "200": json_response("Who changed what, when (`detail`: the values set, as JSON).", json!({"type": "object", "required": ["changes"], "properties": {"changes": {"type": "array", "items": schema("ActionRecord")}}})),
+                    "401": unauthorized
+                }
+            }}
         },
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "description": "Required on every route when the server has a token (always when it listens beyond loopback): SLUICE_SERVER_TOKEN or --token-file."}},
@@ -337,7 +354,14 @@ fn routes() -> Value {
                 "SessionStatus": {"enum": SessionStatus::ALL.map(SessionStatus::as_str)},
                 "Session": {"type": "object", "properties": {
                     "id": {"type": "string"}, "createdAt": {"type": "string", "format": "date-time"}, "updatedAt": {"type": "string", "format": "date-time"},
-                    "status": schema("SessionStatus"), "lastError": {"type": ["string", "null"]}, "messageCount": {"type": "integer"}
+                    "status": schema("SessionStatus"), "lastError": {"type": ["string", "null"]}, "messageCount": {"type": "integer"},
+                    "owner": {"type": "string", "description": "The principal that created it (docs/api.md#tenancy)."}
+                }},
+                "ActionRecord": {"type": "object", "required": ["actor", "action", "at"], "properties": {
+                    "session": {"type": ["string", "null"]}, "actor": {"type": "string", "description": "The principal that acted."},
+                    "action": {"enum": ["create", "prompt", "resume", "cancel", "approve", "deny", "config"]},
+                    "detail": {"type": ["string", "null"], "description": "The run id (prompt, resume, cancel), the call id (approve, deny), the values set (config)."},
+                    "at": {"type": "string", "format": "date-time"}
                 }},
                 "Message": {"type": "object", "required": ["seq", "role", "content", "createdAt"], "properties": {
                     "seq": {"type": "integer", "minimum": 1}, "role": {"enum": ["user", "assistant", "tool"]},

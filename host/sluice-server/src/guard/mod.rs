@@ -24,9 +24,11 @@
 //!    they hold no data (docs/console.md#security).
 //! 2. **OAuth** (404): the OAuth discovery and registration paths answer 404 before the
 //!    token is asked for: Sluice serves no OAuth ([`crate::oauth`]).
-//! 3. **Token** (401): when the server has a bearer token, every request must carry it
-//!    (`Authorization: Bearer <token>`), compared in time that does not depend on where it
-//!    differs.
+//! 3. **Token** (401): when the server has a bearer token or `[[server.tokens]]`, every
+//!    request must carry one (`Authorization: Bearer <token>`), compared in time that does not
+//!    depend on where it differs. The token names the request's [`Principal`]: the single
+//!    token is `admin`, a `[[server.tokens]]` entry its name and scopes; without tokens
+//!    everyone is `admin`.
 //! 4. **Origin** (403): a request whose `Origin` is not the server's own (scheme-less host
 //!    and port equal to the `Host` header's; `Origin: null` never is) is a cross-origin
 //!    request: a web page on another site sent it. It is refused unless the server has a
@@ -38,6 +40,9 @@
 //!    `Transfer-Encoding`) must say `Content-Type: application/json` (parameters such as
 //!    `; charset=utf-8` allowed). A browser cannot send that cross-site without a CORS
 //!    preflight, which Sluice never grants.
+//! 7. **Scope** (403, with `scope` and `principal`): the principal must hold the scope the
+//!    route needs ([`crate::principal::required_scope`]). The principal then rides in the
+//!    request's extensions for the handlers.
 //!
 //! Wrapping another router (the guard is cheap to clone; every clone shares one
 //! configuration):
@@ -50,6 +55,7 @@
 //!     listen: "127.0.0.1:8080".parse().expect("an address"),
 //!     allowed_hosts: vec!["sluice.internal".into()],
 //!     token: None,
+//!     tokens: Vec::new(),
 //!     max_body_bytes: 1 << 20,
 //! });
 //! let mcp: Router = guard.wrap(Router::new().route("/mcp", post(|| async { "ok" })));
@@ -63,14 +69,16 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Request, State};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{Next, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt as _;
 use serde_json::Value;
+use sha2::Digest as _;
 
 use crate::error::ApiError;
+use crate::principal::Principal;
 
 /// The only media type a request body may have.
 pub const JSON_MEDIA_TYPE: &str = "application/json";
@@ -85,8 +93,11 @@ pub struct GuardOptions {
     /// case-insensitively: `server.allowed_hosts` in sluice.toml, `--allowed-host NAME`.
     /// Empty by default.
     pub allowed_hosts: Vec<String>,
-    /// The bearer token every request must carry, if any.
+    /// The single bearer token (principal `admin`), if any.
     pub token: Option<String>,
+    /// `[[server.tokens]]`: the named principals' tokens, by hash. With `token` unset and
+    /// this empty, the server asks for no token and everyone is `admin`.
+    pub tokens: Vec<sluice_config::ServerToken>,
     /// The largest `Content-Length` accepted, in bytes; larger answer 413.
     pub max_body_bytes: usize,
 }
@@ -137,7 +148,7 @@ impl Guard {
     /// limit; 415
     /// for a body that is not declared `application/json`. Each is a JSON error naming what
     /// was wrong and what is allowed.
-    pub fn check(&self, request: &Request) -> Result<(), Refusal> {
+    pub fn check(&self, request: &Request) -> Result<Principal, Refusal> {
         self.check_parts(
             request.headers(),
             request.uri().authority().map(|a| a.as_str()),
@@ -199,14 +210,14 @@ impl Guard {
         headers: &HeaderMap,
         uri_authority: Option<&str>,
         path: &str,
-    ) -> Result<(), ApiError> {
+    ) -> Result<Principal, ApiError> {
         let host = self.check_host_parts(headers, uri_authority)?;
         let host_shown =
             uri_authority.or_else(|| headers.get(header::HOST).and_then(|v| v.to_str().ok()));
         if crate::oauth::is_oauth_path(path) {
             return Err(crate::oauth::not_served(path));
         }
-        self.check_token(headers)?;
+        let principal = self.check_token(headers)?;
         if let Some(origin) = headers.get(header::ORIGIN) {
             let same = origin
                 .to_str()
@@ -214,7 +225,7 @@ impl Guard {
                 .and_then(origin_authority)
                 .zip(host.as_ref())
                 .is_some_and(|((oh, op), (hh, hp))| oh == *hh && op == *hp);
-            if !same && self.0.options.token.is_none() {
+            if !same && !self.asks_for_tokens() {
                 let shown = origin.to_str().unwrap_or("(not visible ASCII)");
                 return Err(cross_origin(shown, host_shown));
             }
@@ -240,7 +251,12 @@ impl Guard {
                 return Err(unsupported_type(given));
             }
         }
-        Ok(())
+        Ok(principal)
+    }
+
+    /// Whether requests must carry a token: the single token or `[[server.tokens]]` is set.
+    pub fn asks_for_tokens(&self) -> bool {
+        self.0.options.token.is_some() || !self.0.options.tokens.is_empty()
     }
 
     /// Whether host name `name` (normalised) is one the server answers to.
@@ -278,11 +294,12 @@ impl Guard {
         out
     }
 
-    /// 401 unless the request carries the configured token (when there is one).
-    fn check_token(&self, headers: &HeaderMap) -> Result<(), ApiError> {
-        let Some(expected) = self.0.options.token.as_deref() else {
-            return Ok(());
-        };
+    /// The principal of the request's token; 401 unless it carries one of the configured
+    /// tokens (when there are any).
+    fn check_token(&self, headers: &HeaderMap) -> Result<Principal, ApiError> {
+        if !self.asks_for_tokens() {
+            return Ok(Principal::admin());
+        }
         let given = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
@@ -297,11 +314,31 @@ impl Guard {
                 StatusCode::UNAUTHORIZED,
                 "a bearer token is required: send `Authorization: Bearer <token>` with the token from SLUICE_SERVER_TOKEN or --token-file",
             )),
-            Some(token) if !same_secret(token.as_bytes(), expected.as_bytes()) => Err(
-                ApiError::new(StatusCode::UNAUTHORIZED, "the bearer token is wrong"),
-            ),
-            Some(_) => Ok(()),
+            Some(token) => self.principal_of(&token).ok_or_else(|| {
+                ApiError::new(StatusCode::UNAUTHORIZED, "the bearer token is wrong")
+            }),
         }
+    }
+
+    /// The principal whose token `token` is. Every configured token is compared, each in
+    /// time that does not depend on where it differs, so the time taken says nothing about
+    /// which one (if any) matched.
+    fn principal_of(&self, token: &str) -> Option<Principal> {
+        let mut found = None;
+        if let Some(single) = self.0.options.token.as_deref()
+            && same_secret(token.as_bytes(), single.as_bytes())
+        {
+            found = Some(Principal::admin());
+        }
+        if !self.0.options.tokens.is_empty() {
+            let hash: [u8; 32] = sha2::Sha256::digest(token.as_bytes()).into();
+            for entry in &self.0.options.tokens {
+                if same_secret(&hash, &entry.sha256) && found.is_none() {
+                    found = Some(Principal::new(&entry.name, &entry.grants));
+                }
+            }
+        }
+        found
     }
 }
 
@@ -337,16 +374,32 @@ impl IntoResponse for Refusal {
 pub async fn middleware(State(guard): State<Guard>, request: Request, next: Next) -> Response {
     let public = crate::console::is_public(request.method(), request.uri().path());
     let checked = if public {
-        guard.check_host(&request)
+        guard.check_host(&request).map(|()| None)
     } else {
-        guard.check(&request)
+        guard.check(&request).and_then(|principal| {
+            let path = request
+                .extensions()
+                .get::<MatchedPath>()
+                .map_or(request.uri().path(), |m| m.as_str());
+            match crate::principal::required_scope(request.method(), path) {
+                Some(scope) if !principal.allows(scope) => Err(Refusal(Box::new(
+                    crate::principal::insufficient_scope(&principal, scope, request.method(), path),
+                ))),
+                _ => Ok(Some(principal)),
+            }
+        })
     };
     match checked {
-        Ok(()) => {
-            if let Some(ticket) = request.extensions().get::<Arc<crate::listen::Ticket>>()
-                && !public
-            {
-                ticket.passed();
+        Ok(principal) => {
+            let mut request = request;
+            if let Some(principal) = principal {
+                if let Some(ticket) = request.extensions().get::<Arc<crate::listen::Ticket>>() {
+                    ticket.passed();
+                }
+                if let Some(grant) = principal.tool_grant() {
+                    request.extensions_mut().insert(grant);
+                }
+                request.extensions_mut().insert(principal);
             }
             next.run(request).await
         }

@@ -7,6 +7,7 @@ fn guard(listen: &str, allowed: &[&str], token: Option<&str>) -> Guard {
         listen: listen.parse().unwrap(),
         allowed_hosts: allowed.iter().map(|s| s.to_string()).collect(),
         token: token.map(str::to_string),
+        tokens: Vec::new(),
         max_body_bytes: 100,
     })
 }
@@ -24,7 +25,7 @@ fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
 
 fn status(g: &Guard, pairs: &[(&str, &str)]) -> u16 {
     match g.check_parts(&headers(pairs), None, "/mcp") {
-        Ok(()) => 200,
+        Ok(_) => 200,
         Err(e) => e.status.as_u16(),
     }
 }
@@ -250,7 +251,7 @@ fn an_absolute_form_target_is_judged() {
     let check = |host: Option<&str>, target: &str| {
         let pairs: Vec<(&str, &str)> = host.map(|h| ("host", h)).into_iter().collect();
         match g.check_parts(&headers(&pairs), Some(target), "/mcp") {
-            Ok(()) => 200,
+            Ok(_) => 200,
             Err(e) => e.status.as_u16(),
         }
     };

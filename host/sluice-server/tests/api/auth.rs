@@ -17,9 +17,12 @@ async fn every_route_needs_the_token() {
     .await;
     let id = server.session().await; // With the token.
     let anonymous = reqwest::Client::new();
-    for (method, path) in ROUTES {
-        let path = path.replace("{id}", &id).replace("{call_id}", "call_1");
-        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+    for route in ROUTES {
+        let path = route
+            .path
+            .replace("{id}", &id)
+            .replace("{call_id}", "call_1");
+        let method = reqwest::Method::from_bytes(route.method.as_bytes()).unwrap();
         for auth in [None, Some("Bearer wrong-token"), Some("Basic dDBrZW4=")] {
             let mut r = anonymous
                 .request(method.clone(), server.url(&path))
@@ -41,15 +44,18 @@ async fn every_route_needs_the_token() {
     let response = anonymous.get(server.url("/nowhere")).send().await.unwrap();
     assert_eq!(response.status().as_u16(), 401);
     // With the token, every route is there (none answers the router's own 404 or 405).
-    for (method, path) in ROUTES {
-        let path = path.replace("{id}", &id).replace("{call_id}", "call_1");
+    for route in ROUTES {
+        let path = route
+            .path
+            .replace("{id}", &id)
+            .replace("{call_id}", "call_1");
         // Follow a run that does not exist, rather than wait for the next one.
         let path = if path.ends_with("/events") {
             format!("{path}?runId=r-none")
         } else {
             path
         };
-        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let method = reqwest::Method::from_bytes(route.method.as_bytes()).unwrap();
         let body = if path.ends_with("/prompts") {
             json!({"prompt": "hi"})
         } else {
@@ -68,7 +74,7 @@ async fn every_route_needs_the_token() {
     let (status, doc) = server.get("/openapi.json").await;
     assert_eq!(status, 200);
     assert_eq!(doc["openapi"], "3.1.0");
-    let paths: std::collections::BTreeSet<&str> = ROUTES.iter().map(|(_, p)| *p).collect();
+    let paths: std::collections::BTreeSet<&str> = ROUTES.iter().map(|r| r.path).collect();
     let documented: std::collections::BTreeSet<&str> = doc["paths"]
         .as_object()
         .unwrap()

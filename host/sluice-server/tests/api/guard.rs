@@ -55,11 +55,14 @@ async fn a_rebinding_host_is_refused_on_every_route() {
             .starts_with("refusing Host \"attacker.example\": this server answers only to 127.0.0.1, [::1], localhost, *.localhost (a guard against DNS rebinding)"),
         "{body}"
     );
-    for (method, path) in ROUTES {
-        let path = path.replace("{id}", &id).replace("{call_id}", "call_1");
+    for route in ROUTES {
+        let path = route
+            .path
+            .replace("{id}", &id)
+            .replace("{call_id}", "call_1");
         for name in ["attacker.example:8080", "localhost.attacker.example"] {
-            let (status, body) = send(&server, method, &path, &[("host", name)], None).await;
-            assert_eq!(status, 403, "{method} {path} {name}: {body}");
+            let (status, body) = send(&server, route.method, &path, &[("host", name)], None).await;
+            assert_eq!(status, 403, "{} {path} {name}: {body}", route.method);
         }
     }
     // The names of the machine itself still work, with or without the port.

@@ -12,8 +12,10 @@ mod config; // GET/PUT /agent/config: row P13 (docs/regressions.md#p13), unknown
 mod console; // The console's assets without the token, windows onto sessions and transcripts, /models.
 mod guard; // Host, Origin and Content-Type: 403 and 415 before any route runs (issue 12 item 5).
 mod listen; // The listener's limits over raw TCP: stalled heads, connection bounds.
+mod principals; // [[server.tokens]]: each route's scope, 403 naming it, the single token as admin.
 mod runs; // Runs: a full run, events, cancellation, 409, 413, 50 concurrent sessions.
 mod streams; // Event streams: at most server.max_event_streams open, 429 beyond; closed ones give back what they held.
+mod tenancy; // Another principal's session is the 404 of a missing one on every route; lists; the audit's actors.
 mod tls; // HTTPS: the API, /mcp and the console over TLS with a test CA, h2 by ALPN, a certificate swapped while serving.
 mod tools; // GET /tools: the built-ins' reports, 401 without the token, the list after a live reload.
 
@@ -74,6 +76,8 @@ struct Setup {
     backend: Arc<dyn Backend>,
     destructive: &'static [&'static str],
     token: Option<String>,
+    /// `[[server.tokens]]`.
+    tokens: Vec<sluice_config::ServerToken>,
     max_body_bytes: usize,
     allowed_hosts: Vec<String>,
     limits: sluice_server::ServerLimits,
@@ -88,6 +92,7 @@ impl Default for Setup {
             backend: Arc::new(ScriptedModel::new()),
             destructive: &[],
             token: None,
+            tokens: Vec::new(),
             max_body_bytes: sluice_server::DEFAULT_MAX_BODY_BYTES,
             allowed_hosts: Vec::new(),
             limits: sluice_server::ServerLimits::default(),
@@ -141,6 +146,7 @@ impl TestServer {
         let options = ServeOptions {
             listen: "127.0.0.1:0".parse().unwrap(),
             token: setup.token.clone(),
+            tokens: setup.tokens.clone(),
             max_body_bytes: setup.max_body_bytes,
             allowed_hosts: setup.allowed_hosts.clone(),
             limits: setup.limits.clone(),

@@ -229,6 +229,12 @@ pub(crate) enum Command {
     /// and warnings. A configuration that does not resolve is reported with its error (exit
     /// 2). See docs/configuration.md#sluice-doctor.
     Doctor(DoctorArgs),
+    /// Bearer tokens of named principals for `sluice serve` and `sluice mcp --listen`:
+    /// `create` makes one. See docs/api.md#principals-and-scopes.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
     /// List the tools with the JSON schemas of their arguments.
     // Its options are the listing's: its subcommands take their own.
     #[command(args_conflicts_with_subcommands = true)]
@@ -307,6 +313,7 @@ impl Command {
                 ..Options::default()
             },
             Command::Wit { .. }
+            | Command::Token { .. }
             | Command::New { .. }
             | Command::Build { .. }
             | Command::Dev { .. }
@@ -582,5 +589,22 @@ pub(crate) enum SessionCommand {
         id: String,
         /// The call.
         call_id: String,
+    },
+}
+
+/// `sluice token …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum TokenCommand {
+    /// Make a token for principal NAME with the scopes given. The token goes to stderr, once;
+    /// stdout gets the `[[server.tokens]]` entry for sluice.toml, which holds only the token's
+    /// SHA-256 (so `sluice token create ci-bot --scopes sessions:read >> sluice.toml` is safe).
+    Create {
+        /// The principal's name: 1 to 64 of A-Z, a-z, 0-9, `_` and `-` (not `admin`). It owns
+        /// the sessions the token creates and is the actor the audit records.
+        name: String,
+        /// Comma-separated scopes: sessions:read, sessions:write, approvals, config,
+        /// tools:call, metrics, admin, or tools:call:TOOL for one tool.
+        #[arg(long, value_delimiter = ',', required = true, value_name = "SCOPES")]
+        scopes: Vec<String>,
     },
 }

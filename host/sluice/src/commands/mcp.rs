@@ -22,6 +22,7 @@ pub(crate) async fn run(
                     std::env::var_os(k).map(|v| v.to_string_lossy().into_owned())
                 })?,
                 max_body_bytes: args.max_body_bytes,
+                tokens: config.server.tokens.clone(),
                 allowed_hosts: config.server.allowed_hosts.clone(),
                 limits: config.server.limits.clone(),
                 metrics: None,

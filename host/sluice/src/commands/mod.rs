@@ -9,6 +9,7 @@ mod run;
 mod serve;
 mod session;
 mod store;
+mod token;
 mod tools;
 
 pub(crate) use run::RunEnded;
@@ -28,6 +29,7 @@ pub(crate) fn run(cli: Cli, logging: &sluice_telemetry::Logging) -> anyhow::Resu
     // (`configured`), so that `telemetry.otlp_endpoint` of the file applies.
     let _telemetry = match &cli.command {
         Command::Wit { .. }
+        | Command::Token { .. }
         | Command::New { .. }
         | Command::Build { .. }
         | Command::Dev { .. }
@@ -44,6 +46,7 @@ pub(crate) fn run(cli: Cli, logging: &sluice_telemetry::Logging) -> anyhow::Resu
     match cli.command {
         // The commands that read no configuration.
         Command::Wit { dir } => wit(dir),
+        Command::Token { command } => token::run(command),
         Command::New { name, lang, dir } => author::new(&name, &lang, dir),
         Command::Build { dir } => author::build(dir),
         Command::Dev { dir } => author::dev(dir),
@@ -198,6 +201,7 @@ fn configured(
         Command::Wit { dir } => return wit(dir),
         Command::Doctor(_) => unreachable!("run() handles doctor"),
         Command::New { .. }
+        | Command::Token { .. }
         | Command::Build { .. }
         | Command::Dev { .. }
         | Command::Test { .. } => {

@@ -28,6 +28,7 @@ pub(crate) async fn run(
         listen: args.listen,
         token,
         max_body_bytes: args.max_body_bytes,
+        tokens: config.server.tokens.clone(),
         allowed_hosts: config.server.allowed_hosts.clone(),
         limits: config.server.limits.clone(),
         metrics: None,

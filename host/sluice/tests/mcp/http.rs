@@ -156,7 +156,7 @@ async fn serve_answers_mcp_at_post_mcp_under_its_token() {
         doc["paths"].as_object().unwrap().len(),
         sluice_server::ROUTES
             .iter()
-            .map(|(_, p)| p)
+            .map(|r| r.path)
             .collect::<std::collections::BTreeSet<_>>()
             .len()
             + 1
@@ -300,4 +300,70 @@ async fn http_answers_bad_ids_and_params_as_stdio_does() {
         body,
         json!({"jsonrpc":"2.0","id":9,"error":{"code":-32602,"message":"invalid params: the `params` of tools/call must be an object, not a string"}})
     );
+}
+
+/// A principal granted one tool (`tools:call:read_file`) sees and calls that one alone over
+/// `/mcp`; a principal without any `tools:call` grant is refused 403 naming the scope
+/// (docs/api.md#principals-and-scopes).
+#[tokio::test]
+async fn a_principal_granted_one_tool_sees_and_calls_only_it() {
+    use sha2::Digest as _;
+    let config = tempfile::tempdir().unwrap();
+    let hash = |t: &str| -> String {
+        sha2::Sha256::digest(t.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    let file = config.path().join("sluice.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[[server.tokens]]\nname = \"reader\"\nscopes = [\"tools:call:read_file\"]\nsha256 = \"{}\"\n\n[[server.tokens]]\nname = \"watcher\"\nscopes = [\"sessions:read\"]\nsha256 = \"{}\"\n",
+            hash("sluice_reader"),
+            hash("sluice_watcher")
+        ),
+    )
+    .unwrap();
+    let file = file.display().to_string();
+    let server = listen(&["--config", &file, "mcp", "--listen", "127.0.0.1:0"], &[]).await;
+    let url = &server.url;
+    let watcher = [("authorization", "Bearer sluice_watcher")];
+    let r = post(url, &list(), &watcher).await;
+    assert_eq!(r.status(), 403);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(
+        (&body["scope"], &body["principal"]),
+        (&json!("tools:call"), &json!("watcher"))
+    );
+    let reader = [("authorization", "Bearer sluice_reader")];
+    let body: Value = post(url, &list(), &reader).await.json().await.unwrap();
+    let names: Vec<&str> = body["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["read_file"]);
+    let call = |tool: &str, args: Value| json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":tool,"arguments":args}});
+    let body: Value = post(
+        url,
+        &call("grep_files", json!({"pattern": "ERROR"})),
+        &reader,
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(body["result"]["isError"], true);
+    assert_eq!(
+        body["result"]["content"][0]["text"],
+        "{\"ok\":false,\"error\":\"tool \\\"grep_files\\\" is not granted to \\\"reader\\\": calling it needs scope tools:call:grep_files (or tools:call); this principal may call read_file\",\"kind\":\"not-granted\"}"
+    );
+    let body: Value = post(url, &call("read_file", json!({"path": "f.txt"})), &reader)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["result"]["isError"], false, "{body}");
 }

@@ -30,7 +30,8 @@ mod warm_cache;
 use support::{EVENT_TIMEOUT, HeldModel};
 
 mod failover; // kill -9 of the replica running a session: 409 with Retry-After until PostgreSQL ends its connection, then free.
-mod runs; // Runs across replicas: 409, streams, cancel, kill -9, a lost connection, configuration, the CLI.
+mod runs;
+mod tenancy; // 20 principals x 5 sessions over two replicas: another's session is 404 on every route; admin sees all; the audit names each actor. // Runs across replicas: 409, streams, cancel, kill -9, a lost connection, configuration, the CLI.
 
 /// The server for the tests, or `None` (said) when there is none and `CI` is not `true`.
 fn postgres_url(test: &str) -> Option<String> {
@@ -101,10 +102,16 @@ impl Cluster {
 
     /// A `sluice serve` replica on a free loopback port, its store URL in the environment.
     fn replica(&self, name: &str) -> Replica {
+        self.replica_with(name, &[])
+    }
+
+    /// [`Cluster::replica`] with further environment variables `env`.
+    fn replica_with(&self, name: &str, env: &[(&str, &str)]) -> Replica {
         let log = self.dir.path().join(format!("{name}.stderr"));
         let mut child = self
             .sluice()
             .args(["serve", "--listen", "127.0.0.1:0"])
+            .envs(env.iter().copied())
             .env("SLUICE_STORE_URL", &self.url)
             .env("SLUICE_LOG", "info")
             .stderr(Stdio::piped())
