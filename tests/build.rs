@@ -34,7 +34,7 @@ const COMPONENTS: &[(&str, &str, &str)] = &[
     (
         "HTTP_FETCH_WASM",
         "sluice-test-http-fetch",
-        "`tests/components/http-fetch`: `fetch(url, method)` through `wasi:http`, and `flood(url, count, wait-ms)`, which keeps requests open.",
+        "`tests/components/http-fetch`: `fetch(url, method)` through `wasi:http`, `flood(url, count, wait-ms)`, which keeps requests open, `exchange(url, method, headers, max-redirects)`, which sends headers of its own and follows redirects, and `look-around(keys)`, which reads its `wasi:config` store and environment (both in hex).",
     ),
     (
         "JSON_SUMMARY_WASM",

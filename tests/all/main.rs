@@ -31,6 +31,7 @@ mod host_limits; // Issue 12: waits in host calls, FIFOs, descriptor/pollable fl
 mod hostile; // Hostile components: loops, memory, floods, panics, escapes, missing imports.
 mod hostile_serve; // `sluice serve` stays responsive while hostile calls run; cancel reaches them.
 mod http; // Issue 16 item 1: wasi:http by allowlist: listed, unlisted, private, body limit, timeout.
+mod http_credentials; // Issue 32 item 5: credentials the host adds to requests; the guest never reads them.
 mod http_open; // Open wasi:http requests: bounded per call, closed when the call ends (descriptors).
 mod issue12_keys; // Issue 12 items 7–11: keys in UTF-16, encrypted, split; paging edges; deep trees.
 mod keys; // Rows K1–K3 and the key-material look-back rules.

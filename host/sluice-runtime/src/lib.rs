@@ -57,7 +57,7 @@ pub use component::reflect::ToolInfo;
 pub use component::source::{ComponentSpec, Source};
 pub use error::RuntimeError;
 pub use policy::{
-    ArgPolicy, FunctionPolicy, HttpAllow, HttpGrant, HttpHost, PolicyOrigin, RootGrant,
-    ToolCallLimits, ToolPolicy,
+    ArgPolicy, FunctionPolicy, HttpAllow, HttpCredential, HttpGrant, HttpHost, PolicyOrigin,
+    RootGrant, ToolCallLimits, ToolPolicy,
 };
 pub use secrets::{Secret, SecretSource};

@@ -113,6 +113,30 @@ pub struct HttpGrant {
     /// nothing is sent. A request no recording matches is refused (`http-denied`, naming
     /// them). `None` (the default): requests go to the network.
     pub recordings: Option<HttpRecordings>,
+    /// `http_credentials`: headers the host adds to requests to single hosts of `allow`,
+    /// with secrets read when the component loads and never given to the guest
+    /// ([`crate::host::http`], docs/configuration.md#credentials-the-tool-never-holds).
+    /// Default: none.
+    pub credentials: Vec<HttpCredential>,
+}
+
+/// One credential of `http_credentials`: after the allowlist, method and address checks
+/// pass, a request to `entry`'s host and port gets `header: value`, `{secret}` in `value`
+/// replaced by the secret (a header of that name the guest set is replaced).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpCredential {
+    /// The entry of `allow` it goes to: one host name or IP address (not
+    /// [`HttpHost::Subdomains`]) and its port (`None`: the scheme's default port, as in
+    /// `allow`).
+    pub entry: HttpAllow,
+    /// The header's name (`authorization`).
+    pub header: String,
+    /// The header's value, with `{secret}` once where the secret goes (`Bearer {secret}`).
+    pub value: String,
+    /// Where the secret is read from when the component loads; one that cannot be read, or
+    /// is shorter than [`MIN_SECRET_BYTES`](crate::secrets::MIN_SECRET_BYTES), makes the
+    /// component unavailable.
+    pub secret: SecretSource,
 }
 
 impl Default for HttpGrant {
@@ -124,6 +148,7 @@ impl Default for HttpGrant {
             max_response_bytes: DEFAULT_HTTP_MAX_RESPONSE_BYTES,
             max_connections: DEFAULT_HTTP_MAX_CONNECTIONS,
             recordings: None,
+            credentials: Vec::new(),
         }
     }
 }

@@ -1,6 +1,8 @@
 //! `wasi:config/store` for components: the plain values and the secrets a policy grants,
 //! resolved when the component loads, and the scan that withholds every secret value of a
-//! component from its observations (docs/observations.md#secrets-are-withheld).
+//! component from its observations (docs/observations.md#secrets-are-withheld). The
+//! secrets of its `http_credentials` are read here too, into no store: only the host's
+//! `wasi:http` hooks hold them ([`crate::host::http`]), and the scan withholds them as well.
 //!
 //! The store is `wasi:config/store@0.2.0-rc.1` as wasmtime-wasi-config 48 implements it;
 //! a component granted nothing sees an empty store.
@@ -107,6 +109,11 @@ impl Secrets {
         self.0.is_empty()
     }
 
+    /// The secrets `(config key, value)`, longest first.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &(String, Secret)> {
+        self.0.iter()
+    }
+
     /// `text` with every occurrence of every secret replaced by [`withheld_marker`], and the
     /// keys withheld (in the order scanned; empty when none occurred). Each secret is looked
     /// for as it is and as it appears inside a JSON string (escaped), since observations are
@@ -195,7 +202,7 @@ pub struct Cut {
 
 /// The forms a secret is looked for in: as it appears inside a JSON string (escaped), and
 /// as it is, when that differs.
-fn forms(secret: &Secret) -> Vec<String> {
+pub(crate) fn forms(secret: &Secret) -> Vec<String> {
     let raw = secret.expose();
     let quoted = serde_json::Value::from(raw).to_string();
     let escaped = quoted[1..quoted.len() - 1].to_string();
@@ -211,8 +218,11 @@ fn forms(secret: &Secret) -> Vec<String> {
 pub(crate) struct ComponentConfig {
     /// Values and secrets, by config key.
     pub(crate) vars: WasiConfigVariables,
-    /// The secrets, for [`Secrets::withhold`].
+    /// The secrets, for [`Secrets::withhold`]: those of `[secrets]` and of
+    /// `http_credentials`.
     pub(crate) secrets: Arc<Secrets>,
+    /// The resolved `http_credentials`, for the `wasi:http` hooks only.
+    pub(crate) credentials: Arc<crate::host::http::Credentials>,
 }
 
 /// Why a component's config could not be resolved (its component is unavailable).
@@ -244,44 +254,84 @@ pub(crate) fn resolve(
     }
     let mut resolved = Vec::new();
     for (key, source) in secrets {
-        let fail = |reason: String| SecretError {
-            key: key.clone(),
-            from: source.clone(),
-            reason,
-        };
-        let value = match source {
-            SecretSource::Env(var) => env(var)
-                .ok_or_else(|| fail("it is not set".into()))?
-                .into_string()
-                .map_err(|_| fail("it is not UTF-8".into()))?,
-            SecretSource::File(path) => {
-                // Opened without blocking, refused unless a regular file, read up to
-                // MAX_SECRET_FILE_BYTES: a FIFO or a device named here cannot hang the load.
-                let bytes =
-                    read_regular(path, MAX_SECRET_FILE_BYTES).map_err(|e| fail(e.to_string()))?;
-                let mut text =
-                    String::from_utf8(bytes).map_err(|_| fail("it is not UTF-8".into()))?;
-                if text.ends_with("\r\n") {
-                    text.truncate(text.len() - 2);
-                } else if text.ends_with('\n') {
-                    text.truncate(text.len() - 1);
-                }
-                text
-            }
-        };
-        if value.len() < MIN_SECRET_BYTES {
-            return Err(fail(format!(
-                "it is {} bytes; a secret must be at least {MIN_SECRET_BYTES} bytes so that it can be withheld from observations (put a shorter value that is not secret in `config`)",
-                value.len()
-            )));
-        }
-        vars.insert(key.clone(), value.clone());
-        resolved.push((key.clone(), Secret::new(value)));
+        let value = read(key, source, env)?;
+        vars.insert(key.clone(), value.expose().to_string());
+        resolved.push((key.clone(), value));
     }
     Ok(ComponentConfig {
         vars,
         secrets: Arc::new(Secrets::new(resolved)),
+        credentials: Arc::default(),
     })
+}
+
+/// [`resolve`] for `policy`: its `config` and `secrets`, and the secrets of its
+/// `http_credentials` (each withheld as `http_credentials.ENTRY`, into no store).
+///
+/// # Errors
+/// [`SecretError`] as [`resolve`] says, for a credential's secret too, and for one that
+/// cannot go in an HTTP header value.
+pub(crate) fn resolve_policy(
+    policy: &crate::policy::ToolPolicy,
+    env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+) -> Result<ComponentConfig, SecretError> {
+    let mut config = resolve(&policy.config, &policy.secrets, env)?;
+    if policy.http.credentials.is_empty() {
+        return Ok(config);
+    }
+    let mut all: Vec<(String, Secret)> = config.secrets.0.clone();
+    let credentials =
+        crate::host::http::Credentials::resolve(&policy.http.credentials, |key, source| {
+            let value = read(key, source, env)?;
+            all.push((key.to_string(), value.clone()));
+            Ok(value)
+        })?;
+    config.secrets = Arc::new(Secrets::new(all));
+    config.credentials = Arc::new(credentials);
+    Ok(config)
+}
+
+/// The secret of config key `key` (a label, for a credential) from `source`: at least
+/// [`MIN_SECRET_BYTES`].
+///
+/// # Errors
+/// [`SecretError`] as [`resolve`] says.
+pub(crate) fn read(
+    key: &str,
+    source: &SecretSource,
+    env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+) -> Result<Secret, SecretError> {
+    let fail = |reason: String| SecretError {
+        key: key.to_string(),
+        from: source.clone(),
+        reason,
+    };
+    let value = match source {
+        SecretSource::Env(var) => env(var)
+            .ok_or_else(|| fail("it is not set".into()))?
+            .into_string()
+            .map_err(|_| fail("it is not UTF-8".into()))?,
+        SecretSource::File(path) => {
+            // Opened without blocking, refused unless a regular file, read up to
+            // MAX_SECRET_FILE_BYTES: a FIFO or a device named here cannot hang the load.
+            let bytes =
+                read_regular(path, MAX_SECRET_FILE_BYTES).map_err(|e| fail(e.to_string()))?;
+            let mut text = String::from_utf8(bytes).map_err(|_| fail("it is not UTF-8".into()))?;
+            if text.ends_with("\r\n") {
+                text.truncate(text.len() - 2);
+            } else if text.ends_with('\n') {
+                text.truncate(text.len() - 1);
+            }
+            text
+        }
+    };
+    if value.len() < MIN_SECRET_BYTES {
+        return Err(fail(format!(
+            "it is {} bytes; a secret must be at least {MIN_SECRET_BYTES} bytes so that it can be withheld from observations (put a shorter value that is not secret in `config`)",
+            value.len()
+        )));
+    }
+    Ok(Secret::new(value))
 }
 
 #[cfg(test)]
@@ -416,6 +466,47 @@ mod tests {
         assert_eq!(
             resolved.secrets.withhold("file-secret-1|").0,
             "file-secret-1|"
+        );
+    }
+
+    #[test]
+    fn a_credential_is_withheld_and_in_no_store() {
+        use crate::policy::{HttpAllow, HttpCredential, HttpHost, ToolPolicy};
+        let mut policy = ToolPolicy {
+            config: BTreeMap::from([("region".to_string(), "eu".to_string())]),
+            ..ToolPolicy::default()
+        };
+        policy.http.credentials = vec![HttpCredential {
+            entry: HttpAllow {
+                host: HttpHost::Name("api.example.com".into()),
+                port: None,
+            },
+            header: "authorization".into(),
+            value: "Bearer {secret}".into(),
+            secret: SecretSource::Env("API_TOKEN".into()),
+        }];
+        let env = |v: &str| -> Option<std::ffi::OsString> {
+            (v == "API_TOKEN").then(|| "cred-secret-4".into())
+        };
+        let resolved = resolve_policy(&policy, &env).unwrap();
+        assert_eq!(
+            resolved.secrets.withhold("x cred-secret-4 y").0,
+            "x [secret withheld: http_credentials.api.example.com] y"
+        );
+        // What the hooks hold shows no value (the store's keys are checked end to end, in
+        // tests/all/http_credentials.rs).
+        assert!(!format!("{:?}", resolved.credentials).contains("cred-secret"));
+        // Not set, or too short: the component is unavailable, naming the credential.
+        let none = |_: &str| -> Option<std::ffi::OsString> { None };
+        assert_eq!(
+            resolve_policy(&policy, &none).err().unwrap().to_string(),
+            "its secret \"http_credentials.api.example.com\" cannot be read from environment variable API_TOKEN: it is not set"
+        );
+        let short = |_: &str| -> Option<std::ffi::OsString> { Some("1234567".into()) };
+        let e = resolve_policy(&policy, &short).err().unwrap().to_string();
+        assert!(
+            e.starts_with("its secret \"http_credentials.api.example.com\" cannot be read from environment variable API_TOKEN: it is 7 bytes; a secret must be at least 8 bytes"),
+            "{e}"
         );
     }
 

@@ -24,8 +24,8 @@ use sluice_config::{
 };
 use sluice_registry::RegistryError;
 use sluice_runtime::{
-    ArgPolicy, Compilers, ComponentSpec, EngineOptions, FunctionPolicy, HttpAllow, HttpGrant,
-    HttpHost, PolicyOrigin, PoolOptions, RootGrant, RuntimeError, SecretSource, Source,
+    ArgPolicy, Compilers, ComponentSpec, EngineOptions, FunctionPolicy, HttpAllow, HttpCredential,
+    HttpGrant, HttpHost, PolicyOrigin, PoolOptions, RootGrant, RuntimeError, SecretSource, Source,
     ToolCallLimits, ToolEngine, ToolPolicy, Toolbox,
 };
 use sluice_store::{PgStore, SqliteStore, Store, StoreError};
@@ -294,13 +294,7 @@ pub(crate) fn policy_of(t: &ToolConfig) -> ToolPolicy {
         secrets: t
             .secrets
             .iter()
-            .map(|(k, s)| {
-                let source = match s {
-                    SecretRef::Env(var) => SecretSource::Env(var.clone()),
-                    SecretRef::File(path) => SecretSource::File(path.clone()),
-                };
-                (k.clone(), source)
-            })
+            .map(|(k, s)| (k.clone(), secret_source(s)))
             .collect(),
         tool_calls: t.tool_calls.map(|c| ToolCallLimits {
             inner_max_result_bytes: c.inner_max_result_bytes,
@@ -313,25 +307,44 @@ pub(crate) fn policy_of(t: &ToolConfig) -> ToolPolicy {
 
 /// The runtime's form of the HTTP keys of a policy.
 fn http_grant(c: &sluice_config::http::HttpConfig) -> HttpGrant {
-    use sluice_config::http::HttpEntryHost;
     HttpGrant {
-        allow: c
-            .allow
-            .iter()
-            .map(|e| HttpAllow {
-                host: match &e.host {
-                    HttpEntryHost::Name(n) => HttpHost::Name(n.clone()),
-                    HttpEntryHost::Subdomains(d) => HttpHost::Subdomains(d.clone()),
-                    HttpEntryHost::Ip(ip) => HttpHost::Ip(*ip),
-                },
-                port: e.port,
-            })
-            .collect(),
+        allow: c.allow.iter().map(http_allow).collect(),
         methods: c.methods.clone(),
         private: c.private,
         max_response_bytes: c.max_response_bytes,
         max_connections: c.max_connections,
         recordings: None,
+        credentials: c
+            .credentials
+            .iter()
+            .map(|cred| HttpCredential {
+                entry: http_allow(&cred.entry),
+                header: cred.header.clone(),
+                value: cred.value.clone(),
+                secret: secret_source(&cred.secret),
+            })
+            .collect(),
+    }
+}
+
+/// The runtime's form of an entry of `http`.
+fn http_allow(e: &sluice_config::http::HttpEntry) -> HttpAllow {
+    use sluice_config::http::HttpEntryHost;
+    HttpAllow {
+        host: match &e.host {
+            HttpEntryHost::Name(n) => HttpHost::Name(n.clone()),
+            HttpEntryHost::Subdomains(d) => HttpHost::Subdomains(d.clone()),
+            HttpEntryHost::Ip(ip) => HttpHost::Ip(*ip),
+        },
+        port: e.port,
+    }
+}
+
+/// The runtime's form of where a secret is read from.
+fn secret_source(s: &SecretRef) -> SecretSource {
+    match s {
+        SecretRef::Env(var) => SecretSource::Env(var.clone()),
+        SecretRef::File(path) => SecretSource::File(path.clone()),
     }
 }
 

@@ -41,6 +41,11 @@ pub struct CallFacts {
     pub http_requests: u32,
     /// Of those, the ones the host refused (allowlist, method, address, recording).
     pub http_denied: u32,
+    /// Of those, the ones that carried a credential of the policy's `http_credentials`
+    /// (docs/configuration.md#credentials-the-tool-never-holds); in the audit only when not
+    /// zero.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub http_credentials: u32,
     /// `sha256:HEX` of the component that ran; empty for an unknown tool.
     pub digest: String,
     /// The requests for the log line, `METHOD host:port STATUS BYTES; …`, the component's
@@ -52,10 +57,15 @@ pub struct CallFacts {
 impl CallFacts {
     /// The facts as the audit keeps them: a JSON object of the serialized fields
     /// (`outcome`, `queueWaitUs`, `guestUs`, `peakMemoryBytes`, `peakDescriptors`,
-    /// `httpRequests`, `httpDenied`, `digest`).
+    /// `httpRequests`, `httpDenied`, `httpCredentials` when not zero, `digest`).
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or_default()
     }
+}
+
+/// True when `n` is zero (a count the audit leaves out then).
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Every [`CallStatus`], in the order of a tool's call counters.

@@ -125,7 +125,7 @@ impl Call {
     fn facts(&self, store: &Store<CallState>, started: Instant, outcome: &str) -> CallFacts {
         let state = store.data();
         let log = state.http.log();
-        let (requests, denied) = log.counts();
+        let (requests, denied, credentials) = log.counts();
         for (host, denied) in log.egress() {
             let decision = if denied { "denied" } else { "allowed" };
             let (host, _) = self.config.secrets.withhold(host);
@@ -145,6 +145,7 @@ impl Call {
             peak_descriptors: state.peak_descriptors as u32,
             http_requests: requests as u32,
             http_denied: denied as u32,
+            http_credentials: credentials as u32,
             digest: String::new(),
             http_summary,
         }
@@ -183,7 +184,7 @@ impl Call {
             descriptors: Vec::new(),
             peak_descriptors: 0,
             http_ctx: WasiHttpCtx::new(),
-            http: HttpHooks::new(self.http.clone(), deadline),
+            http: HttpHooks::new(self.http.clone(), self.config.credentials.clone(), deadline),
             config: self.config.clone(),
             refused: self.refused.clone(),
             tool_caller,

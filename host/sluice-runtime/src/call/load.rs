@@ -213,11 +213,9 @@ pub(crate) fn load_component(
         });
     }
     let digest = format!("sha256:{sha256}");
+    let env = |var: &str| std::env::var_os(var);
     let config =
-        crate::secrets::resolve(&spec.policy.config, &spec.policy.secrets, &|var: &str| {
-            std::env::var_os(var)
-        })
-        .map_err(|e| RuntimeError::Load {
+        crate::secrets::resolve_policy(&spec.policy, &env).map_err(|e| RuntimeError::Load {
             what: what.clone(),
             reason: e.to_string(),
         })?;
@@ -430,11 +428,16 @@ fn link_paths(
 }
 
 /// The files `policy` refuses to every open: [`ToolPolicy::refused_files`] and the
-/// component's own secret files.
+/// component's own secret files (of `secrets` and `http_credentials`).
 fn refused_files(policy: &ToolPolicy) -> impl Iterator<Item = std::path::PathBuf> + '_ {
-    let own = policy.secrets.values().filter_map(|s| match s {
-        crate::secrets::SecretSource::File(path) => Some(path.clone()),
-        crate::secrets::SecretSource::Env(_) => None,
-    });
+    let credentials = policy.http.credentials.iter().map(|c| &c.secret);
+    let own = policy
+        .secrets
+        .values()
+        .chain(credentials)
+        .filter_map(|s| match s {
+            crate::secrets::SecretSource::File(path) => Some(path.clone()),
+            crate::secrets::SecretSource::Env(_) => None,
+        });
     policy.refused_files.iter().cloned().chain(own)
 }

@@ -19,6 +19,10 @@
 //!    HTTP/1.1;
 //! 4. the response body is counted: past `http_max_response_bytes` it fails.
 //!
+//! A policy's `http_credentials` add a header with a secret the guest never holds to the
+//! requests to one host, after steps 1 and 2, and withhold the secrets from every response
+//! and error the guest sees ([`credentials`]).
+//!
 //! Under recordings ([`HttpGrant::recordings`], `sluice test`'s `[[http]]`), a request that
 //! passes the checks of step 1 (and the IPv4-form and userinfo checks of step 2) is answered
 //! by the recording of its method and URL, or refused when none matches
@@ -42,11 +46,16 @@ use tokio::net::TcpStream;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 use crate::address::special_range;
+use crate::host::http::credentials::compressed;
 use crate::host::http::limited::LimitedBody;
 use crate::host::open_requests::OpenRequests;
 use crate::policy::{HttpGrant, HttpHost};
 
+pub(crate) mod credentials;
 mod limited;
+mod scrubbed;
+
+pub(crate) use credentials::Credentials;
 
 /// Documented kind of the tool error of a request the policy refused.
 pub const HTTP_DENIED_KIND: &str = "http-denied";
@@ -54,6 +63,8 @@ pub const HTTP_DENIED_KIND: &str = "http-denied";
 /// What the host's `wasi:http` hooks know during one call.
 pub(crate) struct HttpHooks {
     grant: Arc<HttpGrant>,
+    /// The component's resolved `http_credentials`.
+    credentials: Arc<Credentials>,
     deadline: Instant,
     log: Arc<Mutex<HttpLog>>,
     /// The requests open now ([`crate::host::open_requests`]).
@@ -61,10 +72,16 @@ pub(crate) struct HttpHooks {
 }
 
 impl HttpHooks {
-    /// The hooks of a call under `grant` that ends at `deadline`.
-    pub(crate) fn new(grant: Arc<HttpGrant>, deadline: Instant) -> Self {
+    /// The hooks of a call under `grant`, with the component's `credentials`, that ends at
+    /// `deadline`.
+    pub(crate) fn new(
+        grant: Arc<HttpGrant>,
+        credentials: Arc<Credentials>,
+        deadline: Instant,
+    ) -> Self {
         HttpHooks {
             grant,
+            credentials,
             deadline,
             log: Arc::default(),
             open: OpenRequests::default(),
@@ -109,6 +126,8 @@ struct RequestRecord {
     listed: bool,
     /// The host refused it (the policy, an address check, no recording).
     denied: bool,
+    /// The name of the header of `http_credentials` the host added, if it added one.
+    credential: Option<String>,
 }
 
 impl HttpLog {
@@ -122,10 +141,16 @@ impl HttpLog {
         self.requests.is_empty()
     }
 
-    /// How many requests the call made, and how many of them the host refused.
-    pub(crate) fn counts(&self) -> (usize, usize) {
+    /// How many requests the call made, how many of them the host refused, and how many
+    /// carried a credential of `http_credentials`.
+    pub(crate) fn counts(&self) -> (usize, usize, usize) {
         let denied = self.requests.iter().filter(|r| r.denied).count();
-        (self.requests.len(), denied)
+        let credentials = self
+            .requests
+            .iter()
+            .filter(|r| r.credential.is_some())
+            .count();
+        (self.requests.len(), denied, credentials)
     }
 
     /// Each request as its metric's labels: the host (`host:port` when the allowlist covers
@@ -143,14 +168,20 @@ impl HttpLog {
     }
 
     /// The requests as `METHOD host:port STATUS BYTES`, or `METHOD host:port failed: why`,
-    /// separated by `; `.
+    /// each followed by `, credential HEADER` when it carried one, separated by `; `.
     pub(crate) fn summary(&self) -> String {
         self.requests
             .iter()
-            .map(|r| match (&r.error, r.status) {
-                (Some(e), _) => format!("{} {} failed: {e}", r.method, r.authority),
-                (None, Some(s)) => format!("{} {} {s} {} B", r.method, r.authority, r.bytes),
-                (None, None) => format!("{} {} no response", r.method, r.authority),
+            .map(|r| {
+                let line = match (&r.error, r.status) {
+                    (Some(e), _) => format!("{} {} failed: {e}", r.method, r.authority),
+                    (None, Some(s)) => format!("{} {} {s} {} B", r.method, r.authority, r.bytes),
+                    (None, None) => format!("{} {} no response", r.method, r.authority),
+                };
+                match &r.credential {
+                    Some(header) => format!("{line}, credential {header}"),
+                    None => line,
+                }
             })
             .collect::<Vec<_>>()
             .join("; ")
@@ -369,11 +400,13 @@ impl WasiHttpHooks for HttpHooks {
         _fut: Boxed<Result<(), Error>>,
     ) -> Boxed<Result<(http::Response<WasiBody>, Boxed<Result<(), Error>>), Error>> {
         let grant = self.grant.clone();
+        let credentials = self.credentials.clone();
+        let scrub = self.credentials.clone();
         let log = self.log.clone();
         let deadline = self.deadline;
         // Counted open until the connection is closed (or the request fails).
         let held = self.open.hold();
-        Box::new(async move {
+        let send = async move {
             let uri = request.uri().clone();
             let tls = uri.scheme() == Some(&Scheme::HTTPS);
             let host = uri.host().unwrap_or_default().to_string();
@@ -389,6 +422,7 @@ impl WasiHttpHooks for HttpHooks {
                     error: None,
                     listed: false,
                     denied: false,
+                    credential: None,
                 });
                 l.requests.len() - 1
             };
@@ -418,17 +452,19 @@ impl WasiHttpHooks for HttpHooks {
             let allowed = allowed(&grant, &method, &host, port, tls).map_err(refuse)?;
             record(&log, index, |l, i| l.requests[i].listed = true);
             let limit = grant.max_response_bytes;
-            // Under recordings, the answer is the recording's: nothing is resolved or sent.
+            let request_line = format!("{method} {host}:{port}");
+            // Under recordings, the answer is the recording's: nothing is resolved or sent
+            // (and no credential added).
             if let Some(recordings) = &grant.recordings {
                 let recording = recordings.answer(&method, &uri).map_err(refuse)?;
                 let response = recording.response();
                 record(&log, index, |l, i| {
                     l.requests[i].status = Some(response.status().as_u16());
                 });
-                let response = response.map(|body| {
+                let response = scrubbed::deliver(response, &credentials, request_line, |body| {
                     let full = http_body_util::Full::new(body)
                         .map_err(|never: std::convert::Infallible| -> Error { match never {} });
-                    LimitedBody::new(full, limit, log.clone(), index).boxed_unsync()
+                    LimitedBody::new(full, limit, log.clone(), index)
                 });
                 // The guest's request body is read to its end (and dropped), as a
                 // connection would take it; the request is open until then.
@@ -444,6 +480,7 @@ impl WasiHttpHooks for HttpHooks {
                 .and_then(|o| o.connect_timeout)
                 .map_or(deadline, |t| deadline.min(Instant::now() + t));
             let first_byte = options.and_then(|o| o.first_byte_timeout);
+            let (name, literal) = (allowed.name.clone(), allowed.literal);
             let target = match tokio::time::timeout_at(
                 connect_by.into(),
                 target(&grant, &method, allowed, port, tls),
@@ -455,6 +492,25 @@ impl WasiHttpHooks for HttpHooks {
                 Ok(Err(NotSent::Refused(message))) => return Err(refuse(message)),
                 Ok(Ok(t)) => t,
             };
+            let credential = credentials
+                .attach(
+                    credentials::Request {
+                        method: &method,
+                        authority: &format!("{host}:{port}"),
+                        name: &name,
+                        literal,
+                        port,
+                        tls,
+                        addrs: &target.addrs,
+                    },
+                    request.headers_mut(),
+                )
+                .map_err(refuse)?;
+            if let Some(header) = &credential {
+                record(&log, index, |l, i| {
+                    l.requests[i].credential = Some(header.clone());
+                });
+            }
             let io = match tokio::time::timeout_at(connect_by.into(), connect(&target)).await {
                 Err(_) => return Err(fail(Error::ConnectionTimeout)),
                 Ok(r) => r.map_err(fail)?,
@@ -488,8 +544,15 @@ impl WasiHttpHooks for HttpHooks {
             };
             let status = response.status().as_u16();
             record(&log, index, |l, i| l.requests[i].status = Some(status));
-            let response = response.map(|incoming| {
-                LimitedBody::new(incoming, limit, log.clone(), index).boxed_unsync()
+            if credential.is_some()
+                && let Some(coding) = compressed(response.headers())
+            {
+                return Err(refuse(format!(
+                    "the response to the tool's {request_line} request was refused: it is compressed (content-encoding: {coding}) although the host asked for none, and the host must read a response to a request carrying a credential (policy key http_credentials) to withhold the credential from it"
+                )));
+            }
+            let response = scrubbed::deliver(response, &credentials, request_line, |incoming| {
+                LimitedBody::new(incoming, limit, log.clone(), index)
             });
             let io: Boxed<Result<(), Error>> = Box::new(async move {
                 let _held = held;
@@ -499,6 +562,18 @@ impl WasiHttpHooks for HttpHooks {
                 Ok(())
             });
             Ok((response, io))
+        };
+        // Every error the guest sees has the component's credentials withheld from its text.
+        Box::new(async move {
+            match send.await {
+                Err(e) => Err(scrub.scrub_error(e)),
+                Ok((response, io)) => {
+                    let io: Boxed<Result<(), Error>> = Box::new(async move {
+                        Box::into_pin(io).await.map_err(|e| scrub.scrub_error(e))
+                    });
+                    Ok((response, io))
+                }
+            }
         })
     }
 }
@@ -527,6 +602,7 @@ mod tests {
         };
         let mut hooks = HttpHooks::new(
             Arc::new(grant),
+            Arc::default(),
             Instant::now() + std::time::Duration::from_secs(5),
         );
         let body: WasiBody = http_body_util::Empty::new()

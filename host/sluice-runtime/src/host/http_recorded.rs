@@ -368,6 +368,7 @@ mod tests {
         };
         let mut hooks = HttpHooks::new(
             Arc::new(grant),
+            Arc::default(),
             std::time::Instant::now() + std::time::Duration::from_secs(5),
         );
         let body: wasmtime_wasi_http::WasiBody = http_body_util::Empty::new()
