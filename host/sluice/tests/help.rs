@@ -39,6 +39,8 @@ fn expected() -> Vec<(&'static str, Vec<&'static str>)> {
         "--auto-approve",
         "--allow-destructive",
         "--no-reload",
+        "--tls-cert",
+        "--tls-key",
     ];
     let mcp = [
         "--listen",
@@ -47,6 +49,8 @@ fn expected() -> Vec<(&'static str, Vec<&'static str>)> {
         "--allow-destructive",
         "--write-timeout-ms",
         "--no-reload",
+        "--tls-cert",
+        "--tls-key",
     ];
     let registry = ["--key", "--insecure"];
     let doctor = [
@@ -94,6 +98,8 @@ fn expected() -> Vec<(&'static str, Vec<&'static str>)> {
             [&["--key", "--insecure"][..], CONFIG].concat(),
         ),
         ("tools keygen", vec!["--output-key-prefix"]),
+        ("token", vec![]),
+        ("token create", vec!["--scopes"]),
     ]
 }
 
@@ -285,5 +291,51 @@ fn an_option_a_command_does_not_take_is_refused_before_it_or_after_it() {
     assert_eq!(
         text(&o.stdout).lines().next(),
         Some(format!("{out}/sluice-tools.wit").as_str())
+    );
+}
+
+#[test]
+fn token_create_prints_the_entry_on_stdout_and_the_token_once_on_stderr() {
+    use sha2::Digest as _;
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "token",
+            "create",
+            "ci-bot",
+            "--scopes",
+            "sessions:read,tools:call:read_file",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let stdout = String::from_utf8(o.stdout).unwrap();
+    let stderr = String::from_utf8(o.stderr).unwrap();
+    let token = stderr.lines().last().unwrap();
+    assert!(
+        token.starts_with("sluice_") && token.len() == 50,
+        "{stderr}"
+    );
+    assert!(!stdout.contains(token), "the token is never on stdout");
+    let hash: String = sha2::Sha256::digest(token.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(
+        stdout,
+        format!(
+            "[[server.tokens]]\nname = \"ci-bot\"\nscopes = [\"sessions:read\", \"tools:call:read_file\"]\nsha256 = \"{hash}\"\n"
+        )
+    );
+    // A scope that is none of them: exit 2 with what is allowed, nothing on stdout.
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["token", "create", "ci-bot", "--scopes", "root"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(o.stdout.is_empty());
+    let stderr = String::from_utf8(o.stderr).unwrap();
+    assert!(
+        stderr.contains("unknown scope \"root\": a scope is one of sessions:read, sessions:write, approvals, config, tools:call, metrics, admin, or tools:call:<tool> for one tool"),
+        "{stderr}"
     );
 }
