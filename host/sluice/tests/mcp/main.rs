@@ -12,6 +12,7 @@ mod code_mode; // run_script through sluice call, a session and MCP: the same ob
 mod cold_start; // An empty cache with two interpreter tools: the handshake is answered while they compile.
 mod http; // POST /mcp of `sluice serve` and `sluice mcp --listen`: token, Host, Origin, body limit.
 mod stdio; // rmcp's client: list, each built-in byte for byte, paging 5 MB, keys, errors, limits, concurrency.
+mod tls; // HTTPS from sluice.toml and the flags: serve, its metrics listener, mcp --listen; start-up errors; the plain-HTTP warning.
 // The clients Sluice did not write, where install.sh puts them.
 #[path = "../support/mcp_clients.rs"]
 mod mcp_clients;
