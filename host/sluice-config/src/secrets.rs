@@ -118,7 +118,8 @@ pub(crate) fn secret_ref(
 
 impl crate::Config {
     /// Every file the configuration names as the source of a secret or a key: each tool's
-    /// `secrets.KEY = { file = "…" }`, `model.api_key_file` and `server.tls.key_file`,
+    /// `secrets.KEY = { file = "…" }` and `http_credentials."HOST".secret = { file = "…" }`,
+    /// `model.api_key_file` and `server.tls.key_file`,
     /// resolved, once each, in that order. No tool may read them
     /// (docs/keys.md#secret-files): the runtime refuses them by name and by identity in every
     /// tool, whichever tools are loaded.
