@@ -35,8 +35,9 @@ mod roots;
 mod runtime;
 mod secrets;
 mod server;
-mod server_tokens;
+mod server_oauth;
 mod server_tls;
+mod server_tokens;
 mod sources;
 pub mod telemetry;
 mod tools;
@@ -72,8 +73,12 @@ pub use server::{
     DEFAULT_MAX_EVENT_STREAMS, DEFAULT_MAX_UNAUTHENTICATED_CONNECTIONS, ENV_ALLOWED_HOSTS,
     ServerConfig, ServerLimits, valid_allowed_host,
 };
-pub use server_tokens::{ADMIN_PRINCIPAL, ServerToken, TOKEN_NAME_RULE, valid_token_name};
+pub use server_oauth::{
+    DEFAULT_LEEWAY_SECS, IntrospectionConfig, MAX_LEEWAY_SECS, OAUTH_URL_RULE, OAuthConfig,
+    valid_oauth_url,
+};
 pub use server_tls::{FLAG_TLS_CERT, FLAG_TLS_KEY, TLS_FILES_RULE, TlsFiles};
+pub use server_tokens::{ADMIN_PRINCIPAL, ServerToken, TOKEN_NAME_RULE, valid_token_name};
 use sluice_protocol::limits::DEFAULT_MAX_TOOL_RESULT_BYTES;
 use sluice_protocol::limits::{
     MAX_MAX_TOOL_RESULT_BYTES as MAX_MAX_RESULT_BYTES,

@@ -29,6 +29,9 @@ pub struct ServerConfig {
     pub limits: ServerLimits,
     /// `[[server.tokens]]`: the named principals' tokens (by hash) and scopes. Default none.
     pub tokens: Vec<crate::server_tokens::ServerToken>,
+    /// `[server.oauth]`: accept OAuth access tokens of this authorization server. Default
+    /// `None`: no OAuth.
+    pub oauth: Option<crate::server_oauth::OAuthConfig>,
     /// `[server.tls]` (`--tls-cert`, `--tls-key`): serve HTTPS with these files. Default
     /// `None`: plain HTTP.
     pub tls: Option<crate::server_tls::TlsFiles>,
@@ -86,6 +89,7 @@ pub(crate) struct FileServer {
     max_unauthenticated_connections: Option<Raw>,
     max_event_streams: Option<Raw>,
     tokens: Option<Vec<crate::server_tokens::FileToken>>,
+    oauth: Option<crate::server_oauth::FileOAuth>,
     pub(crate) tls: Option<crate::server_tls::FileTls>,
 }
 
@@ -132,6 +136,7 @@ impl FileServer {
                 self.tokens.as_deref().unwrap_or_default(),
                 file_label,
             )?,
+            oauth: crate::server_oauth::resolve(self.oauth.as_ref(), file_label)?,
             // Set by `Config::resolve`, which knows the file's directory (server_tls.rs).
             tls: None,
         })
