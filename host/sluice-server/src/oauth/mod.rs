@@ -1,4 +1,13 @@
-//! Sluice serves no OAuth: a client authenticates with the bearer token
+//! OAuth: the resource server's verifier of access tokens, and the OAuth paths answered
+//! while OAuth is not configured.
+//!
+//! **With `[server.oauth]`** (docs/configuration.md#serveroauth), [`OAuthVerifier`] checks
+//! access tokens of the configured issuer: [`OAuthVerifier::verify`] gives the [`Verified`]
+//! subject and Sluice scopes or a [`Rejection`]; [`OAuthVerifier::resource_metadata`] is the
+//! RFC 9728 document of `GET /.well-known/oauth-protected-resource`; [`www_authenticate`] the
+//! challenge of a 401 or 403.
+//!
+//! **Without it**, a client authenticates with the bearer token
 //! (`Authorization: Bearer <token>`). MCP clients that meet a 401 look for OAuth metadata
 //! (RFC 9728, RFC 8414, OpenID discovery) and may then try dynamic client registration
 //! (RFC 7591); Claude Code, told 401 at those paths too, reports "Dynamic Client
@@ -6,6 +15,21 @@
 //! [`Guard`](crate::guard::Guard) answers these paths 404 (with the `Host` check before
 //! it, the token not asked for), saying how to authenticate instead: there is nothing at
 //! them to protect.
+
+mod introspection;
+mod keys;
+mod metadata;
+mod rejection;
+mod verifier;
+
+pub use metadata::{
+    Challenge, PROTECTED_RESOURCE_PATH, protected_resource_metadata, resource_metadata_url,
+    www_authenticate,
+};
+pub use rejection::Rejection;
+pub use verifier::{
+    ACCEPTED_ALGORITHMS, FETCH_TIMEOUT, JWKS_REFRESH_INTERVAL, OAuthVerifier, SetupError, Verified,
+};
 
 use axum::http::StatusCode;
 

@@ -1,0 +1,130 @@
+//! The authorization server of these tests: npm `oauth2-mock-server` driven by
+//! `mock_server.mjs` (its usage is in its header), a child process on 127.0.0.1 killed when
+//! the [`MockServer`] drops.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+
+use serde_json::{Value, json};
+
+/// Where install.sh puts the Node packages and Node.
+fn clients_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-clients")
+}
+
+/// A running mock authorization server.
+pub(crate) struct MockServer {
+    child: Child,
+    /// Held open: the script stops when its standard input closes.
+    _stdin: ChildStdin,
+    /// Its issuer identifier, `http://127.0.0.1:PORT`.
+    pub(crate) issuer: String,
+    http: reqwest::Client,
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl MockServer {
+    /// Starts one (`rfc8414`: its metadata at RFC 8414's path, OpenID's answering 500), or
+    /// `None` after saying why not when Node or the package is not installed (a failure
+    /// under `CI=true`).
+    pub(crate) fn start(rfc8414: bool) -> Option<MockServer> {
+        let node = clients_dir().join("node/bin/node");
+        let modules = clients_dir().join("oauth/node_modules");
+        for (path, what) in [
+            (&node, "Node"),
+            (
+                &modules.join("oauth2-mock-server"),
+                "npm oauth2-mock-server",
+            ),
+        ] {
+            if !path.exists() {
+                let reason = format!(
+                    "skipped: {what} is not installed at {} (run host/sluice-mcp/clients/install.sh)",
+                    path.display()
+                );
+                assert!(std::env::var("CI").as_deref() != Ok("true"), "{reason}");
+                #[allow(clippy::print_stderr)]
+                {
+                    eprintln!("{reason}");
+                }
+                return None;
+            }
+        }
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oauth/mock_server.mjs");
+        let mut command = Command::new(node);
+        command.arg(script).arg(&modules);
+        if rfc8414 {
+            command.arg("--rfc8414");
+        }
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("node starts");
+        let stdin = child.stdin.take().unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let started: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("mock_server.mjs printed {line:?}, not its issuer: {e}"));
+        Some(MockServer {
+            child,
+            _stdin: stdin,
+            issuer: started["issuer"].as_str().unwrap().to_string(),
+            http: reqwest::Client::new(),
+        })
+    }
+
+    async fn post(&self, path: &str, body: Value) -> Value {
+        let response = self
+            .http
+            .post(format!("{}{path}", self.issuer))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{path}");
+        response.json().await.unwrap()
+    }
+
+    /// A token minted as `POST /test/token` describes (`kid`, `claims`, `expires_in`,
+    /// `foreign`, `alg`).
+    pub(crate) async fn token(&self, request: Value) -> String {
+        self.post("/test/token", request).await["token"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    /// Adds a signing key (a rotation): it is published in the key set from now on.
+    pub(crate) async fn add_key(&self, alg: &str, kid: &str) {
+        self.post("/test/keys", json!({ "alg": alg, "kid": kid }))
+            .await;
+    }
+
+    /// Makes every later introspection answer `answer`.
+    pub(crate) async fn set_introspection(&self, answer: Value) {
+        self.post("/test/introspection", answer).await;
+    }
+
+    /// The last introspection request's `Authorization` header, and how many there were.
+    pub(crate) async fn last_introspection(&self) -> Value {
+        self.http
+            .get(format!("{}/test/introspection", self.issuer))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+}
