@@ -149,6 +149,10 @@ pub struct ServeOptions {
     /// `[[server.tokens]]`: named principals with scopes (docs/api.md#principals-and-scopes).
     /// Default none.
     pub tokens: Vec<sluice_config::ServerToken>,
+    /// `[server.oauth]`: accept OAuth access tokens checked by this verifier
+    /// (docs/api.md#oauth); its metadata document is served at
+    /// `/.well-known/oauth-protected-resource`. Default `None`.
+    pub oauth: Option<std::sync::Arc<oauth::OAuthVerifier>>,
     /// The largest request body, in bytes (default [`DEFAULT_MAX_BODY_BYTES`]).
     pub max_body_bytes: usize,
     /// Host names (or IP literals) the server answers to besides its listening address and,
@@ -175,6 +179,7 @@ impl Default for ServeOptions {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             token: None,
             tokens: Vec::new(),
+            oauth: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             allowed_hosts: Vec::new(),
             limits: ServerLimits::default(),
@@ -192,6 +197,7 @@ impl ServeOptions {
             allowed_hosts: self.allowed_hosts.clone(),
             token: self.token.clone(),
             tokens: self.tokens.clone(),
+            oauth: self.oauth.clone(),
             max_body_bytes: self.max_body_bytes,
         })
     }
@@ -203,7 +209,7 @@ impl ServeOptions {
 pub enum ServerError {
     /// A non-loopback address without a token.
     #[error(
-        "refusing to listen on {listen} without a bearer token: it is not a loopback address, so every request must be authenticated; set {ENV_TOKEN} or --token-file FILE, or add [[server.tokens]] to sluice.toml (or listen on 127.0.0.1)"
+        "refusing to listen on {listen} without a bearer token: it is not a loopback address, so every request must be authenticated; set {ENV_TOKEN} or --token-file FILE, or add [[server.tokens]] or [server.oauth] to sluice.toml (or listen on 127.0.0.1)"
     )]
     TokenRequired {
         /// The address.
@@ -247,6 +253,9 @@ pub enum ServerError {
     /// Serving failed.
     #[error("the server failed: {0}")]
     Serve(String),
+    /// `[server.oauth]` cannot be set up (its client secret, its HTTP client).
+    #[error(transparent)]
+    OAuth(#[from] oauth::SetupError),
 }
 
 /// The bearer token: the first line of `file` when given (trimmed), else the variable
@@ -283,6 +292,25 @@ pub fn token_from(
         return Err(ServerError::BadToken { origin });
     }
     Ok(Some(token))
+}
+
+/// The verifier of `[server.oauth]` for a server listening on `listen` (`tls`: over HTTPS):
+/// the resource it guards is `config.audience`, else the server's own URL,
+/// `http(s)://{listen}` (docs/api.md#oauth).
+///
+/// # Errors
+/// [`ServerError::OAuth`] when the introspection client secret cannot be read or the HTTP
+/// client not built.
+pub fn oauth_verifier(
+    config: &sluice_config::OAuthConfig,
+    listen: SocketAddr,
+    tls: bool,
+) -> Result<std::sync::Arc<oauth::OAuthVerifier>, ServerError> {
+    let scheme = if tls { "https" } else { "http" };
+    let own = format!("{scheme}://{listen}");
+    Ok(std::sync::Arc::new(oauth::OAuthVerifier::new(
+        config, &own,
+    )?))
 }
 
 /// A server, checked and ready to bind.
@@ -343,6 +371,10 @@ impl Server {
         };
         let api = match self.options.metrics {
             Some(render) => api.merge(metrics::router(render)),
+            None => api,
+        };
+        let api = match &self.options.oauth {
+            Some(verifier) => api.merge(oauth::router(verifier.clone())),
             None => api,
         };
         self.guard.wrap(api.merge(console::router()))
@@ -412,7 +444,10 @@ fn check_options(options: &ServeOptions) -> Result<(), ServerError> {
         Some(t) if t.is_empty() => Err(ServerError::BadToken {
             origin: "given".into(),
         }),
-        None if options.tokens.is_empty() && !options.listen.ip().is_loopback() => {
+        None if options.tokens.is_empty()
+            && options.oauth.is_none()
+            && !options.listen.ip().is_loopback() =>
+        {
             Err(ServerError::TokenRequired {
                 listen: options.listen,
             })
@@ -478,6 +513,7 @@ mod tests {
             listen: listen.parse().unwrap(),
             token: token.map(str::to_string),
             tokens: Vec::new(),
+            oauth: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             allowed_hosts: Vec::new(),
             limits: ServerLimits::default(),

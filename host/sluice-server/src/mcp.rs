@@ -53,6 +53,10 @@ pub fn guard_mcp(server: McpServer, options: &ServeOptions, shutdown: Cancellati
         Some(render) => router.merge(crate::metrics::router(render)),
         None => router,
     };
+    let router = match &options.oauth {
+        Some(verifier) => router.merge(crate::oauth::router(verifier.clone())),
+        None => router,
+    };
     options.guard().wrap(router)
 }
 

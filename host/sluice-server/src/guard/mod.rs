@@ -56,6 +56,7 @@
 //!     allowed_hosts: vec!["sluice.internal".into()],
 //!     token: None,
 //!     tokens: Vec::new(),
+//!     oauth: None,
 //!     max_body_bytes: 1 << 20,
 //! });
 //! let mcp: Router = guard.wrap(Router::new().route("/mcp", post(|| async { "ok" })));
@@ -70,15 +71,19 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{MatchedPath, Request, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{Next, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt as _;
 use serde_json::Value;
-use sha2::Digest as _;
 
 use crate::error::ApiError;
 use crate::principal::Principal;
+
+mod bearer;
+pub(crate) use bearer::Caller;
+pub use bearer::OAUTH_PRINCIPAL_PREFIX;
 
 /// The only media type a request body may have.
 pub const JSON_MEDIA_TYPE: &str = "application/json";
@@ -95,9 +100,11 @@ pub struct GuardOptions {
     pub allowed_hosts: Vec<String>,
     /// The single bearer token (principal `admin`), if any.
     pub token: Option<String>,
-    /// `[[server.tokens]]`: the named principals' tokens, by hash. With `token` unset and
-    /// this empty, the server asks for no token and everyone is `admin`.
+    /// `[[server.tokens]]`: the named principals' tokens, by hash. With `token` unset, this
+    /// empty and no `oauth`, the server asks for no token and everyone is `admin`.
     pub tokens: Vec<sluice_config::ServerToken>,
+    /// `[server.oauth]`: the verifier of OAuth access tokens, if any (docs/api.md#oauth).
+    pub oauth: Option<Arc<crate::oauth::OAuthVerifier>>,
     /// The largest `Content-Length` accepted, in bytes; larger answer 413.
     pub max_body_bytes: usize,
 }
@@ -148,13 +155,15 @@ impl Guard {
     /// limit; 415
     /// for a body that is not declared `application/json`. Each is a JSON error naming what
     /// was wrong and what is allowed.
-    pub fn check(&self, request: &Request) -> Result<Principal, Refusal> {
-        self.check_parts(
-            request.headers(),
-            request.uri().authority().map(|a| a.as_str()),
-            request.uri().path(),
-        )
-        .map_err(|e| Refusal(Box::new(e)))
+    pub async fn check(&self, request: &Parts) -> Result<Principal, Refusal> {
+        let caller = self
+            .check_parts(
+                &request.headers,
+                request.uri.authority().map(|a| a.as_str()),
+                request.uri.path(),
+            )
+            .map_err(|e| Refusal(Box::new(e)))?;
+        self.verify(caller).await.map_err(|e| Refusal(Box::new(e)))
     }
 
     /// Checks only the request's `Host` (steps 0 and 1 of the module docs): what a request
@@ -210,14 +219,17 @@ impl Guard {
         headers: &HeaderMap,
         uri_authority: Option<&str>,
         path: &str,
-    ) -> Result<Principal, ApiError> {
+    ) -> Result<Caller, ApiError> {
         let host = self.check_host_parts(headers, uri_authority)?;
         let host_shown =
             uri_authority.or_else(|| headers.get(header::HOST).and_then(|v| v.to_str().ok()));
         if crate::oauth::is_oauth_path(path) {
-            return Err(crate::oauth::not_served(path));
+            return Err(crate::oauth::refused_path(
+                path,
+                self.oauth().map(|v| v.issuer()),
+            ));
         }
-        let principal = self.check_token(headers)?;
+        let caller = self.check_token(headers)?;
         if let Some(origin) = headers.get(header::ORIGIN) {
             let same = origin
                 .to_str()
@@ -251,12 +263,15 @@ impl Guard {
                 return Err(unsupported_type(given));
             }
         }
-        Ok(principal)
+        Ok(caller)
     }
 
-    /// Whether requests must carry a token: the single token or `[[server.tokens]]` is set.
+    /// Whether requests must carry a token: the single token, `[[server.tokens]]` or
+    /// `[server.oauth]` is set.
     pub fn asks_for_tokens(&self) -> bool {
-        self.0.options.token.is_some() || !self.0.options.tokens.is_empty()
+        self.0.options.token.is_some()
+            || !self.0.options.tokens.is_empty()
+            || self.0.options.oauth.is_some()
     }
 
     /// Whether host name `name` (normalised) is one the server answers to.
@@ -293,53 +308,6 @@ impl Guard {
         out.extend(self.0.names.iter().cloned());
         out
     }
-
-    /// The principal of the request's token; 401 unless it carries one of the configured
-    /// tokens (when there are any).
-    fn check_token(&self, headers: &HeaderMap) -> Result<Principal, ApiError> {
-        if !self.asks_for_tokens() {
-            return Ok(Principal::admin());
-        }
-        let given = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| {
-                let (scheme, token) = v.trim().split_once(' ')?;
-                scheme
-                    .eq_ignore_ascii_case("bearer")
-                    .then(|| token.trim().to_string())
-            });
-        match given {
-            None => Err(ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "a bearer token is required: send `Authorization: Bearer <token>` with the token from SLUICE_SERVER_TOKEN or --token-file",
-            )),
-            Some(token) => self.principal_of(&token).ok_or_else(|| {
-                ApiError::new(StatusCode::UNAUTHORIZED, "the bearer token is wrong")
-            }),
-        }
-    }
-
-    /// The principal whose token `token` is. Every configured token is compared, each in
-    /// time that does not depend on where it differs, so the time taken says nothing about
-    /// which one (if any) matched.
-    fn principal_of(&self, token: &str) -> Option<Principal> {
-        let mut found = None;
-        if let Some(single) = self.0.options.token.as_deref()
-            && same_secret(token.as_bytes(), single.as_bytes())
-        {
-            found = Some(Principal::admin());
-        }
-        if !self.0.options.tokens.is_empty() {
-            let hash: [u8; 32] = sha2::Sha256::digest(token.as_bytes()).into();
-            for entry in &self.0.options.tokens {
-                if same_secret(&hash, &entry.sha256) && found.is_none() {
-                    found = Some(Principal::new(&entry.name, &entry.grants));
-                }
-            }
-        }
-        found
-    }
 }
 
 /// Why the guard refused a request: a status and a JSON body
@@ -371,27 +339,26 @@ impl IntoResponse for Refusal {
 /// takes its connection off the unauthenticated ones ([`crate::listen`]). A refused request
 /// with a body of up to 16 MiB is read to its end first, so the client sees the answer
 /// rather than a reset connection.
-pub async fn middleware(State(guard): State<Guard>, request: Request, next: Next) -> Response {
-    let public = crate::console::is_public(request.method(), request.uri().path());
+pub async fn middleware(State(guard): State<Guard>, mut request: Request, next: Next) -> Response {
+    let path = request.uri().path();
+    let public = crate::console::is_public(request.method(), path)
+        || (guard.oauth().is_some() && crate::oauth::is_metadata_request(request.method(), path));
     let checked = if public {
         guard.check_host(&request).map(|()| None)
     } else {
-        guard.check(&request).and_then(|principal| {
-            let path = request
-                .extensions()
-                .get::<MatchedPath>()
-                .map_or(request.uri().path(), |m| m.as_str());
-            match crate::principal::required_scope(request.method(), path) {
-                Some(scope) if !principal.allows(scope) => Err(Refusal(Box::new(
-                    crate::principal::insufficient_scope(&principal, scope, request.method(), path),
-                ))),
-                _ => Ok(Some(principal)),
-            }
-        })
+        // The body stays behind while the token is verified (it is not `Sync`).
+        let (parts, body) = request.into_parts();
+        let checked = match guard.check(&parts).await {
+            Ok(principal) => guard
+                .check_scope(&parts, &principal)
+                .map(|()| Some(principal)),
+            Err(refusal) => Err(refusal),
+        };
+        request = Request::from_parts(parts, body);
+        checked
     };
     match checked {
         Ok(principal) => {
-            let mut request = request;
             if let Some(principal) = principal {
                 if let Some(ticket) = request.extensions().get::<Arc<crate::listen::Ticket>>() {
                     ticket.passed();
@@ -407,6 +374,38 @@ pub async fn middleware(State(guard): State<Guard>, request: Request, next: Next
             drain(request.into_body().into_data_stream(), DRAIN_MAX_BYTES).await;
             refusal.into_response()
         }
+    }
+}
+
+impl Guard {
+    /// 403 unless `principal` holds the scope the route of `request` needs (step 7).
+    fn check_scope(&self, request: &Parts, principal: &Principal) -> Result<(), Refusal> {
+        let path = request
+            .extensions
+            .get::<MatchedPath>()
+            .map_or(request.uri.path(), |m| m.as_str());
+        let method = &request.method;
+        let Some(scope) =
+            crate::principal::required_scope(method, path).filter(|s| !principal.allows(*s))
+        else {
+            return Ok(());
+        };
+        let mut refusal = crate::principal::insufficient_scope(principal, scope, method, path);
+        // An OAuth client is told which OAuth scopes to ask for, and where the metadata is.
+        if let Some(verifier) = self.oauth()
+            && principal.name().starts_with(OAUTH_PRINCIPAL_PREFIX)
+        {
+            let scopes =
+                verifier.oauth_scopes_granting(&sluice_protocol::access::Grant::Scope(scope));
+            let description = format!("{method} {path} needs scope {scope}");
+            if let Some(value) = self.challenge(crate::oauth::Challenge::InsufficientScope {
+                scopes: &scopes,
+                description: &description,
+            }) {
+                refusal = refusal.with_header(header::WWW_AUTHENTICATE, value);
+            }
+        }
+        Err(Refusal(Box::new(refusal)))
     }
 }
 

@@ -8,6 +8,7 @@ fn guard(listen: &str, allowed: &[&str], token: Option<&str>) -> Guard {
         allowed_hosts: allowed.iter().map(|s| s.to_string()).collect(),
         token: token.map(str::to_string),
         tokens: Vec::new(),
+        oauth: None,
         max_body_bytes: 100,
     })
 }

@@ -20,6 +20,7 @@ mod introspection;
 mod keys;
 mod metadata;
 mod rejection;
+mod route;
 mod verifier;
 
 pub use metadata::{
@@ -27,6 +28,8 @@ pub use metadata::{
     www_authenticate,
 };
 pub use rejection::Rejection;
+pub(crate) use route::not_served as refused_path;
+pub use route::{is_metadata_request, router};
 pub use verifier::{
     ACCEPTED_ALGORITHMS, FETCH_TIMEOUT, JWKS_REFRESH_INTERVAL, OAuthVerifier, SetupError, Verified,
 };

@@ -147,6 +147,7 @@ impl TestServer {
             listen: "127.0.0.1:0".parse().unwrap(),
             token: setup.token.clone(),
             tokens: setup.tokens.clone(),
+            oauth: None,
             max_body_bytes: setup.max_body_bytes,
             allowed_hosts: setup.allowed_hosts.clone(),
             limits: setup.limits.clone(),

@@ -57,7 +57,9 @@ impl MockServer {
                 return None;
             }
         }
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oauth/mock_server.mjs");
+        // From either crate that includes this file (sluice-server, sluice).
+        let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../sluice-server/tests/oauth/mock_server.mjs");
         let mut command = Command::new(node);
         command.arg(script).arg(&modules);
         if rfc8414 {

@@ -3,7 +3,7 @@
 use sluice_config::Config;
 use sluice_mcp::StdioOptions;
 use sluice_server::reload::ReloadOptions;
-use sluice_server::{ServeOptions, token_from};
+use sluice_server::{ServeOptions, oauth_verifier, token_from};
 
 use crate::cli::McpArgs;
 
@@ -23,6 +23,12 @@ pub(crate) async fn run(
                 })?,
                 max_body_bytes: args.max_body_bytes,
                 tokens: config.server.tokens.clone(),
+                oauth: config
+                    .server
+                    .oauth
+                    .as_ref()
+                    .map(|o| oauth_verifier(o, listen, config.server.tls.is_some()))
+                    .transpose()?,
                 allowed_hosts: config.server.allowed_hosts.clone(),
                 limits: config.server.limits.clone(),
                 metrics: None,

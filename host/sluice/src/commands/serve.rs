@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use sluice_config::Config;
 use sluice_runtime::LiveToolbox;
 use sluice_server::reload::{self, ReloadOptions, Reloader};
-use sluice_server::{ServeOptions, Server, token_from};
+use sluice_server::{ServeOptions, Server, oauth_verifier, token_from};
 use sluice_wiring::ToolLoader;
 use sluice_wiring::report::ToolCatalog;
 
@@ -29,6 +29,12 @@ pub(crate) async fn run(
         token,
         max_body_bytes: args.max_body_bytes,
         tokens: config.server.tokens.clone(),
+        oauth: config
+            .server
+            .oauth
+            .as_ref()
+            .map(|o| oauth_verifier(o, args.listen, config.server.tls.is_some()))
+            .transpose()?,
         allowed_hosts: config.server.allowed_hosts.clone(),
         limits: config.server.limits.clone(),
         metrics: None,

@@ -11,6 +11,10 @@ mod clients; // The official Python SDK (stdio and HTTP, both handshakes) and th
 mod code_mode; // run_script through sluice call, a session and MCP: the same observation; limits, cancel, 16 at once.
 mod cold_start; // An empty cache with two interpreter tools: the handshake is answered while they compile.
 mod http; // POST /mcp of `sluice serve` and `sluice mcp --listen`: token, Host, Origin, body limit.
+mod oauth; // As an OAuth resource server: metadata, 401 challenge, expired and foreign tokens, 403 naming the scope, the Python SDK signed in.
+#[path = "../../../sluice-server/tests/oauth/mock.rs"]
+#[allow(dead_code)] // The key rotation and introspection helpers are the verifier tests'.
+mod oauth_mock;
 mod stdio; // rmcp's client: list, each built-in byte for byte, paging 5 MB, keys, errors, limits, concurrency.
 mod tls; // HTTPS from sluice.toml and the flags: serve, its metrics listener, mcp --listen; start-up errors; the plain-HTTP warning.
 // The clients Sluice did not write, where install.sh puts them.

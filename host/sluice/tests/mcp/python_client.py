@@ -8,6 +8,9 @@ Usage: python_client.py stdio|http discover|initialize TARGET [CALLS]
          the server then runs with this process's whole environment and directory (not
          only the SDK's default variables), as the test sets them
 
+Over http, the environment variable MCP_BEARER_TOKEN, when set, is sent as
+`Authorization: Bearer …` on every request (an OAuth access token, say).
+
 Prints one JSON line: what the server answered (the Rust test asserts it).
 """
 
@@ -19,6 +22,7 @@ import anyio
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 
 async def handshake_with(session: ClientSession, handshake: str):
@@ -109,7 +113,13 @@ async def main() -> None:
             async with ClientSession(read, write) as session:
                 out = await run(session)
     else:
-        async with streamable_http_client(target) as (read, write):
+        bearer = os.environ.get("MCP_BEARER_TOKEN")
+        client = (
+            create_mcp_http_client(headers={"Authorization": f"Bearer {bearer}"})
+            if bearer
+            else None
+        )
+        async with streamable_http_client(target, http_client=client) as (read, write):
             async with ClientSession(read, write) as session:
                 out = await run(session)
     print(json.dumps(out, sort_keys=True), flush=True)
