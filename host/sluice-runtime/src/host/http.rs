@@ -21,7 +21,7 @@
 //!
 //! A policy's `http_credentials` add a header with a secret the guest never holds to the
 //! requests to one host, after steps 1 and 2, and withhold the secrets from every response
-//! and error the guest sees ([`credentials`]).
+//! and error the guest sees (docs/configuration.md#credentials-the-tool-never-holds).
 //!
 //! Under recordings ([`HttpGrant::recordings`], `sluice test`'s `[[http]]`), a request that
 //! passes the checks of step 1 (and the IPv4-form and userinfo checks of step 2) is answered
