@@ -35,6 +35,15 @@ impl MockServer {
     /// `None` after saying why not when Node or the package is not installed (a failure
     /// under `CI=true`).
     pub(crate) fn start(rfc8414: bool) -> Option<MockServer> {
+        Self::start_with(rfc8414, false)
+    }
+
+    /// [`MockServer::start`], and with `authorization_code` (`--authorization-code`) the
+    /// access token of an authorization-code grant is for the resource the client asked for
+    /// (`aud` = its `resource`, `scope` = the scope sent to /authorize, `sub` = `johndoe`),
+    /// each grant recorded for [`MockServer::grants`].
+    #[allow(dead_code)] // Only host/sluice's MCP tests sign in through /authorize.
+    pub(crate) fn start_with(rfc8414: bool, authorization_code: bool) -> Option<MockServer> {
         let node = clients_dir().join("node/bin/node");
         let modules = clients_dir().join("oauth/node_modules");
         for (path, what) in [
@@ -64,6 +73,9 @@ impl MockServer {
         command.arg(script).arg(&modules);
         if rfc8414 {
             command.arg("--rfc8414");
+        }
+        if authorization_code {
+            command.arg("--authorization-code");
         }
         let mut child = command
             .stdin(Stdio::piped())
@@ -116,6 +128,23 @@ impl MockServer {
     /// Makes every later introspection answer `answer`.
     pub(crate) async fn set_introspection(&self, answer: Value) {
         self.post("/test/introspection", answer).await;
+    }
+
+    /// The authorization-code grants completed (`--authorization-code`), oldest first: each
+    /// `{"authorize": the /authorize query's response_type, client_id, redirect_uri,
+    /// resource, scope, code_challenge_method; "token": the /token form's grant_type,
+    /// client_id, redirect_uri, resource and "pkce" (a code_verifier matched the challenge);
+    /// "claims": the access token's sub, aud, scope}` (a parameter not sent is null).
+    #[allow(dead_code)] // Only host/sluice's MCP tests sign in through /authorize.
+    pub(crate) async fn grants(&self) -> Value {
+        self.http
+            .get(format!("{}/test/grants", self.issuer))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
     }
 
     /// The last introspection request's `Authorization` header, and how many there were.

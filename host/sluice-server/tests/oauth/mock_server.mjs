@@ -2,12 +2,21 @@
 // npm `oauth2-mock-server`, installed by host/sluice-mcp/clients/install.sh under
 // target/mcp-clients/oauth.
 //
-// Usage: node mock_server.mjs NODE_MODULES_DIR [--rfc8414]
+// Usage: node mock_server.mjs NODE_MODULES_DIR [--rfc8414] [--authorization-code]
 //
 // Listens on 127.0.0.1, a free port, and prints one JSON line: {"issuer": "http://127.0.0.1:PORT"}.
 // It has three signing keys: RS256 `rsa-1`, ES256 `ec-1`, EdDSA `ed-1`. With --rfc8414 its
 // metadata is served at /.well-known/oauth-authorization-server and the OpenID document
-// answers 500. Besides the standard endpoints (/jwks, /token, /introspect, …) it answers:
+// answers 500.
+//
+// With --authorization-code, the access token of an authorization-code grant (GET /authorize,
+// then POST /token) is one for the resource the client asked for: `aud` is the token request's
+// `resource` form parameter (RFC 8707; else the one sent to /authorize), `scope` the scope sent
+// to /authorize for that code (also the token response's `scope`), `sub` the mock's user
+// `johndoe`. Without it the package's defaults hold (no `aud`, the scope `dummy`). Each such
+// grant is recorded for GET /test/grants.
+//
+// Besides the standard endpoints (/jwks, /token, /authorize, /introspect, …) it answers:
 //
 //   POST /test/token  {"kid", "claims": {…}, "expires_in", "foreign", "alg"} -> {"token"}
 //       A token of the issuer signed with key `kid` (default `rsa-1`); `claims` are merged
@@ -19,6 +28,12 @@
 //   POST /test/keys   {"alg", "kid"} -> the new public JWK (added to /jwks: a key rotation)
 //   POST /test/introspection {...} -> {} : the body every later introspection answers
 //   GET  /test/introspection -> {"authorization": the last introspection's header, "count"}
+//   GET  /test/grants -> [{"authorize": {…}, "token": {…}, "claims": {…}}]
+//       With --authorization-code (else []), each authorization-code grant: the /authorize
+//       query's response_type, client_id, redirect_uri, resource, scope,
+//       code_challenge_method; the /token form's grant_type, client_id, redirect_uri, resource
+//       and `pkce` (a code_verifier was sent and matched the challenge: the package refuses
+//       the request otherwise); the access token's sub, aud, scope
 //
 // It stops when its standard input closes (the test's Drop kills it too).
 
@@ -28,8 +43,9 @@ import { pathToFileURL } from 'node:url';
 
 const modules = process.argv[2];
 const rfc8414 = process.argv.includes('--rfc8414');
+const authorizationCode = process.argv.includes('--authorization-code');
 if (!modules) {
-  console.error('usage: node mock_server.mjs NODE_MODULES_DIR [--rfc8414]');
+  console.error('usage: node mock_server.mjs NODE_MODULES_DIR [--rfc8414] [--authorization-code]');
   process.exit(2);
 }
 const require = createRequire(path.join(modules, 'noop.js'));
@@ -61,6 +77,44 @@ if (rfc8414) {
   server.service.on(Events.BeforeWellKnownOpenIdConfiguration, (response) => {
     response.statusCode = 500;
     response.body = { error: 'server_error' };
+  });
+}
+
+// --authorization-code: what /authorize was asked, by code, and each grant completed.
+const asked = new Map();
+const grants = [];
+const pick = (from, names) => Object.fromEntries(names.map((n) => [n, from[n] ?? null]));
+if (authorizationCode) {
+  server.service.on(Events.BeforeAuthorizeRedirect, ({ url }, req) => {
+    const code = url.searchParams.get('code');
+    if (code === null) return;
+    const query = Object.fromEntries(new URL(req.url, 'http://localhost').searchParams);
+    const names = ['response_type', 'client_id', 'redirect_uri', 'resource', 'scope'];
+    asked.set(code, pick(query, [...names, 'code_challenge_method']));
+  });
+  server.service.on(Events.BeforeTokenSigning, (token, req) => {
+    const body = req.body ?? {};
+    // The id token of the same response already names its audience (the client id).
+    if (body.grant_type !== 'authorization_code' || 'aud' in token.payload) return;
+    const authorize = asked.get(body.code) ?? null;
+    const resource = body.resource ?? authorize?.resource;
+    if (resource) token.payload.aud = resource;
+    if (authorize?.scope) token.payload.scope = authorize.scope;
+    grants.push({
+      authorize,
+      token: {
+        ...pick(body, ['grant_type', 'client_id', 'redirect_uri', 'resource']),
+        pkce: typeof body.code_verifier === 'string',
+      },
+      claims: pick(token.payload, ['sub', 'aud', 'scope']),
+    });
+  });
+  server.service.on(Events.BeforeResponse, (response, req) => {
+    const body = req.body ?? {};
+    const scope = asked.get(body.code)?.scope;
+    if (body.grant_type === 'authorization_code' && scope && response.statusCode === 200) {
+      response.body.scope = scope;
+    }
   });
 }
 
@@ -116,6 +170,10 @@ server.service.addRoute('POST', '/test/introspection', (req, res) => {
 });
 server.service.addRoute('GET', '/test/introspection', (_req, res) => {
   send(res, 200, lastIntrospection);
+});
+
+server.service.addRoute('GET', '/test/grants', (_req, res) => {
+  send(res, 200, grants);
 });
 
 if (rfc8414) {
