@@ -66,11 +66,22 @@ fn keys_set(text: &str) -> Vec<(String, usize)> {
     };
     let mut table = String::new();
     let mut keys = Vec::new();
+    // Inside an array of tables (`[[server.tokens]]`), whose keys doctor shows as one: the
+    // array, at the line of its first header.
+    let mut in_array = false;
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
-        if let Some(header) = line.strip_prefix('[') {
+        if let Some(header) = line.strip_prefix("[[") {
+            table = unquote(&header[..header.find("]]").unwrap()]);
+            in_array = true;
+            if !keys.iter().any(|(k, _)| *k == table) {
+                keys.push((table.clone(), n + 1));
+            }
+        } else if let Some(header) = line.strip_prefix('[') {
             table = unquote(&header[..header.find(']').unwrap()]);
+            in_array = false;
         } else if !line.starts_with('#')
+            && !in_array
             && let Some((key, _)) = line.split_once('=')
         {
             keys.push((format!("{table}.{}", unquote(key)), n + 1));
