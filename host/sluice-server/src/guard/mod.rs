@@ -23,12 +23,16 @@
 //!    The operator console's assets (a `GET` or `HEAD` of `/` or `/console/…`) pass here:
 //!    they hold no data (docs/console.md#security).
 //! 2. **OAuth** (404): the OAuth discovery and registration paths answer 404 before the
-//!    token is asked for: Sluice serves no OAuth ([`crate::oauth`]).
-//! 3. **Token** (401): when the server has a bearer token or `[[server.tokens]]`, every
-//!    request must carry one (`Authorization: Bearer <token>`), compared in time that does not
-//!    depend on where it differs. The token names the request's [`Principal`]: the single
-//!    token is `admin`, a `[[server.tokens]]` entry its name and scopes; without tokens
-//!    everyone is `admin`.
+//!    token is asked for: Sluice issues no tokens ([`crate::oauth`]). With `[server.oauth]`
+//!    the protected-resource metadata document (`GET /.well-known/oauth-protected-resource`)
+//!    is served instead, after the `Host` check, like the console's assets.
+//! 3. **Token** (401; 503 when the authorization server cannot be reached): when the server
+//!    has a bearer token, `[[server.tokens]]` or `[server.oauth]`, every request must carry
+//!    one (`Authorization: Bearer <token>`). Static tokens are compared in time that does not
+//!    depend on where they differ; any other token is an OAuth access token for the verifier
+//!    (`bearer.rs`). The token names the request's [`Principal`]: the single token is
+//!    `admin`, a `[[server.tokens]]` entry its name and scopes, an access token `oauth:<sub>`
+//!    with the scopes its OAuth scopes grant; without tokens everyone is `admin`.
 //! 4. **Origin** (403): a request whose `Origin` is not the server's own (scheme-less host
 //!    and port equal to the `Host` header's; `Origin: null` never is) is a cross-origin
 //!    request: a web page on another site sent it. It is refused unless the server has a
@@ -145,16 +149,17 @@ impl Guard {
             .layer(axum::middleware::from_fn(crate::spans::traced))
     }
 
-    /// Checks the request line and headers of a request; a [`Refusal`] is the answer to
-    /// send instead of serving it. [`Guard::wrap`] calls this.
+    /// Checks the request line and headers of a request (steps 0 to 6), verifying an OAuth
+    /// access token if it carries one; the request's principal, or a [`Refusal`] to answer
+    /// instead of serving it. [`Guard::wrap`] calls this, then checks the route's scope.
     ///
     /// # Errors
     /// 400 for two `Host` or two `Origin` headers; 403 for a `Host` (or an absolute-form
     /// target) the server does not answer to or a cross-origin request without a token; 404
-    /// for an OAuth path; 401 without the right token; 413 for a `Content-Length` over the
-    /// limit; 415
-    /// for a body that is not declared `application/json`. Each is a JSON error naming what
-    /// was wrong and what is allowed.
+    /// for an OAuth path; 401 without the right token (or with an access token the verifier
+    /// refuses); 413 for a `Content-Length` over the limit; 415 for a body that is not
+    /// declared `application/json`; 503 when the authorization server cannot be reached.
+    /// Each is a JSON error naming what was wrong and what is allowed.
     pub async fn check(&self, request: &Parts) -> Result<Principal, Refusal> {
         let caller = self
             .check_parts(
@@ -316,7 +321,8 @@ impl Guard {
 pub struct Refusal(Box<ApiError>);
 
 impl Refusal {
-    /// The status: 400, 401, 403, 404 (an OAuth path), 413 or 415.
+    /// The status: 400, 401, 403, 404 (an OAuth path), 413, 415 or 503 (the authorization
+    /// server cannot be reached).
     pub fn status(&self) -> StatusCode {
         self.0.status
     }
