@@ -227,6 +227,28 @@ pub fn transcript(messages: &[StoredMessage]) -> Vec<Message> {
     messages.iter().map(|m| m.message.clone()).collect()
 }
 
+/// The start of the audit reason of a result shrunk to recover from a context-window
+/// rejection (the provider's message follows it).
+pub const SHRINK_REASON: &str =
+    "a request including this result exceeded the model's context window";
+
+/// The result each shrunk message held before its first shrink, by `seq`, from the session's
+/// `audit` (oldest first): the `original` of its first entry whose reason is a shrink
+/// ([`SHRINK_REASON`]). Other entries are notes, not changes (a `run_script` observation's
+/// program and calls, docs/code-mode.md#the-audit), and their `original` is no result.
+pub fn results_before_shrinking(
+    audit: Vec<sluice_store::AuditEntry>,
+) -> std::collections::HashMap<u64, String> {
+    let mut originals = std::collections::HashMap::new();
+    for entry in audit
+        .into_iter()
+        .filter(|e| e.reason.starts_with(SHRINK_REASON))
+    {
+        originals.entry(entry.seq).or_insert(entry.original);
+    }
+    originals
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -395,5 +417,39 @@ mod tests {
         ];
         assert_eq!(pending_calls(&messages), [call("b")]);
         assert!(pending_calls(&messages[..1]).is_empty());
+    }
+
+    #[test]
+    fn a_scripts_note_is_no_result_to_shrink_again() {
+        let entry = |seq: u64, reason: &str, original: &str| sluice_store::AuditEntry {
+            session_id: "s".into(),
+            seq,
+            changed_at: "2026-12-06T00:00:00.000Z".into(),
+            reason: reason.into(),
+            original: original.into(),
+            replacement: String::new(),
+        };
+        let shrink = format!("{SHRINK_REASON}: prompt is too long");
+        let originals = results_before_shrinking(vec![
+            // A run_script observation's note, written when it ran.
+            entry(
+                3,
+                "run_script: its program and its 0 tool calls (the transcript keeps only the script's observation)",
+                "{\"program\":\"return 1\",\"calls\":[]}",
+            ),
+            // Message 5 shrunk twice: the first original is the result.
+            entry(5, &shrink, "the whole result of 5"),
+            entry(5, &shrink, "the first shrink of 5"),
+        ]);
+        assert_eq!(
+            originals.get(&3),
+            None,
+            "the note is not message 3's result"
+        );
+        assert_eq!(
+            originals.get(&5).map(String::as_str),
+            Some("the whole result of 5")
+        );
+        assert_eq!(originals.len(), 1);
     }
 }

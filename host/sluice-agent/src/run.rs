@@ -1,7 +1,5 @@
 //! One run of a session.
 
-use std::collections::HashMap;
-
 use sluice_backends::estimate::prompt_bytes;
 use sluice_backends::{BackendError, ModelReply, ModelRequest};
 use sluice_protocol::{Message, SessionStatus, ToolCall, ToolSpec};
@@ -13,8 +11,8 @@ use tracing::Instrument as _;
 
 use crate::metrics::{self, Recovery};
 use crate::recovery::{
-    bytes_to_free, nothing_to_shrink, pending_calls, shrink_plan, still_too_long, tool_of_call,
-    transcript,
+    self, bytes_to_free, nothing_to_shrink, pending_calls, shrink_plan, still_too_long,
+    tool_of_call, transcript,
 };
 use crate::spans;
 use crate::{Agent, AgentError, Outcome, RunEvent, RunUsage};
@@ -381,16 +379,11 @@ impl Agent {
             metrics::recovery(Recovery::NothingToShrink);
             return Ok(Err(Stop::Failed(nothing_to_shrink(rejection))));
         }
-        let reason = format!(
-            "a request including this result exceeded the model's context window: {}",
-            rejection.message
-        );
+        let reason = format!("{}: {}", recovery::SHRINK_REASON, rejection.message);
         // A result shrunk by an earlier recovery is cut again from its original, so its
-        // marker keeps saying how large the result really was.
-        let mut originals: HashMap<u64, String> = HashMap::new();
-        for entry in self.store.audit(id).await? {
-            originals.entry(entry.seq).or_insert(entry.original);
-        }
+        // marker keeps saying how large the result really was (a script's note in the audit
+        // is no result: only shrinks count).
+        let mut originals = recovery::results_before_shrinking(self.store.audit(id).await?);
         let (mut from_bytes, mut to_bytes) = (0, 0);
         for cut in &cuts {
             let Some(m) = messages.iter().find(|m| m.seq == cut.seq) else {
