@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use crate::http::listen;
+use crate::http::{Listening, listen};
 use crate::mcp_clients;
 use crate::oauth_mock::MockServer;
 
@@ -19,16 +19,18 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// Claims of a token for `sub` at `resource` with OAuth scopes `scope`.
-fn claims(sub: &str, resource: &str, scope: &str, expires_in: i64) -> Value {
-    json!({"claims": {"sub": sub, "aud": resource, "scope": scope}, "expires_in": expires_in})
+/// `sluice mcp --listen` on a free port as the resource server of an issuer.
+struct ResourceServer {
+    server: Listening,
+    port: u16,
+    /// `http://127.0.0.1:PORT/mcp`: the audience its tokens must name.
+    resource: String,
+    /// The directory of its sluice.toml, kept while it serves.
+    _config: tempfile::TempDir,
 }
 
-#[tokio::test]
-async fn an_mcp_client_signs_in_with_an_access_token_of_the_authorization_server() {
-    let Some(issuer) = MockServer::start(false) else {
-        return;
-    };
+/// Starts the resource server of `issuer`.
+async fn resource_server(issuer: &MockServer) -> ResourceServer {
     let port = free_port();
     let resource = format!("http://127.0.0.1:{port}/mcp");
     let dir = tempfile::tempdir().unwrap();
@@ -44,6 +46,30 @@ async fn an_mcp_client_signs_in_with_an_access_token_of_the_authorization_server
     let config = config.display().to_string();
     let listen_on = format!("127.0.0.1:{port}");
     let server = listen(&["--config", &config, "mcp", "--listen", &listen_on], &[]).await;
+    ResourceServer {
+        server,
+        port,
+        resource,
+        _config: dir,
+    }
+}
+
+/// Claims of a token for `sub` at `resource` with OAuth scopes `scope`.
+fn claims(sub: &str, resource: &str, scope: &str, expires_in: i64) -> Value {
+    json!({"claims": {"sub": sub, "aud": resource, "scope": scope}, "expires_in": expires_in})
+}
+
+#[tokio::test]
+async fn an_mcp_client_signs_in_with_an_access_token_of_the_authorization_server() {
+    let Some(issuer) = MockServer::start(false) else {
+        return;
+    };
+    let ResourceServer {
+        server,
+        port,
+        resource,
+        _config,
+    } = resource_server(&issuer).await;
     let http = reqwest::Client::new();
 
     // The metadata document (RFC 9728), at the path of the resource, without a token.
@@ -174,21 +200,12 @@ async fn the_python_sdk_signs_in_through_the_authorization_server_by_itself() {
     let Some(python) = mcp_clients::python() else {
         return;
     };
-    let port = free_port();
-    let resource = format!("http://127.0.0.1:{port}/mcp");
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("sluice.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[server.oauth]\nissuer = \"{}\"\naudience = \"{resource}\"\n",
-            issuer.issuer
-        ),
-    )
-    .unwrap();
-    let config = config.display().to_string();
-    let listen_on = format!("127.0.0.1:{port}");
-    let server = listen(&["--config", &config, "mcp", "--listen", &listen_on], &[]).await;
+    let ResourceServer {
+        server,
+        port,
+        resource,
+        _config,
+    } = resource_server(&issuer).await;
     let endpoint = format!("{}/mcp", server.url);
     assert_eq!(endpoint, resource);
 
