@@ -57,16 +57,16 @@ pub(crate) fn per_call(bench: &Bench) -> anyhow::Result<Vec<Row>> {
     let root = page_root(bench)?;
     let cap = 65_536;
     let calls = if bench.quick { 300 } else { 3000 };
-    let ctx = sluice_pager::Context::new(
-        sluice_pager::Roots::new(vec![sluice_pager::Root::new("root", &root)]),
-        sluice_pager::Limits::new(cap),
+    let ctx = sluice_file_tools::Context::new(
+        sluice_file_tools::Roots::new(vec![sluice_file_tools::Root::new("root", &root)]),
+        sluice_file_tools::Limits::new(cap),
     );
-    let a = sluice_pager::ReadFileArgs {
+    let a = sluice_file_tools::ReadFileArgs {
         path: "page.log".into(),
         ..Default::default()
     };
     let native = time_median(calls, || {
-        let page = sluice_pager::read_file(&ctx, &a).map_err(|e| anyhow::anyhow!(e))?;
+        let page = sluice_file_tools::read_file(&ctx, &a).map_err(|e| anyhow::anyhow!(e))?;
         std::hint::black_box(serde_json::to_string(&page)?);
         Ok(())
     })?;
@@ -199,16 +199,16 @@ fn page_through_native(path: &Path, cap: u32) -> anyhow::Result<(Duration, u64)>
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let ctx = sluice_pager::Context::new(
-        sluice_pager::Roots::new(vec![sluice_pager::Root::new("root", dir)]),
-        sluice_pager::Limits::new(cap),
+    let ctx = sluice_file_tools::Context::new(
+        sluice_file_tools::Roots::new(vec![sluice_file_tools::Root::new("root", dir)]),
+        sluice_file_tools::Limits::new(cap),
     );
     let t = Instant::now();
     let (mut offset, mut pages) = (0u64, 0u64);
     loop {
-        let page = sluice_pager::read_file(
+        let page = sluice_file_tools::read_file(
             &ctx,
-            &sluice_pager::ReadFileArgs {
+            &sluice_file_tools::ReadFileArgs {
                 path: name.clone(),
                 offset: Some(offset),
                 ..Default::default()

@@ -3,15 +3,15 @@
 //! holding a 32 KB page continues, streamed and not, and one that the 2,048-byte rule
 //! (docs/agent-loop.md#context-window-recovery) alone would leave over the window recovers in
 //! one retry. The backend's own side of the same fake is in
-//! `host/sluice-backends/tests/providers/llama.rs`.
+//! `host/sluice-models/tests/providers/llama.rs`.
 
 use std::sync::Arc;
 use std::sync::Mutex;
 
 use serde_json::json;
 use sluice_agent::{Agent, RunEvent, Settings, Tools};
-use sluice_backends::Backend;
-use sluice_backends::provider::Provider;
+use sluice_models::Backend;
+use sluice_models::provider::Provider;
 use sluice_protocol::{Message, Role, SessionStatus, ToolCall, ToolSpec};
 use sluice_runtime::CallOptions;
 use sluice_runtime::call::observation::Observation;

@@ -1,16 +1,16 @@
 //! The real agent loop over the real provider backends, against the fake provider that
-//! `sluice-backends`' own tests use (`host/sluice-backends/tests/support`, on 127.0.0.1).
+//! `sluice-models`' own tests use (`host/sluice-models/tests/support`, on 127.0.0.1).
 //! These tests link the agent loop, the runtime and the store, which is why they live here
-//! and not in `sluice-backends` (whose tests must not build wasmtime or the guests).
+//! and not in `sluice-models` (whose tests must not build wasmtime or the guests).
 
 // Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this
 // lets the helpers they share do so too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-// The fake is shared with `sluice-backends/tests/providers`, which uses all of it; these
+// The fake is shared with `sluice-models/tests/providers`, which uses all of it; these
 // tests use a part.
 #[allow(dead_code)]
-#[path = "../../host/sluice-backends/tests/support/mod.rs"]
+#[path = "../../host/sluice-models/tests/support/mod.rs"]
 mod support;
 
 mod llama; // The agent loop recovering llama-cpp-python-like sessions (issue 13), faked.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use sluice_agent::{Agent, Settings, Tools};
-use sluice_backends::provider::Provider;
+use sluice_models::provider::Provider;
 use sluice_protocol::{Role, SessionStatus, ToolSpec};
 use sluice_runtime::CallOptions;
 use sluice_runtime::call::observation::{DEFAULT_HINT, Observation};

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use sluice_agent::Agent;
-use sluice_backends::{ContextWindow, ModelRequest, ScriptedModel};
+use sluice_models::{ContextWindow, ModelRequest, ScriptedModel};
 use sluice_protocol::{Message, Role, SessionStatus, ToolCall};
 use sluice_store::{SqliteStore, Store, now_rfc3339};
 use sluice_tests::{HOSTILE_WASM, Sandbox, escaped_len};
@@ -155,7 +155,7 @@ fn reference_scenario_a_300_kb_window_holds_one_paged_result_per_request() {
         .filter(|(_, name)| *name == "read_file")
         .map(|(m, _)| m.message.content.as_str())
         .collect();
-    assert_eq!(reads.len(), sluice_backends::scripted::MAX_READ_PAGES);
+    assert_eq!(reads.len(), sluice_models::scripted::MAX_READ_PAGES);
     let mut offset = 0;
     for r in reads {
         let page = assert_one_page(r);
@@ -174,7 +174,7 @@ struct Recorder<B> {
 }
 
 #[async_trait::async_trait]
-impl<B: sluice_backends::Backend> sluice_backends::Backend for Recorder<B> {
+impl<B: sluice_models::Backend> sluice_models::Backend for Recorder<B> {
     fn name(&self) -> String {
         self.inner.name()
     }
@@ -182,7 +182,7 @@ impl<B: sluice_backends::Backend> sluice_backends::Backend for Recorder<B> {
     async fn complete(
         &self,
         request: &ModelRequest,
-    ) -> Result<sluice_backends::ModelReply, sluice_backends::BackendError> {
+    ) -> Result<sluice_models::ModelReply, sluice_models::BackendError> {
         self.requests.lock().unwrap().push(request.clone());
         self.inner.complete(request).await
     }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use sluice_agent::{Agent, AgentError, Outcome, RunEvent, Settings, Tools};
-use sluice_backends::{Backend, BackendError, ModelReply, ModelRequest, ReplayModel};
+use sluice_models::{Backend, BackendError, ModelReply, ModelRequest, ReplayModel};
 use sluice_protocol::{Message, Role, SessionStatus, ToolCall, ToolSpec};
 use sluice_runtime::call::observation::{DEFAULT_HINT, Observation};
 use sluice_runtime::{CallOptions, RootGrant, Toolbox};
@@ -562,7 +562,7 @@ fn p7_a_session_holding_a_huge_observation_recovers() {
         crate::agent_loop::block_on(db.store.append(&id, &m)).unwrap();
     }
     let model = script(&[answer("recovered")]);
-    let window = Arc::new(sluice_backends::ContextWindow::new(model.clone(), 100_000));
+    let window = Arc::new(sluice_models::ContextWindow::new(model.clone(), 100_000));
     let agent = agent(
         &db.store,
         window.clone(),

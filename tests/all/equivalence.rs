@@ -1,10 +1,10 @@
-//! The component's observation equals `sluice_pager`'s native result for the same input:
+//! The component's observation equals `sluice_file_tools`'s native result for the same input:
 //! `{"ok":true,"result":<serde_json of the native page>}` byte for byte (same fields, same
 //! key order, same omissions), and the same message and kind for errors. This proves the
 //! WIT lift in the host and the native serde agree.
 
 use serde_json::{Value, json};
-use sluice_pager::{
+use sluice_file_tools::{
     Context, GrepFilesArgs, Limits, ListDirArgs, ReadFileArgs, Root, Roots, TailFileArgs, ToolError,
 };
 use sluice_tests::{Sandbox, fake_pem, num};
@@ -73,7 +73,7 @@ fn read_file_matches_native() {
             &sb,
             "read_file",
             args,
-            sluice_pager::read_file,
+            sluice_file_tools::read_file,
             ReadFileArgs
         );
     }
@@ -99,7 +99,7 @@ fn tail_file_matches_native() {
             &sb,
             "tail_file",
             args,
-            sluice_pager::tail_file,
+            sluice_file_tools::tail_file,
             TailFileArgs
         );
     }
@@ -119,7 +119,7 @@ fn grep_files_matches_native() {
         &sb,
         "grep_files",
         json!({"pattern": "error"}),
-        sluice_pager::grep_files,
+        sluice_file_tools::grep_files,
         GrepFilesArgs
     );
     let cursor = first["result"]["nextCursor"].clone();
@@ -128,7 +128,7 @@ fn grep_files_matches_native() {
         &sb,
         "grep_files",
         json!({"pattern": "error", "cursor": cursor}),
-        sluice_pager::grep_files,
+        sluice_file_tools::grep_files,
         GrepFilesArgs
     );
     for args in [
@@ -144,7 +144,7 @@ fn grep_files_matches_native() {
             &sb,
             "grep_files",
             args,
-            sluice_pager::grep_files,
+            sluice_file_tools::grep_files,
             GrepFilesArgs
         );
     }
@@ -163,7 +163,7 @@ fn list_dir_matches_native() {
         &sb,
         "list_dir",
         json!({"path": "d"}),
-        sluice_pager::list_dir,
+        sluice_file_tools::list_dir,
         ListDirArgs
     );
     let next = first["result"]["nextOffset"].as_u64().unwrap();
@@ -171,7 +171,7 @@ fn list_dir_matches_native() {
         &sb,
         "list_dir",
         json!({"path": "d", "offset": next}),
-        sluice_pager::list_dir,
+        sluice_file_tools::list_dir,
         ListDirArgs
     );
     for args in [
@@ -180,6 +180,12 @@ fn list_dir_matches_native() {
         json!({"path": "d", "offset": 44}),
         json!({"path": "d/file01.txt"}),
     ] {
-        same!(&sb, "list_dir", args, sluice_pager::list_dir, ListDirArgs);
+        same!(
+            &sb,
+            "list_dir",
+            args,
+            sluice_file_tools::list_dir,
+            ListDirArgs
+        );
     }
 }

@@ -83,7 +83,7 @@ fn race(tool: &str, args: Value, classify: impl Fn(&Value) -> bool) -> Tally {
     let sb = Sandbox::with_policy(cache(), 65_536, |p| p.timeout = TIMEOUT);
     sb.write("data.txt", "hello swap\n");
     let fifo = sb.root().join("fifo");
-    sluice_files::make_fifo(&fifo).expect("a FIFO");
+    sluice_operator_files::make_fifo(&fifo).expect("a FIFO");
     let swapper = Swapper::start(sb.root().join("data.txt"), fifo);
     let mut tally = Tally::default();
     for i in 0..CALLS {

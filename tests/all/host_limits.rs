@@ -99,7 +99,7 @@ fn waiting_inside_a_host_call_ends_at_the_timeout() {
 #[test]
 fn opening_a_fifo_does_not_block() {
     let sb = hostile(|p| p.timeout = Duration::from_millis(2000));
-    sluice_files::make_fifo(&sb.root().join("fifo")).expect("a FIFO");
+    sluice_operator_files::make_fifo(&sb.root().join("fifo")).expect("a FIFO");
     // A third-party tool opens it the usual way (std::fs) and reads it: the open returns at
     // once (no writer needed), and reading the FIFO fails (WASI `io`) instead of waiting.
     let (took, message, kind) = timed_err(&sb, "read_file", &json!({"path": "/root/fifo"}));
@@ -108,7 +108,7 @@ fn opening_a_fifo_does_not_block() {
     assert_still_serving(&sb);
     // The built-in tools refuse it by its type.
     let builtins = Sandbox::new(cache(), 65_536);
-    sluice_files::make_fifo(&builtins.root().join("fifo")).expect("a FIFO");
+    sluice_operator_files::make_fifo(&builtins.root().join("fifo")).expect("a FIFO");
     for tool in ["read_file", "tail_file"] {
         let start = Instant::now();
         let (message, kind) = builtins.err(tool, &json!({"path": "fifo"}));

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use sluice_agent::Settings;
-use sluice_backends::{Backend, BackendError, ModelReply, ModelRequest};
+use sluice_models::{Backend, BackendError, ModelReply, ModelRequest};
 use sluice_protocol::{Role, ToolCall};
 use sluice_server::{ServeOptions, Server, Services};
 use sluice_store::SqliteStore;
@@ -150,7 +150,7 @@ fn the_api_stays_responsive_while_hostile_calls_run() {
     let root = dir.path().join("root");
     std::fs::create_dir(&root).unwrap();
     std::fs::write(root.join("f.txt"), "x").unwrap();
-    sluice_files::make_fifo(&root.join("fifo")).unwrap();
+    sluice_operator_files::make_fifo(&root.join("fifo")).unwrap();
     let mut policy = sluice_runtime::ToolPolicy::read_only([("root".to_string(), root)]);
     policy.timeout = TIMEOUT;
     let toolbox = sluice_runtime::Toolbox::load(

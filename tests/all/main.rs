@@ -24,7 +24,7 @@ mod cold_start; // An empty cache: tools listed at once, code compiled in the ba
 mod config_secrets; // Issue 16 item 2: wasi:config values and secrets; secrets withheld everywhere.
 mod docs_links; // Every relative link of the README and docs/ resolves; every docs/…#anchor the code cites exists.
 mod drop_in; // Issue 16: names, prefixes and collisions, load failures, hints of third-party tools.
-mod equivalence; // The component's JSON equals sluice_pager's native serde, byte for byte.
+mod equivalence; // The component's JSON equals sluice_file_tools's native serde, byte for byte.
 mod fifo_race; // A file swapped for a FIFO while the built-in tools read it: no call hangs.
 mod grep_files; // Rows G1–G4, grep paging, the walk's skip rules.
 mod host_limits; // Issue 12: waits in host calls, FIFOs, descriptor/pollable floods, bad pointers.

@@ -28,10 +28,10 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 use sluice_agent::{Agent, Outcome, RunEvent, Settings, Tools};
-use sluice_backends::http::RetryPolicy;
-use sluice_backends::openai::OpenAiBackend;
-use sluice_backends::provider::{Provider, ProviderConfig, Secret};
-use sluice_backends::{Backend, ErrorKind, ModelRequest, estimate};
+use sluice_models::http::RetryPolicy;
+use sluice_models::openai::OpenAiBackend;
+use sluice_models::provider::{Provider, ProviderConfig, Secret};
+use sluice_models::{Backend, ErrorKind, ModelRequest, estimate};
 use sluice_protocol::{Message, Role, SessionStatus, ToolCall, ToolSpec};
 use sluice_runtime::CallOptions;
 use sluice_runtime::call::observation::Observation;
@@ -70,7 +70,7 @@ async fn turn() -> tokio::sync::MutexGuard<'static, ()> {
     let _ = tracing_subscriber::fmt()
         .with_test_writer()
         .with_ansi(false)
-        .with_env_filter("sluice_backends=debug")
+        .with_env_filter("sluice_models=debug")
         .try_init();
     TURN.lock().await
 }
@@ -204,7 +204,7 @@ async fn a_session_whose_history_holds_a_tool_only_turn_continues() {
             Message::assistant("It is a list of lines about a fox.", vec![], T),
         ];
         let (_dir, store, id) = session(&history).await;
-        let model = sluice_backends::provider::connect(config(
+        let model = sluice_models::provider::connect(config(
             &url,
             Provider::OpenAiCompatible,
             "smollm2",
@@ -224,8 +224,7 @@ async fn a_session_whose_history_holds_a_tool_only_turn_continues() {
     // What `"content": null` (OpenAI's form) gets from this server: a 500 validation error,
     // a bad request sent once, not a transient error retried three times.
     let model =
-        sluice_backends::provider::connect(config(&url, Provider::OpenAi, "smollm2", false))
-            .unwrap();
+        sluice_models::provider::connect(config(&url, Provider::OpenAi, "smollm2", false)).unwrap();
     let request = ModelRequest {
         system: "You are a test agent.".into(),
         messages: vec![
@@ -268,7 +267,7 @@ async fn a_session_holding_a_32_kb_page_continues_streamed_and_not() {
             Message::tool("call_1", page_observation(32_768), T),
         ];
         let (_dir, store, id) = session(&history).await;
-        let model = sluice_backends::provider::connect(config(
+        let model = sluice_models::provider::connect(config(
             &url,
             Provider::OpenAiCompatible,
             "smollm2",

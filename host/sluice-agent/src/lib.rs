@@ -8,7 +8,7 @@
 //!   observations; the runtime applies the key scan and the cap in one place);
 //! - the system prompt travels in the request's system slot and is never stored;
 //! - when the backend says the request does not fit the context window
-//!   ([`sluice_backends::BackendError::context_window_exceeded`]), the loop shrinks every
+//!   ([`sluice_models::BackendError::context_window_exceeded`]), the loop shrinks every
 //!   observation over [`SHRINK_ABOVE_BYTES`] in the newest group of tool messages that has
 //!   one, and, when the rejection states the prompt's size and the limit, further groups and
 //!   smaller heads ([`SHRINK_FURTHER_BYTES`]) as far as the retry needs to fit; it keeps the
@@ -33,7 +33,7 @@ mod tools;
 
 use std::sync::Arc;
 
-use sluice_backends::Backend;
+use sluice_models::Backend;
 use sluice_protocol::SessionStatus;
 use sluice_store::{Store, StoreError};
 

@@ -20,7 +20,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sluice_backends::{Backend, BackendError, ErrorKind, ModelReply, ModelRequest};
+use sluice_models::{Backend, BackendError, ErrorKind, ModelReply, ModelRequest};
 use sluice_protocol::SessionStatus;
 
 /// Counts a run in progress for as long as it lives (`sluice_active_runs`).

@@ -8,7 +8,7 @@
 //!
 //! **Sized recovery** (issue 13), on top of it when the sizes are known (the provider's
 //! message states the prompt's tokens and the limit, or the backend's estimate does; see
-//! [`sluice_backends::Overflow`]): the rule alone can free too little (two 2 KB pages under a
+//! [`sluice_models::Overflow`]): the rule alone can free too little (two 2 KB pages under a
 //! 4 KB cap were cut by 122 bytes in total, and the one retry failed). [`shrink_plan`] then
 //! goes on, the newest groups first, as far as [`bytes_to_free`] says is needed for the
 //! retry to fit:
@@ -21,7 +21,7 @@
 
 use std::ops::Range;
 
-use sluice_backends::{BackendError, Overflow};
+use sluice_models::{BackendError, Overflow};
 use sluice_protocol::{Message, Role};
 use sluice_store::StoredMessage;
 
@@ -48,7 +48,7 @@ pub struct Cut {
 }
 
 /// The prompt bytes a request must lose to fit: the request had `prompt_bytes` bytes
-/// ([`sluice_backends::estimate::prompt_bytes`]) and `overflow.prompt_tokens` tokens; at its
+/// ([`sluice_models::estimate::prompt_bytes`]) and `overflow.prompt_tokens` tokens; at its
 /// own bytes-per-token ratio, fitting [`TARGET_SHARE_OF_LIMIT`] of `overflow.limit_tokens`
 /// means keeping `prompt_bytes × 0.85 × limit / prompt` bytes.
 pub fn bytes_to_free(prompt_bytes: usize, overflow: &Overflow) -> usize {
@@ -380,7 +380,7 @@ mod tests {
 
     #[test]
     fn who_said_it() {
-        let provider = sluice_backends::classify(
+        let provider = sluice_models::classify(
             400,
             &[],
             r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 9 tokens > 8 maximum"}}"#,
@@ -392,7 +392,7 @@ mod tests {
         let local = BackendError {
             http_requests: Some(0),
             ..BackendError::new(
-                sluice_backends::ErrorKind::ContextWindowExceeded,
+                sluice_models::ErrorKind::ContextWindowExceeded,
                 "the request was not sent: …",
             )
         };

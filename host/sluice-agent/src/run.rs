@@ -1,7 +1,7 @@
 //! One run of a session.
 
-use sluice_backends::estimate::prompt_bytes;
-use sluice_backends::{BackendError, ModelReply, ModelRequest};
+use sluice_models::estimate::prompt_bytes;
+use sluice_models::{BackendError, ModelReply, ModelRequest};
 use sluice_protocol::{Message, SessionStatus, ToolCall, ToolSpec};
 use sluice_runtime::call::observation::{DEFAULT_HINT, Observation, paging_hint, shrink_text};
 use sluice_runtime::{CallOptions, CallStatus};

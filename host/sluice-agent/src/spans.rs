@@ -4,7 +4,7 @@
 //! goes out only as events of [`CONTENT_TARGET`], which the subscriber exports only with
 //! `telemetry.capture_content`.
 
-use sluice_backends::{BackendError, ModelReply};
+use sluice_models::{BackendError, ModelReply};
 use sluice_protocol::ToolCall;
 use sluice_runtime::CallStatus;
 use sluice_runtime::call::observation::Observation;

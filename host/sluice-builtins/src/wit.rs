@@ -7,7 +7,7 @@
 //! `componentize-js --wit DIR` read: `DIR/sluice-tools.wit` and, in `DIR/deps/`, one file per
 //! WASI 0.2 package and the directory `config/` of `wasi:config`.
 
-use sluice_files::RegularFileError;
+use sluice_operator_files::RegularFileError;
 use std::path::{Path, PathBuf};
 
 /// The WASI version of [`WASI_WIT`]: what wasmtime-wasi 48.0.8 implements. Components
@@ -89,7 +89,7 @@ pub fn write_wit(dir: &Path) -> Result<Vec<PathBuf>, WitError> {
         // Read without blocking and only when regular (a FIFO there would hang a plain
         // read); a file larger than any WIT file written here differs from it.
         let limit = text.len() as u64;
-        match sluice_files::read_regular(path, limit) {
+        match sluice_operator_files::read_regular(path, limit) {
             Ok(existing) if existing == text.as_bytes() => {}
             Ok(_) | Err(RegularFileError::TooLarge(_)) => {
                 return Err(WitError::Differs { path: path.clone() });

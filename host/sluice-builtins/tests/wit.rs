@@ -159,7 +159,7 @@ fn a_fifo_in_the_way_is_refused_without_blocking() {
     let out = dir.path().join("wit");
     std::fs::create_dir(&out).unwrap();
     let fifo = out.join(SLUICE_TOOLS_FILE);
-    sluice_files::make_fifo(&fifo).unwrap();
+    sluice_operator_files::make_fifo(&fifo).unwrap();
     let error = write_wit(&out).unwrap_err();
     assert!(matches!(error, WitError::Io { .. }), "{error:?}");
     assert_eq!(

@@ -21,13 +21,13 @@
 //! ```
 
 mod cache;
-mod calls;
 mod code_mode;
 mod error;
 mod file;
 mod functions;
 pub mod http;
 pub mod http_credentials;
+mod live_keys;
 mod mcp;
 mod model;
 mod registry;
@@ -51,21 +51,21 @@ use serde::Deserialize;
 
 use crate::file::{Raw, Source};
 pub use cache::KEY_CACHE_MAX_BYTES;
-pub use calls::{
-    DEFAULT_QUEUE_TIMEOUT_MS, ENV_BASELINE_COMPILER, ENV_MAX_CONCURRENT_CALLS,
-    ENV_QUEUE_TIMEOUT_MS, MAX_MAX_CONCURRENT_CALLS, MAX_QUEUE_TIMEOUT_MS, RuntimeConfig,
-    default_max_concurrent_calls,
-};
 pub use code_mode::{CodeModeConfig, SCRIPT_TOOL};
 pub use error::ConfigError;
 pub use functions::{ArgConfig, BOUND_RULE, ENUM_RULE, FunctionConfig, PATTERN_RULE};
+pub use live_keys::{
+    Allowed, BOOT_ONLY_KEYS, RUNTIME_KEYS, RUNTIME_ORIGIN, RuntimeKey, RuntimeSetting, runtime_key,
+    runtime_value,
+};
 pub use mcp::{DEFAULT_TOOLS_PER_PAGE, ENV_MCP_ALLOW_DESTRUCTIVE, MAX_TOOLS_PER_PAGE, McpConfig};
 pub use model::{ModelConfig, ProviderName, ToolChoice};
 pub use roots::RootConfig;
 use roots::{root, root_from_flag, root_key};
 pub use runtime::{
-    Allowed, BOOT_ONLY_KEYS, RUNTIME_KEYS, RUNTIME_ORIGIN, RuntimeKey, RuntimeSetting, runtime_key,
-    runtime_value,
+    DEFAULT_QUEUE_TIMEOUT_MS, ENV_BASELINE_COMPILER, ENV_MAX_CONCURRENT_CALLS,
+    ENV_QUEUE_TIMEOUT_MS, MAX_MAX_CONCURRENT_CALLS, MAX_QUEUE_TIMEOUT_MS, RuntimeConfig,
+    default_max_concurrent_calls,
 };
 pub use secrets::{CONFIG_KEY_RULE, SecretRef};
 pub use server::{
@@ -280,7 +280,7 @@ struct File {
     #[serde(default)]
     model: model::FileModel,
     #[serde(default)]
-    runtime: calls::FileRuntime,
+    runtime: runtime::FileRuntime,
     #[serde(default)]
     server: server::FileServer,
     #[serde(default)]
@@ -383,12 +383,11 @@ impl Config {
             return Config::resolve_parsed(File::default(), None, env, overrides);
         };
         let text =
-            sluice_files::read_text(path, sluice_files::MAX_CONFIG_FILE_BYTES).map_err(|e| {
-                ConfigError::Read {
+            sluice_operator_files::read_text(path, sluice_operator_files::MAX_CONFIG_FILE_BYTES)
+                .map_err(|e| ConfigError::Read {
                     path: path.to_path_buf(),
                     reason: e.to_string(),
-                }
-            })?;
+                })?;
         let source = Source {
             path,
             text: &text,

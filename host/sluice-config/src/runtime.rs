@@ -1,254 +1,241 @@
-//! Run-time keys: the part of the `[agent]` table an operator may change while Sluice runs
-//! (the operator API's `PUT /agent/config`, docs/configuration.md#run-time-keys), checked by
-//! the same rules and with the same messages as at boot.
+//! The `[runtime]` table: how tool calls run. Calls run on a pool of threads of their own,
+//! never on the threads that serve the API; `max_concurrent_calls` bounds how many run at
+//! once, and `queue_timeout_ms` how long a call waits for a free slot before it fails with a
+//! `busy` tool error. `baseline_compiler` says whether a server (`serve`, `mcp`) compiles a
+//! component the cache does not hold with wasmtime's baseline compiler first
+//! (docs/components.md#compiled-components).
 //!
 //! ```
-//! use sluice_config::{RuntimeSetting, runtime_value};
+//! use sluice_config::{Config, Overrides};
 //!
-//! let ok = runtime_value("max_tool_result_bytes", &serde_json::json!(4096))?;
-//! assert_eq!(ok, RuntimeSetting::MaxToolResultBytes(4096));
-//! let e = runtime_value("max_tool_result_bytes", &serde_json::json!(1023)).unwrap_err();
+//! let overrides = Overrides { max_concurrent_calls: Some("8".into()), ..Overrides::default() };
+//! let config = Config::resolve(None, &|_| None, &overrides)?;
+//! assert_eq!(config.runtime.max_concurrent_calls, 8);
+//! assert_eq!(config.runtime.queue_timeout_ms, 10_000);
+//!
+//! let overrides = Overrides { max_concurrent_calls: Some("0".into()), ..Overrides::default() };
 //! assert_eq!(
-//!     e.to_string(),
-//!     "agent.max_tool_result_bytes must be an integer from 1024 to 1048576 (bytes); got 1023 (from PUT /agent/config)"
+//!     Config::resolve(None, &|_| None, &overrides).unwrap_err().to_string(),
+//!     "runtime.max_concurrent_calls must be an integer from 1 to 1024 (calls); got 0 (from --max-concurrent-calls)"
 //! );
-//! assert!(runtime_value("roots", &serde_json::json!({})).is_err());
 //! # Ok::<(), sluice_config::ConfigError>(())
 //! ```
 
-use sluice_protocol::limits::{
-    MAX_MAX_TOOL_RESULT_BYTES as MAX_MAX_RESULT_BYTES,
-    MIN_MAX_TOOL_RESULT_BYTES as MIN_MAX_RESULT_BYTES,
-};
+use serde::Deserialize;
 
-use crate::{ConfigError, MAX_MAX_TURNS, integer};
+use crate::file::Raw;
+use crate::{ConfigError, Overrides, boolean, integer, layered};
 
-/// Where a run-time value comes from, as error messages name it.
-pub const RUNTIME_ORIGIN: &str = "PUT /agent/config";
+/// The environment variable that sets `runtime.max_concurrent_calls`.
+pub const ENV_MAX_CONCURRENT_CALLS: &str = "SLUICE_RUNTIME_MAX_CONCURRENT_CALLS";
 
-/// What values a run-time key takes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Allowed {
-    /// A JSON integer from `min` to `max`, inclusive.
-    Integer {
-        /// The smallest value.
-        min: u64,
-        /// The largest value.
-        max: u64,
-        /// The unit, for messages (`" (bytes)"`, or empty).
-        unit: &'static str,
-    },
-    /// A JSON boolean.
-    Boolean,
+/// The environment variable that sets `runtime.queue_timeout_ms`.
+pub const ENV_QUEUE_TIMEOUT_MS: &str = "SLUICE_RUNTIME_QUEUE_TIMEOUT_MS";
+
+/// The environment variable that sets `runtime.baseline_compiler`.
+pub const ENV_BASELINE_COMPILER: &str = "SLUICE_RUNTIME_BASELINE_COMPILER";
+
+/// The largest `runtime.max_concurrent_calls`.
+pub const MAX_MAX_CONCURRENT_CALLS: u64 = 1024;
+
+pub use sluice_protocol::limits::DEFAULT_QUEUE_TIMEOUT_MS;
+
+/// The largest `runtime.queue_timeout_ms`, in ms (one hour, as for tool timeouts).
+pub const MAX_QUEUE_TIMEOUT_MS: u64 = 3_600_000;
+
+/// `runtime.max_concurrent_calls` when not set: twice the available cores (calls spend part
+/// of their time waiting on files), at least 2 and at most [`MAX_MAX_CONCURRENT_CALLS`].
+pub fn default_max_concurrent_calls() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    (2 * cores).clamp(2, MAX_MAX_CONCURRENT_CALLS as usize)
 }
 
-impl Allowed {
-    /// What is allowed, in words: `an integer from 1024 to 1048576 (bytes)`, `true or false`.
-    pub fn describe(&self) -> String {
-        match self {
-            Allowed::Integer { min, max, unit } => format!("an integer from {min} to {max}{unit}"),
-            Allowed::Boolean => "true or false".to_string(),
+/// The `[runtime]` table, resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuntimeConfig {
+    /// `runtime.max_concurrent_calls`: tool calls that may run at once (1 to 1,024; default
+    /// [`default_max_concurrent_calls`]).
+    pub max_concurrent_calls: usize,
+    /// `runtime.queue_timeout_ms`: how long a call waits for a free slot, in ms (0 to
+    /// 3,600,000; default 10,000); 0 fails at once when every slot is taken.
+    pub queue_timeout_ms: u64,
+    /// `runtime.baseline_compiler`: in `serve` and `mcp` (not under `--strict`), compile a
+    /// component the cache does not hold first with wasmtime's baseline compiler (Winch),
+    /// whose code answers its first calls while Cranelift's compiles in the background; in
+    /// `test` and `dev`, with Winch only (default true).
+    pub baseline_compiler: bool,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            max_concurrent_calls: default_max_concurrent_calls(),
+            queue_timeout_ms: DEFAULT_QUEUE_TIMEOUT_MS,
+            baseline_compiler: true,
         }
     }
 }
 
-/// A key that may change at run time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RuntimeKey {
-    /// Its name in the operator API (`max_tool_result_bytes`).
-    pub name: &'static str,
-    /// Its name in `sluice.toml` (`agent.max_tool_result_bytes`); the API takes it too.
-    pub file_key: &'static str,
-    /// What values it takes.
-    pub allowed: Allowed,
+/// `[runtime]` as written in `sluice.toml`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileRuntime {
+    max_concurrent_calls: Option<Raw>,
+    queue_timeout_ms: Option<Raw>,
+    baseline_compiler: Option<Raw>,
 }
 
-/// Every key that may change at run time, in the order the operator API lists them.
-pub const RUNTIME_KEYS: [RuntimeKey; 3] = [
-    RuntimeKey {
-        name: "max_tool_result_bytes",
-        file_key: "agent.max_tool_result_bytes",
-        allowed: Allowed::Integer {
-            min: MIN_MAX_RESULT_BYTES as u64,
-            max: MAX_MAX_RESULT_BYTES as u64,
-            unit: " (bytes)",
-        },
-    },
-    RuntimeKey {
-        name: "max_turns",
-        file_key: "agent.max_turns",
-        allowed: Allowed::Integer {
-            min: 1,
-            max: MAX_MAX_TURNS as u64,
-            unit: "",
-        },
-    },
-    RuntimeKey {
-        name: "auto_approve",
-        file_key: "agent.auto_approve",
-        allowed: Allowed::Boolean,
-    },
-];
-
-/// Keys (and tables) of `sluice.toml` that are read once at boot: the operator API refuses
-/// them with [`ConfigError::BootOnly`]. `agent.` may precede `system_prompt`.
-pub const BOOT_ONLY_KEYS: [&str; 9] = [
-    "system_prompt",
-    "roots",
-    "builtins",
-    "tools_dir",
-    "tools",
-    "strict",
-    "store",
-    "model",
-    "mcp",
-];
-
-/// A checked run-time value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RuntimeSetting {
-    /// `agent.max_tool_result_bytes`, in bytes (1,024 to 1,048,576).
-    MaxToolResultBytes(u32),
-    /// `agent.max_turns` (1 to 10,000).
-    MaxTurns(u32),
-    /// `agent.auto_approve`.
-    AutoApprove(bool),
-}
-
-/// The run-time key called `key` (its API name or its `sluice.toml` name), if there is one.
-pub fn runtime_key(key: &str) -> Option<&'static RuntimeKey> {
-    RUNTIME_KEYS
-        .iter()
-        .find(|k| k.name == key || k.file_key == key)
-}
-
-/// Checks `value` (as JSON) for the run-time key `key` with the boot-time rules: integers
-/// must be JSON integers within the key's range (`1.5`, `"2048"` and `-1` are refused),
-/// booleans JSON booleans.
-///
-/// # Errors
-/// - [`ConfigError::Value`] (key, value as JSON text, allowed range, origin
-///   [`RUNTIME_ORIGIN`]) for a value out of range or of the wrong type;
-/// - [`ConfigError::BootOnly`] for a key read only at boot ([`BOOT_ONLY_KEYS`], with or
-///   without `agent.`, and any key below one, like `roots.logs` or `model.name`);
-/// - [`ConfigError::UnknownKey`] for any other key.
-pub fn runtime_value(key: &str, value: &serde_json::Value) -> Result<RuntimeSetting, ConfigError> {
-    let Some(known) = runtime_key(key) else {
-        let bare = key.strip_prefix("agent.").unwrap_or(key);
-        let head = bare.split('.').next().unwrap_or(bare);
-        let allowed = RUNTIME_KEYS.map(|k| k.name).join(", ");
-        return Err(if BOOT_ONLY_KEYS.contains(&head) {
-            ConfigError::BootOnly {
-                key: key.to_string(),
-                allowed,
-            }
-        } else {
-            ConfigError::UnknownKey {
-                key: key.to_string(),
-                allowed,
-            }
-        });
-    };
-    let text = value.to_string();
-    match known.allowed {
-        Allowed::Integer { min, max, unit } => {
-            // Only a JSON integer's text parses as one: `"2048"` keeps its quotes, `1.5` its
-            // point and `1e3` becomes `1000.0`.
-            let n = integer(known.file_key, &text, RUNTIME_ORIGIN, min, max, unit)?;
-            let n = u32::try_from(n).map_err(|_| ConfigError::Value {
-                key: known.file_key.to_string(),
-                value: text.clone(),
-                allowed: known.allowed.describe(),
-                origin: RUNTIME_ORIGIN.to_string(),
-            })?;
-            Ok(match known.name {
-                "max_turns" => RuntimeSetting::MaxTurns(n),
-                _ => RuntimeSetting::MaxToolResultBytes(n),
-            })
-        }
-        Allowed::Boolean => match value {
-            serde_json::Value::Bool(b) => Ok(RuntimeSetting::AutoApprove(*b)),
-            _ => Err(ConfigError::Value {
-                key: known.file_key.to_string(),
-                value: text,
-                allowed: known.allowed.describe(),
-                origin: RUNTIME_ORIGIN.to_string(),
-            }),
-        },
+impl FileRuntime {
+    /// Resolves the table: flag, then environment, then file, then default.
+    pub(crate) fn resolve(
+        &self,
+        overrides: &Overrides,
+        env: &dyn Fn(&str) -> Option<String>,
+        file_label: &str,
+    ) -> Result<RuntimeConfig, ConfigError> {
+        let max_concurrent_calls = match layered(
+            overrides
+                .max_concurrent_calls
+                .as_deref()
+                .map(|v| (v, "--max-concurrent-calls")),
+            env,
+            ENV_MAX_CONCURRENT_CALLS,
+            self.max_concurrent_calls.as_ref(),
+            file_label,
+        ) {
+            Some((v, origin)) => integer(
+                "runtime.max_concurrent_calls",
+                &v,
+                &origin,
+                1,
+                MAX_MAX_CONCURRENT_CALLS,
+                " (calls)",
+            )? as usize,
+            None => default_max_concurrent_calls(),
+        };
+        let queue_timeout_ms = match layered(
+            None,
+            env,
+            ENV_QUEUE_TIMEOUT_MS,
+            self.queue_timeout_ms.as_ref(),
+            file_label,
+        ) {
+            Some((v, origin)) => integer(
+                "runtime.queue_timeout_ms",
+                &v,
+                &origin,
+                0,
+                MAX_QUEUE_TIMEOUT_MS,
+                " (ms)",
+            )?,
+            None => DEFAULT_QUEUE_TIMEOUT_MS,
+        };
+        let baseline_compiler = match layered(
+            None,
+            env,
+            ENV_BASELINE_COMPILER,
+            self.baseline_compiler.as_ref(),
+            file_label,
+        ) {
+            Some((v, origin)) => boolean("runtime.baseline_compiler", v, origin)?,
+            None => true,
+        };
+        Ok(RuntimeConfig {
+            max_concurrent_calls,
+            queue_timeout_ms,
+            baseline_compiler,
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use std::path::Path;
 
     use super::*;
+    use crate::Config;
+
+    fn resolve(
+        file: Option<&Path>,
+        env: &dyn Fn(&str) -> Option<String>,
+        flag: Option<&str>,
+    ) -> Result<RuntimeConfig, ConfigError> {
+        let overrides = Overrides {
+            max_concurrent_calls: flag.map(str::to_string),
+            ..Overrides::default()
+        };
+        Config::resolve(file, env, &overrides).map(|c| c.runtime)
+    }
 
     #[test]
-    fn p13_values_are_refused_naming_key_value_and_range() {
-        for (value, shown) in [
-            (json!(1023), "1023"),
-            (json!(1_048_577), "1048577"),
-            (json!(1.5), "1.5"),
-            (json!("x"), "\"x\""),
-            (json!("2048"), "\"2048\""),
-            (json!(-1), "-1"),
-            (json!(null), "null"),
-        ] {
-            let e = runtime_value("max_tool_result_bytes", &value).unwrap_err();
+    fn defaults_precedence_and_bounds() {
+        let none = |_: &str| None;
+        let defaults = resolve(None, &none, None).unwrap();
+        assert_eq!(defaults, RuntimeConfig::default());
+        assert!(defaults.max_concurrent_calls >= 2);
+        assert_eq!(defaults.queue_timeout_ms, 10_000);
+
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("sluice.toml");
+        std::fs::write(
+            &file,
+            "[runtime]\nmax_concurrent_calls = 3\nqueue_timeout_ms = 0\n",
+        )
+        .unwrap();
+        let env = |k: &str| (k == ENV_MAX_CONCURRENT_CALLS).then(|| "5".to_string());
+        assert_eq!(
+            resolve(Some(&file), &none, None).unwrap(),
+            RuntimeConfig {
+                max_concurrent_calls: 3,
+                queue_timeout_ms: 0,
+                baseline_compiler: true,
+            }
+        );
+        assert_eq!(
+            resolve(Some(&file), &env, None)
+                .unwrap()
+                .max_concurrent_calls,
+            5
+        );
+        assert_eq!(
+            resolve(Some(&file), &env, Some("1024"))
+                .unwrap()
+                .max_concurrent_calls,
+            1024
+        );
+
+        for bad in ["0", "1025", "2.5", "many", ""] {
             assert_eq!(
-                e.to_string(),
+                resolve(None, &none, Some(bad)).unwrap_err().to_string(),
                 format!(
-                    "agent.max_tool_result_bytes must be an integer from 1024 to 1048576 (bytes); got {shown} (from PUT /agent/config)"
+                    "runtime.max_concurrent_calls must be an integer from 1 to 1024 (calls); got {bad} (from --max-concurrent-calls)"
                 )
             );
         }
+        let env = |k: &str| (k == ENV_QUEUE_TIMEOUT_MS).then(|| "3600001".to_string());
         assert_eq!(
-            runtime_value("agent.max_tool_result_bytes", &json!(1_048_576)).unwrap(),
-            RuntimeSetting::MaxToolResultBytes(1_048_576)
+            resolve(None, &env, None).unwrap_err().to_string(),
+            "runtime.queue_timeout_ms must be an integer from 0 to 3600000 (ms); got 3600001 (from SLUICE_RUNTIME_QUEUE_TIMEOUT_MS)"
         );
-    }
-
-    #[test]
-    fn every_key_checks_its_type() {
+        std::fs::write(&file, "[runtime]\nmax_concurrent_calls = \"4\"\n").unwrap();
         assert_eq!(
-            runtime_value("max_turns", &json!(10_000)).unwrap(),
-            RuntimeSetting::MaxTurns(10_000)
+            resolve(Some(&file), &none, None).unwrap_err().to_string(),
+            format!(
+                "runtime.max_concurrent_calls must be an integer from 1 to 1024 (calls); got \"4\" (from {} line 2)",
+                file.display()
+            )
         );
-        assert!(runtime_value("max_turns", &json!(0)).is_err());
+        std::fs::write(&file, "[runtime]\nbaseline_compiler = false\n").unwrap();
+        assert!(!resolve(Some(&file), &none, None).unwrap().baseline_compiler);
+        let env = |k: &str| (k == ENV_BASELINE_COMPILER).then(|| "yes".to_string());
         assert_eq!(
-            runtime_value("auto_approve", &json!(true)).unwrap(),
-            RuntimeSetting::AutoApprove(true)
+            resolve(Some(&file), &env, None).unwrap_err().to_string(),
+            "runtime.baseline_compiler must be true or false; got yes (from SLUICE_RUNTIME_BASELINE_COMPILER)"
         );
-        let e = runtime_value("auto_approve", &json!("yes")).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "agent.auto_approve must be true or false; got \"yes\" (from PUT /agent/config)"
-        );
-    }
-
-    #[test]
-    fn boot_only_and_unknown_keys_are_refused() {
-        for key in [
-            "roots",
-            "roots.logs",
-            "store",
-            "model.name",
-            "agent.system_prompt",
-        ] {
-            let e = runtime_value(key, &json!(1)).unwrap_err();
-            assert!(matches!(e, ConfigError::BootOnly { .. }), "{key}: {e}");
-            assert!(
-                e.to_string()
-                    .starts_with(&format!("{key} is read at boot only")),
-                "{e}"
-            );
-        }
-        let e = runtime_value("max_tool_result", &json!(1)).unwrap_err();
-        assert!(matches!(e, ConfigError::UnknownKey { .. }), "{e}");
-        assert_eq!(
-            e.to_string(),
-            "unknown configuration key \"max_tool_result\"; the keys that can change at run time are max_tool_result_bytes, max_turns, auto_approve"
-        );
+        let env = |k: &str| (k == ENV_BASELINE_COMPILER).then(|| "1".to_string());
+        assert!(resolve(Some(&file), &env, None).unwrap().baseline_compiler);
+        std::fs::write(&file, "[runtime]\nthreads = 4\n").unwrap();
+        let e = resolve(Some(&file), &none, None).unwrap_err().to_string();
+        assert!(e.contains("unknown field `threads`"), "{e}");
     }
 }

@@ -158,11 +158,13 @@ impl Config {
     ) -> Result<Explained, ConfigError> {
         let config = Config::resolve(file, env, overrides)?;
         let text = match file {
-            Some(path) => sluice_files::read_text(path, sluice_files::MAX_CONFIG_FILE_BYTES)
-                .map_err(|e| ConfigError::Read {
-                    path: path.to_path_buf(),
-                    reason: e.to_string(),
-                })?,
+            Some(path) => {
+                sluice_operator_files::read_text(path, sluice_operator_files::MAX_CONFIG_FILE_BYTES)
+                    .map_err(|e| ConfigError::Read {
+                        path: path.to_path_buf(),
+                        reason: e.to_string(),
+                    })?
+            }
             None => String::new(),
         };
         let source = file.map(|path| Source {

@@ -71,8 +71,11 @@ impl Resolver<'_> {
     fn sibling(&self, dir: &Path, path: &Path, name: &str) -> Result<ToolConfig, ConfigError> {
         let policy_path = path.with_extension("toml");
         let (policy, origin) = if policy_path.exists() {
-            let text = sluice_files::read_text(&policy_path, sluice_files::MAX_CONFIG_FILE_BYTES)
-                .map_err(|e| ConfigError::Read {
+            let text = sluice_operator_files::read_text(
+                &policy_path,
+                sluice_operator_files::MAX_CONFIG_FILE_BYTES,
+            )
+            .map_err(|e| ConfigError::Read {
                 path: policy_path.clone(),
                 reason: e.to_string(),
             })?;

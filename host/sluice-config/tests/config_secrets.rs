@@ -201,7 +201,7 @@ fn a_tools_directory_policy_takes_config_and_secrets_relative_to_itself() {
     // A FIFO as the policy file is refused at once, naming it.
     let policy = tools.join("reader.toml");
     std::fs::remove_file(&policy).unwrap();
-    sluice_files::make_fifo(&policy).unwrap();
+    sluice_operator_files::make_fifo(&policy).unwrap();
     let e = Config::resolve(Some(&path), &|_| None, &strict).unwrap_err();
     assert_eq!(
         e.to_string(),
@@ -221,7 +221,7 @@ fn a_tools_directory_lists_a_wasm_that_is_no_regular_file() {
     let dir = tempfile::tempdir().unwrap();
     let tools = dir.path().join("tools");
     std::fs::create_dir(&tools).unwrap();
-    sluice_files::make_fifo(&tools.join("piped.wasm")).unwrap();
+    sluice_operator_files::make_fifo(&tools.join("piped.wasm")).unwrap();
     std::fs::create_dir(tools.join("folder.wasm")).unwrap();
     let path = dir.path().join("sluice.toml");
     std::fs::write(&path, "builtins = []\ntools_dir = \"tools\"\n").unwrap();

@@ -398,7 +398,7 @@ fn http_policy_keys_reach_the_tool_config() {
 fn a_fifo_or_a_directory_as_the_configuration_file_is_refused_without_blocking() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("sluice.toml");
-    sluice_files::make_fifo(&fifo).unwrap();
+    sluice_operator_files::make_fifo(&fifo).unwrap();
     let e = Config::resolve(Some(&fifo), &|_| None, &Overrides::default()).unwrap_err();
     assert!(matches!(e, ConfigError::Read { .. }), "{e:?}");
     assert_eq!(

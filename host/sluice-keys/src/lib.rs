@@ -8,7 +8,7 @@
 //!   rules know (one line, split over one line break, NUL bytes interleaved), in time linear
 //!   in the bytes; [`KeyScan`] and [`classify_line`] for the file tools' page rules.
 //!
-//! Both sides use it: the file tools (`sluice-pager`, compiled for `wasm32-wasip2`) refuse
+//! Both sides use it: the file tools (`sluice-file-tools`, compiled for `wasm32-wasip2`) refuse
 //! key material before answering, and the host (`sluice-runtime`) answers the components'
 //! `key-policy` from [`KeyNames`] and scans every observation with [`has_armor`] as a last
 //! check. It depends on `globset` and `memchr` only.

@@ -188,7 +188,7 @@ fn check_component(path: &Path, command: &str) -> Result<u64, KitError> {
     std::fs::File::open(path)
         .and_then(|f| f.take(8).read_to_end(&mut header))
         .map_err(|e| KitError::io("read", path, &e))?;
-    let Some(problem) = sluice_files::not_a_component(&header) else {
+    let Some(problem) = sluice_operator_files::not_a_component(&header) else {
         return Ok(meta.len());
     };
     Err(KitError::NotAComponent {

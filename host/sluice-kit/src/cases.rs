@@ -159,10 +159,11 @@ impl TestPlan {
         } else {
             path.to_path_buf()
         };
-        let text = sluice_files::read_regular(&path, 16 << 20).map_err(|e| TestsError::Read {
-            path: path.clone(),
-            reason: e.to_string(),
-        })?;
+        let text =
+            sluice_operator_files::read_regular(&path, 16 << 20).map_err(|e| TestsError::Read {
+                path: path.clone(),
+                reason: e.to_string(),
+            })?;
         let plan = |reason: String| TestsError::Plan {
             path: path.clone(),
             reason,

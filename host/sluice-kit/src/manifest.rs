@@ -73,9 +73,12 @@ impl Manifest {
     /// (not a regular file, over 1 MiB, not UTF-8), or [`Manifest::parse`]'s errors.
     pub fn read(dir: &Path) -> Result<Manifest, KitError> {
         let path = dir.join(MANIFEST_FILE);
-        let text = match sluice_files::read_text(&path, sluice_files::MAX_CONFIG_FILE_BYTES) {
+        let text = match sluice_operator_files::read_text(
+            &path,
+            sluice_operator_files::MAX_CONFIG_FILE_BYTES,
+        ) {
             Ok(text) => text,
-            Err(sluice_files::RegularFileError::NotFound(_)) => {
+            Err(sluice_operator_files::RegularFileError::NotFound(_)) => {
                 return Err(KitError::NoManifest {
                     dir: dir.to_path_buf(),
                 });

@@ -4,7 +4,7 @@
 
 /// `agent.max_tool_result_bytes` when not set: the cap on every observation, in bytes
 /// (64 KiB); also the page budget a guest assumes when the host tells it none
-/// (`sluice_pager::budget`).
+/// (`sluice_file_tools::budget`).
 pub const DEFAULT_MAX_TOOL_RESULT_BYTES: u32 = 65_536;
 
 /// The smallest `agent.max_tool_result_bytes`, in bytes.

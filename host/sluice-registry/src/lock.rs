@@ -71,9 +71,12 @@ impl Lock {
             path: path.to_path_buf(),
             reason,
         };
-        let text = match sluice_files::read_text(path, sluice_files::MAX_CONFIG_FILE_BYTES) {
+        let text = match sluice_operator_files::read_text(
+            path,
+            sluice_operator_files::MAX_CONFIG_FILE_BYTES,
+        ) {
             Ok(t) => t,
-            Err(sluice_files::RegularFileError::NotFound(_)) => {
+            Err(sluice_operator_files::RegularFileError::NotFound(_)) => {
                 return Ok(Lock::empty(path));
             }
             Err(e) => return Err(fail(e.to_string())),

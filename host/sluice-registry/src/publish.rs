@@ -68,7 +68,7 @@ impl Fetcher {
                 "a push names a tag (oci://REGISTRY/REPOSITORY:TAG), not a digest: the registry computes the digest".into(),
             ));
         }
-        if let Some(reason) = sluice_files::not_a_component(wasm) {
+        if let Some(reason) = sluice_operator_files::not_a_component(wasm) {
             return Err(refuse(reason.into()));
         }
         let remote = self.remote(reference, insecure);

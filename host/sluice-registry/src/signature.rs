@@ -133,12 +133,11 @@ impl PublicKey {
     /// algorithm.
     pub fn load(path: &Path) -> Result<PublicKey, KeyError> {
         let pem =
-            sluice_files::read_regular(path, sluice_files::MAX_SECRET_FILE_BYTES).map_err(|e| {
-                KeyError {
+            sluice_operator_files::read_regular(path, sluice_operator_files::MAX_SECRET_FILE_BYTES)
+                .map_err(|e| KeyError {
                     path: path.to_path_buf(),
                     reason: e.to_string(),
-                }
-            })?;
+                })?;
         PublicKey::from_pem(&path.display().to_string(), &pem).map_err(|reason| KeyError {
             path: path.to_path_buf(),
             reason,

@@ -117,8 +117,9 @@ impl KeyPair {
             path: path.to_path_buf(),
             reason,
         };
-        let pem = sluice_files::read_regular(path, sluice_files::MAX_SECRET_FILE_BYTES)
-            .map_err(|e| fail(e.to_string()))?;
+        let pem =
+            sluice_operator_files::read_regular(path, sluice_operator_files::MAX_SECRET_FILE_BYTES)
+                .map_err(|e| fail(e.to_string()))?;
         let (label, der) = spki::der::pem::decode_vec(&pem).map_err(|e| {
             fail(format!(
                 "it is not a PEM private key (-----BEGIN {PRIVATE_KEY_LABEL}-----): {e}"

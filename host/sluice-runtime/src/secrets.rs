@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use sluice_files::{MAX_SECRET_FILE_BYTES, read_regular};
+use sluice_operator_files::{MAX_SECRET_FILE_BYTES, read_regular};
 use wasmtime_wasi_config::WasiConfigVariables;
 
 /// The `wasi:config` release the host provides (wasmtime-wasi-config 48).
@@ -531,7 +531,7 @@ mod tests {
         );
         // A FIFO would hang a plain read for ever; it is refused without blocking.
         let fifo = dir.path().join("fifo");
-        sluice_files::make_fifo(&fifo).unwrap();
+        sluice_operator_files::make_fifo(&fifo).unwrap();
         let sources = BTreeMap::from([("api".to_string(), SecretSource::File(fifo.clone()))]);
         assert_eq!(
             resolve(&none, &sources, &env).err().unwrap().to_string(),

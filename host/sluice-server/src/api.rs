@@ -140,7 +140,7 @@ async fn get_session(
 }
 
 /// `{"models": [{"name", "default"}]}`: the models a prompt may name, the one of
-/// `[model]` today (its [`Backend::name`](sluice_backends::Backend::name), `scripted` or
+/// `[model]` today (its [`Backend::name`](sluice_models::Backend::name), `scripted` or
 /// `PROVIDER:MODEL`).
 async fn list_models(State(state): State<AppState>) -> ApiResult {
     ok(json!({"models": [{"name": state.model_name(), "default": true}]}))

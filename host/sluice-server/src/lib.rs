@@ -271,7 +271,7 @@ pub fn token_from(
 ) -> Result<Option<String>, ServerError> {
     let (token, origin) = match file {
         Some(path) => {
-            use sluice_files::{MAX_SECRET_FILE_BYTES, read_text};
+            use sluice_operator_files::{MAX_SECRET_FILE_BYTES, read_text};
             let text =
                 read_text(path, MAX_SECRET_FILE_BYTES).map_err(|e| ServerError::TokenFile {
                     path: path.to_path_buf(),

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use sluice_agent::{Agent, AgentError, Claim, Settings, Tools};
-use sluice_backends::Backend;
 use sluice_config::RuntimeSetting;
+use sluice_models::Backend;
 use sluice_protocol::ToolCall;
 use sluice_store::{Decision, RunEnd as StoreRunEnd, Store, StoreError, Topic};
 use tokio_util::sync::CancellationToken;

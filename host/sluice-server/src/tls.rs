@@ -270,19 +270,22 @@ fn read(files: &TlsFiles) -> Result<CertifiedKey, TlsError> {
     let cert_path = &files.cert_file;
     let key_path = &files.key_file;
     let cert_bytes =
-        sluice_files::read_regular(cert_path, MAX_CERT_FILE_BYTES).map_err(|e| TlsError::Read {
-            what: "certificate",
-            path: cert_path.clone(),
-            key: CERT_KEY,
-            reason: e.to_string(),
+        sluice_operator_files::read_regular(cert_path, MAX_CERT_FILE_BYTES).map_err(|e| {
+            TlsError::Read {
+                what: "certificate",
+                path: cert_path.clone(),
+                key: CERT_KEY,
+                reason: e.to_string(),
+            }
         })?;
-    let key_bytes = sluice_files::read_regular(key_path, sluice_files::MAX_SECRET_FILE_BYTES)
-        .map_err(|e| TlsError::Read {
-            what: "private key",
-            path: key_path.clone(),
-            key: KEY_KEY,
-            reason: e.to_string(),
-        })?;
+    let key_bytes =
+        sluice_operator_files::read_regular(key_path, sluice_operator_files::MAX_SECRET_FILE_BYTES)
+            .map_err(|e| TlsError::Read {
+                what: "private key",
+                path: key_path.clone(),
+                key: KEY_KEY,
+                reason: e.to_string(),
+            })?;
     let chain = CertificateDer::pem_slice_iter(&cert_bytes)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| TlsError::NoCertificate {

@@ -1,6 +1,6 @@
 //! Shortening text for a message or a page: the one place Sluice cuts a string and marks
 //! the cut with `…` (U+2026, 3 bytes in UTF-8). No dependencies, so both the host crates and
-//! the guests' library (`sluice-pager`) use it.
+//! the guests' library (`sluice-file-tools`) use it.
 //!
 //! - [`cut_bytes`]: a byte budget (what a cap or a message size is counted in); the cut is
 //!   at the last character boundary at or before the budget (`str::floor_char_boundary`).

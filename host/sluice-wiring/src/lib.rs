@@ -17,11 +17,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sluice_agent::Settings;
-use sluice_backends::Backend;
-use sluice_backends::provider::{ProviderConfig, Secret};
 use sluice_config::{
     Config, ConfiguredBy, ModelConfig, ProviderName, SecretRef, ToolConfig, ToolSource,
 };
+use sluice_models::Backend;
+use sluice_models::provider::{ProviderConfig, Secret};
 use sluice_registry::RegistryError;
 use sluice_runtime::{
     ArgPolicy, Compilers, ComponentSpec, EngineOptions, FunctionPolicy, HttpAllow, HttpCredential,
@@ -366,9 +366,9 @@ pub fn builtin(name: &str) -> Result<Source, WiringError> {
 /// # Errors
 /// [`WiringError::Read`] when the file cannot be read, is not a regular file (a FIFO, a
 /// device, a directory: refused without blocking) or is larger than 1 GiB
-/// ([`MAX_COMPONENT_FILE_BYTES`](sluice_files::MAX_COMPONENT_FILE_BYTES)).
+/// ([`MAX_COMPONENT_FILE_BYTES`](sluice_operator_files::MAX_COMPONENT_FILE_BYTES)).
 pub fn component_source(path: &Path) -> Result<Source, WiringError> {
-    use sluice_files::{MAX_COMPONENT_FILE_BYTES, read_regular};
+    use sluice_operator_files::{MAX_COMPONENT_FILE_BYTES, read_regular};
     let wasm = read_regular(path, MAX_COMPONENT_FILE_BYTES).map_err(|e| WiringError::Read {
         what: "the component",
         path: path.to_path_buf(),
@@ -405,11 +405,11 @@ pub fn backend(config: &Config) -> Result<Arc<dyn Backend>, WiringError> {
     let Some(provider) = m.provider.wire() else {
         return Ok(match m.provider {
             ProviderName::Replay => Arc::new(
-                sluice_backends::ReplayModel::from_file(Path::new(&m.name))
+                sluice_models::ReplayModel::from_file(Path::new(&m.name))
                     .map_err(|e| WiringError::Model(e.to_string()))?,
             ),
             // `scripted`, the only other provider without a wire format.
-            _ => Arc::new(sluice_backends::ScriptedModel::new()),
+            _ => Arc::new(sluice_models::ScriptedModel::new()),
         });
     };
     let mut p = ProviderConfig::new(provider, &m.name);
@@ -427,7 +427,7 @@ pub fn backend(config: &Config) -> Result<Arc<dyn Backend>, WiringError> {
     p.timeouts.request_ms = m.request_timeout_ms;
     p.retry.max_retries = m.max_retries;
     p.tool_choice = m.tool_choice;
-    sluice_backends::provider::connect(p).map_err(|e| WiringError::Model(e.to_string()))
+    sluice_models::provider::connect(p).map_err(|e| WiringError::Model(e.to_string()))
 }
 
 /// The API key: from `model.api_key_file` (its first line), else the variable
@@ -435,7 +435,7 @@ pub fn backend(config: &Config) -> Result<Arc<dyn Backend>, WiringError> {
 /// ([`ProviderName::default_key_env`]). Never logged, never stored with the session.
 fn api_key(m: &ModelConfig) -> Result<Option<Secret>, WiringError> {
     if let Some(file) = &m.api_key_file {
-        use sluice_files::{MAX_SECRET_FILE_BYTES, read_text};
+        use sluice_operator_files::{MAX_SECRET_FILE_BYTES, read_text};
         let text = read_text(file, MAX_SECRET_FILE_BYTES).map_err(|e| WiringError::Read {
             what: "the API key file",
             path: file.clone(),

@@ -1,5 +1,5 @@
 //! The built-in `grep_files` tool: the `grep-files` world of `sluice:tools` as a thin adapter over
-//! [`sluice_pager::grep_files_from`], walking through directory listings read by the host
+//! [`sluice_file_tools::grep_files_from`], walking through directory listings read by the host
 //! (`sluice:tools/listing`, [`sluice_guest::HostListing`]): one crossing and no `stat` per
 //! entry, where the `wasi:filesystem` directory stream costs one of each.
 
@@ -28,7 +28,7 @@ impl bindings::Guest for Tool {
     fn grep_files(args: files::GrepFilesArgs) -> Result<files::GrepFilesPage, types::ToolError> {
         sluice_guest::run(
             sluice_guest::grep_args(args),
-            |ctx, args| sluice_pager::grep_files_from(ctx, args, Some(&HostListing)),
+            |ctx, args| sluice_file_tools::grep_files_from(ctx, args, Some(&HostListing)),
             sluice_guest::grep_page,
         )
     }

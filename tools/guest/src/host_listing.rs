@@ -4,7 +4,7 @@
 use std::io::{Error, ErrorKind};
 use std::path::Path;
 
-use sluice_pager::{DirChunk, DirNames, DirSource, EntryKind};
+use sluice_file_tools::{DirChunk, DirNames, DirSource, EntryKind};
 
 use crate::{files, listing};
 
@@ -52,7 +52,7 @@ fn io_error(e: listing::ListingError) -> Option<Error> {
         L::Unsupported => return None,
         L::NotFound => Error::new(ErrorKind::NotFound, "no such file or directory"),
         // The path leaves the preopen (the file system's own refusal comes as `failed`).
-        L::NotPermitted => sluice_pager::error::Escape.into_io(),
+        L::NotPermitted => sluice_file_tools::error::Escape.into_io(),
         L::NotDirectory => Error::new(ErrorKind::NotADirectory, "not a directory"),
         L::Failed(words) => Error::other(words),
     })

@@ -1,16 +1,16 @@
-//! The guest side of `sluice:tools@0.1.3` for Rust tools built on [`sluice_pager`].
+//! The guest side of `sluice:tools@0.1.3` for Rust tools built on [`sluice_file_tools`].
 //!
 //! [`bindings`] holds the bindings of the shared interfaces (`types`, `files`, `budget`,
 //! `key-policy`, `listing`), generated once here; each tool crate generates its own world with
 //! `with:` pointing at them, so the conversions below exist once. [`context`] builds the
 //! pager's [`Context`] for the current call from what the host grants: the preopened roots,
 //! the cap, the time budget and the key-material names. [`HostListing`] is the host's
-//! `listing` as the pager's [`DirSource`](sluice_pager::DirSource).
+//! `listing` as the pager's [`DirSource`](sluice_file_tools::DirSource).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_pager::{Context, KeyNamePolicy, Limits, Root, Roots, ToolError as PagerError};
+use sluice_file_tools::{Context, KeyNamePolicy, Limits, Root, Roots, ToolError as PagerError};
 
 /// Bindings of the shared `sluice:tools` interfaces (imports only).
 #[allow(missing_docs, unsafe_code, unreachable_pub, clippy::all)]
@@ -42,7 +42,7 @@ mod host_listing;
 /// order the host granted them; the cap and time budget come from `budget`, the key names
 /// from `key-policy`.
 pub fn context() -> Result<Context, types::ToolError> {
-    let roots = sluice_pager::preopened_paths()
+    let roots = sluice_file_tools::preopened_paths()
         .into_iter()
         .map(|path| {
             let name = path.trim_start_matches('/').to_string();
@@ -74,7 +74,7 @@ impl KeyNamePolicy for HostKeyNames {
 
 /// The WIT `tool-error` for a pager error.
 pub fn tool_error(e: PagerError) -> types::ToolError {
-    use sluice_pager::ErrorKind as K;
+    use sluice_file_tools::ErrorKind as K;
     use types::ToolError as T;
     let m = e.message;
     match e.kind {
@@ -100,8 +100,8 @@ pub fn run<A, P, W>(
 }
 
 /// `read-file-args` → pager arguments.
-pub fn read_args(a: files::ReadFileArgs) -> sluice_pager::ReadFileArgs {
-    sluice_pager::ReadFileArgs {
+pub fn read_args(a: files::ReadFileArgs) -> sluice_file_tools::ReadFileArgs {
+    sluice_file_tools::ReadFileArgs {
         path: a.path,
         root: a.root,
         start_line: a.start_line,
@@ -111,7 +111,7 @@ pub fn read_args(a: files::ReadFileArgs) -> sluice_pager::ReadFileArgs {
 }
 
 /// Pager page → `read-file-page`.
-pub fn read_page(p: sluice_pager::ReadFilePage) -> files::ReadFilePage {
+pub fn read_page(p: sluice_file_tools::ReadFilePage) -> files::ReadFilePage {
     files::ReadFilePage {
         path: p.path,
         size: p.size,
@@ -129,8 +129,8 @@ pub fn read_page(p: sluice_pager::ReadFilePage) -> files::ReadFilePage {
 }
 
 /// `tail-file-args` → pager arguments.
-pub fn tail_args(a: files::TailFileArgs) -> sluice_pager::TailFileArgs {
-    sluice_pager::TailFileArgs {
+pub fn tail_args(a: files::TailFileArgs) -> sluice_file_tools::TailFileArgs {
+    sluice_file_tools::TailFileArgs {
         path: a.path,
         root: a.root,
         lines: a.lines,
@@ -138,7 +138,7 @@ pub fn tail_args(a: files::TailFileArgs) -> sluice_pager::TailFileArgs {
 }
 
 /// Pager page → `tail-file-page`.
-pub fn tail_page(p: sluice_pager::TailFilePage) -> files::TailFilePage {
+pub fn tail_page(p: sluice_file_tools::TailFilePage) -> files::TailFilePage {
     files::TailFilePage {
         path: p.path,
         truncated: p.truncated,
@@ -148,8 +148,8 @@ pub fn tail_page(p: sluice_pager::TailFilePage) -> files::TailFilePage {
 }
 
 /// `grep-files-args` → pager arguments.
-pub fn grep_args(a: files::GrepFilesArgs) -> sluice_pager::GrepFilesArgs {
-    sluice_pager::GrepFilesArgs {
+pub fn grep_args(a: files::GrepFilesArgs) -> sluice_file_tools::GrepFilesArgs {
+    sluice_file_tools::GrepFilesArgs {
         pattern: a.pattern,
         path: a.path,
         root: a.root,
@@ -161,7 +161,7 @@ pub fn grep_args(a: files::GrepFilesArgs) -> sluice_pager::GrepFilesArgs {
 }
 
 /// Pager page → `grep-files-page`.
-pub fn grep_page(p: sluice_pager::GrepFilesPage) -> files::GrepFilesPage {
+pub fn grep_page(p: sluice_file_tools::GrepFilesPage) -> files::GrepFilesPage {
     files::GrepFilesPage {
         path: p.path,
         count: p.count,
@@ -182,8 +182,8 @@ pub fn grep_page(p: sluice_pager::GrepFilesPage) -> files::GrepFilesPage {
 }
 
 /// `list-dir-args` → pager arguments.
-pub fn list_args(a: files::ListDirArgs) -> sluice_pager::ListDirArgs {
-    sluice_pager::ListDirArgs {
+pub fn list_args(a: files::ListDirArgs) -> sluice_file_tools::ListDirArgs {
+    sluice_file_tools::ListDirArgs {
         path: a.path,
         root: a.root,
         offset: a.offset,
@@ -191,8 +191,8 @@ pub fn list_args(a: files::ListDirArgs) -> sluice_pager::ListDirArgs {
 }
 
 /// Pager page → `list-dir-page`.
-pub fn list_page(p: sluice_pager::ListDirPage) -> files::ListDirPage {
-    use sluice_pager::EntryKind as K;
+pub fn list_page(p: sluice_file_tools::ListDirPage) -> files::ListDirPage {
+    use sluice_file_tools::EntryKind as K;
     files::ListDirPage {
         path: p.path,
         total: p.total,

@@ -1,5 +1,5 @@
 //! The built-in `list_dir` tool: the `list-dir` world of `sluice:tools` as a thin adapter over
-//! [`sluice_pager::list_dir_from`], with the page's entries read by the host
+//! [`sluice_file_tools::list_dir_from`], with the page's entries read by the host
 //! (`sluice:tools/listing`, [`sluice_guest::HostListing`]), which sorts a directory once and
 //! keeps it, instead of the `wasi:filesystem` directory stream, which costs the whole
 //! directory on every page.
@@ -29,7 +29,7 @@ impl bindings::Guest for Tool {
     fn list_dir(args: files::ListDirArgs) -> Result<files::ListDirPage, types::ToolError> {
         sluice_guest::run(
             sluice_guest::list_args(args),
-            |ctx, args| sluice_pager::list_dir_from(ctx, args, Some(&HostListing)),
+            |ctx, args| sluice_file_tools::list_dir_from(ctx, args, Some(&HostListing)),
             sluice_guest::list_page,
         )
     }

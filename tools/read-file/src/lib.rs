@@ -1,5 +1,5 @@
 //! The built-in `read_file` tool: the `read-file` world of `sluice:tools` as a thin adapter over
-//! [`sluice_pager::read_file`].
+//! [`sluice_file_tools::read_file`].
 
 #![allow(unsafe_code)] // The generated export glue is unsafe.
 
@@ -25,7 +25,7 @@ impl bindings::Guest for Tool {
     fn read_file(args: files::ReadFileArgs) -> Result<files::ReadFilePage, types::ToolError> {
         sluice_guest::run(
             sluice_guest::read_args(args),
-            sluice_pager::read_file,
+            sluice_file_tools::read_file,
             sluice_guest::read_page,
         )
     }

@@ -1,5 +1,5 @@
 //! The built-in `tail_file` tool: the `tail-file` world of `sluice:tools` as a thin adapter over
-//! [`sluice_pager::tail_file`].
+//! [`sluice_file_tools::tail_file`].
 
 #![allow(unsafe_code)] // The generated export glue is unsafe.
 
@@ -25,7 +25,7 @@ impl bindings::Guest for Tool {
     fn tail_file(args: files::TailFileArgs) -> Result<files::TailFilePage, types::ToolError> {
         sluice_guest::run(
             sluice_guest::tail_args(args),
-            sluice_pager::tail_file,
+            sluice_file_tools::tail_file,
             sluice_guest::tail_page,
         )
     }

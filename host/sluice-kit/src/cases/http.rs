@@ -75,8 +75,10 @@ impl HttpTable {
                 return Err("it has both `body` and `body_file`: give one".into());
             }
             (Some(text), None) => text.clone().into_bytes(),
-            (None, Some(file)) => sluice_files::read_regular(&base.join(file), MAX_BODY_FILE_BYTES)
-                .map_err(|e| format!("`body_file` {file:?} cannot be read: {e}"))?,
+            (None, Some(file)) => {
+                sluice_operator_files::read_regular(&base.join(file), MAX_BODY_FILE_BYTES)
+                    .map_err(|e| format!("`body_file` {file:?} cannot be read: {e}"))?
+            }
             (None, None) => Vec::new(),
         };
         let headers: Vec<(String, String)> = self

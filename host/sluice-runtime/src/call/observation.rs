@@ -237,7 +237,7 @@ impl Observation {
 fn unknown(name: &str, near: Option<crate::component::names::Nearest<'_>>) -> Draft {
     let mut text = format!(
         "{{\"ok\":false,\"error\":\"unknown_tool\",\"name\":{}",
-        Value::from(sluice_pager::error::quote(name))
+        Value::from(sluice_file_tools::error::quote(name))
     );
     if let Some(near) = near {
         if let Some(s) = near.suggestion {
@@ -321,7 +321,7 @@ impl Draft {
         } = if sluice_keys::has_armor(self.text.as_bytes()) {
             let refusal = format!(
                 "refusing to return key material: the result of {} holds a PEM private key",
-                sluice_pager::error::quote(&sluice_keys::redact_armor(tool))
+                sluice_file_tools::error::quote(&sluice_keys::redact_armor(tool))
             );
             Observation::error(&refusal, Some("key-material")).with_status(CallStatus::KeyMaterial)
         } else {

@@ -280,7 +280,7 @@ fn lower_fields(
             "unknown argument{plural}: {}; allowed: {allowed}",
             unknown
                 .iter()
-                .map(|u| sluice_pager::error::quote(&format!("{prefix}{u}")))
+                .map(|u| sluice_file_tools::error::quote(&format!("{prefix}{u}")))
                 .collect::<Vec<_>>()
                 .join(", ")
         ));

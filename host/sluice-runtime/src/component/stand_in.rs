@@ -16,7 +16,7 @@ use crate::engine::ToolEngine;
 /// bytes are not a component whose type is a WIT world), in which case the caller compiles
 /// the real component to find out more.
 pub(crate) fn stand_in(engine: &ToolEngine, wasm: &[u8]) -> Result<Component, String> {
-    if let Some(reason) = sluice_files::not_a_component(wasm) {
+    if let Some(reason) = sluice_operator_files::not_a_component(wasm) {
         return Err(reason.to_string());
     }
     let (resolve, world) = match decode(wasm).map_err(|e| format!("{e:#}"))? {

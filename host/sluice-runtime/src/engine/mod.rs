@@ -328,7 +328,7 @@ impl ToolEngine {
         if let Some(component) = self.cached(what, sha256) {
             return Ok(component);
         }
-        if let Some(reason) = sluice_files::not_a_component(wasm) {
+        if let Some(reason) = sluice_operator_files::not_a_component(wasm) {
             return Err(RuntimeError::Load {
                 what: what.to_string(),
                 reason: reason.to_string(),

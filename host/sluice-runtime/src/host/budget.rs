@@ -12,7 +12,7 @@ impl crate::host::bindings::budget::Host for CallState {
     }
 
     fn page_bytes(&mut self, path: String) -> u32 {
-        sluice_pager::budget::page_bytes(self.budget.max_result_bytes, &path)
+        sluice_file_tools::budget::page_bytes(self.budget.max_result_bytes, &path)
             .map_or(0, |p| p as u32)
     }
 

@@ -413,8 +413,11 @@ fn read_secret(secret: &SecretRef) -> Result<String, SetupError> {
                 from: format!("file {}", path.display()),
                 reason,
             };
-            let bytes = sluice_files::read_regular(path, sluice_files::MAX_SECRET_FILE_BYTES)
-                .map_err(|e| error(e.to_string()))?;
+            let bytes = sluice_operator_files::read_regular(
+                path,
+                sluice_operator_files::MAX_SECRET_FILE_BYTES,
+            )
+            .map_err(|e| error(e.to_string()))?;
             let text = String::from_utf8(bytes).map_err(|_| error("it is not UTF-8".into()))?;
             let text = text
                 .strip_suffix("\r\n")

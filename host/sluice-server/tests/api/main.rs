@@ -24,7 +24,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::{Value, json};
 use sluice_agent::Settings;
-use sluice_backends::{Backend, ReplayModel, ScriptedModel};
+use sluice_models::{Backend, ReplayModel, ScriptedModel};
 use sluice_runtime::{ComponentSpec, EngineOptions, Source, ToolEngine, ToolPolicy, Toolbox};
 use sluice_server::{ServeOptions, Server, ServerError, Services};
 use sluice_store::SqliteStore;

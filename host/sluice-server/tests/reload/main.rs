@@ -259,7 +259,7 @@ async fn a_persisting_failure_is_logged_once_and_its_fix_once() {
 async fn special_and_oversized_entries_are_skipped_and_reload_goes_on() {
     let s = Setup::new();
     let (live, reloader) = s.serve().await;
-    sluice_files::make_fifo(&s.path("tools/fifo.wasm")).unwrap();
+    sluice_operator_files::make_fifo(&s.path("tools/fifo.wasm")).unwrap();
     std::fs::create_dir(s.path("tools/dir.wasm")).unwrap();
     std::fs::File::create(s.path("tools/big.wasm"))
         .unwrap()

@@ -225,7 +225,7 @@ pub(crate) fn configure(url: &str) -> Result<(tokio_postgres::Config, MakeRustls
 
 /// The CA certificates of `path` (PEM).
 fn read_roots(path: PathBuf, mode: SslMode) -> Result<RootCertStore, TlsSetupError> {
-    let bytes = sluice_files::read_regular(&path, MAX_ROOT_FILE_BYTES).map_err(|e| {
+    let bytes = sluice_operator_files::read_regular(&path, MAX_ROOT_FILE_BYTES).map_err(|e| {
         TlsSetupError::RootFile {
             path: path.clone(),
             mode: mode.name(),

@@ -180,7 +180,7 @@ async fn a_file_that_is_not_a_store_is_refused_and_left_alone() {
     #[cfg(unix)]
     {
         let fifo = dir.path().join("fifo");
-        sluice_files::make_fifo(&fifo).unwrap();
+        sluice_operator_files::make_fifo(&fifo).unwrap();
         let err = SqliteStore::open(&fifo).unwrap_err();
         assert_eq!(
             err.to_string(),

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sluice_agent::{Agent, RunEvent};
-use sluice_backends::Backend;
 use sluice_config::Config;
+use sluice_models::Backend;
 use sluice_protocol::SessionStatus;
 use sluice_store::{Store, StoreError};
 use tokio_util::sync::CancellationToken;
@@ -119,7 +119,7 @@ pub(crate) struct RunEnded(pub(crate) u8, pub(crate) String);
 fn backend(config: &Config, args: &RunArgs) -> anyhow::Result<Arc<dyn Backend>> {
     let inner = sluice_wiring::backend(config)?;
     Ok(match args.context_window_bytes {
-        Some(bytes) => Arc::new(sluice_backends::window::ContextWindow::new(inner, bytes)),
+        Some(bytes) => Arc::new(sluice_models::window::ContextWindow::new(inner, bytes)),
         None => inner,
     })
 }

@@ -13,7 +13,7 @@ use std::process::{Child, ChildStderr, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use sluice_backends::scripted::MAX_READ_PAGES;
+use sluice_models::scripted::MAX_READ_PAGES;
 
 /// How long Prometheus gets to start and to scrape: generous, for a loaded machine. Nothing
 /// is asserted about time; a poll that runs out fails with what it saw.
