@@ -142,8 +142,8 @@ mod tests {
         assert_eq!(paging_hint(&list), LIST_HINT);
     }
 
-    /// Issue 16 item 5: wassette's filesystem-rs `read-file(path)` is not told to pass
-    /// `lineCount` or `offset`.
+    /// A tool without paging arguments, such as wassette's filesystem-rs `read-file(path)`,
+    /// is not told to pass `lineCount` or `offset`.
     #[test]
     fn a_tool_without_paging_arguments_gets_a_narrower_query() {
         assert_eq!(

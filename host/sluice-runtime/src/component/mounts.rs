@@ -1,8 +1,7 @@
 //! Where a component finds its roots, told to the model: a tool that takes file paths but
 //! no root name opens them in the guest's file system, where each granted root is
-//! preopened at `/<root name>`. Its description ends with a sentence that says so
-//! (issue 16 item 4); without it, a model passes host paths or bare names the tool cannot
-//! open.
+//! preopened at `/<root name>`. Its description ends with a sentence that says so;
+//! without it, a model passes host paths or bare names the tool cannot open.
 
 use wasmtime::component::types::Type;
 

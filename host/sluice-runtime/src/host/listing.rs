@@ -1,5 +1,5 @@
 //! `sluice:tools/listing`: directory listings read by the host, so that a page of `list_dir`
-//! costs what a page is (issue 19).
+//! costs what a page is.
 //!
 //! Through `wasi:filesystem`, every page of a listing reads the whole directory: wasmtime-wasi
 //! 48's `read-directory` `stat`s every entry on the host, and the guest then takes the

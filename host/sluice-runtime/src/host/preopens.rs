@@ -1,5 +1,5 @@
 //! The preopened directories of a loaded component, opened once and shared by its calls
-//! (issue 19: a call's cost must not grow with the number of roots granted).
+//! (a call's cost must not grow with the number of roots granted).
 //!
 //! Every call still gets a fresh WASI context, but opening each root's directory by path on
 //! every call cost a path walk and an `open(2)` per root. Here the roots are opened when the
