@@ -26,9 +26,11 @@
 //! run executes or denies them and stores one observation each.
 
 mod metrics;
+mod model_turn;
 pub mod recovery;
 mod run;
 mod spans;
+mod tool_turn;
 mod tools;
 
 use std::sync::Arc;

@@ -1,35 +1,58 @@
-//! One run of a session.
+//! One run of a session: the claim, the run's context ([`Run`]) and its loop, which
+//! alternates the model's turn ([`crate::model_turn`]) and the tools' turn
+//! ([`crate::tool_turn`]).
 
-use sluice_models::estimate::prompt_bytes;
-use sluice_models::{BackendError, ModelReply, ModelRequest};
-use sluice_protocol::{Message, SessionStatus, ToolCall, ToolSpec};
-use sluice_runtime::call::observation::{DEFAULT_HINT, Observation, paging_hint, shrink_text};
-use sluice_runtime::{CallOptions, CallStatus};
-use sluice_store::{Decision, StoreError, StoredMessage};
+use sluice_protocol::{Message, SessionStatus};
+use sluice_store::StoreError;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
-use crate::metrics::{self, Recovery};
-use crate::recovery::{
-    self, bytes_to_free, nothing_to_shrink, pending_calls, shrink_plan, still_too_long,
-    tool_of_call, transcript,
-};
+use crate::metrics;
+use crate::model_turn::Asked;
+use crate::recovery::pending_calls;
 use crate::spans;
 use crate::{Agent, AgentError, Outcome, RunEvent, RunUsage};
 
 /// How a step of the run ended when it ends the run.
-enum Stop {
+pub(crate) enum Stop {
+    /// The model answered without tool calls (its answer), or `max_turns` ran out (none).
     Completed(Option<String>),
+    /// The run was cancelled.
     Aborted,
+    /// A destructive call waits for the operator's decision.
     AwaitingApproval,
+    /// The model failed; why.
     Failed(String),
 }
 
-/// The model's answer to one request, or why there is none.
-enum Asked {
-    Reply(ModelReply),
-    Cancelled,
-    Failed(BackendError),
+/// One run in progress, as its steps see it: the session it runs, what cancels it, where
+/// its events go and what it has counted so far. [`Agent::run_claimed`] makes one per run
+/// and hands it to each step: a step that counts requests takes it `&mut`, the others `&`.
+pub(crate) struct Run<'a> {
+    /// The session's id.
+    pub(crate) session: &'a str,
+    /// Cancels the run: it drops the request in flight and stops the call in progress.
+    pub(crate) cancel: &'a CancellationToken,
+    /// Sees what happens, as it happens.
+    events: &'a (dyn Fn(RunEvent) + Send + Sync),
+    /// The requests and tokens counted so far.
+    pub(crate) tally: Tally,
+}
+
+impl Run<'_> {
+    /// Reports `event` to the run's events sink.
+    pub(crate) fn emit(&self, event: RunEvent) {
+        (self.events)(event);
+    }
+}
+
+/// What a run counts as it goes.
+#[derive(Default)]
+pub(crate) struct Tally {
+    /// Requests sent to the model ([`Outcome::requests`]).
+    pub(crate) requests: u32,
+    /// The tokens the replies reported ([`Outcome::usage`]).
+    pub(crate) usage: RunUsage,
 }
 
 /// A run of a session that the store has granted to this process ([`Agent::claim`]), with
@@ -156,10 +179,14 @@ impl Agent {
     ) -> Result<Outcome, AgentError> {
         let session_id = claim.session.as_str();
         let active = metrics::ActiveRun::start();
-        let mut tally = Tally::default();
-        let result = self
-            .run_started(session_id, cancel, events, &mut tally)
-            .await;
+        let mut run = Run {
+            session: session_id,
+            cancel,
+            events,
+            tally: Tally::default(),
+        };
+        let result = self.run_started(&mut run).await;
+        let tally = run.tally;
         let (status, last_error, answer) = match &result {
             Ok(Stop::Completed(answer)) => (SessionStatus::Completed, None, answer.clone()),
             Ok(Stop::Aborted) => (
@@ -205,17 +232,14 @@ impl Agent {
         })
     }
 
-    async fn run_started(
-        &self,
-        id: &str,
-        cancel: &CancellationToken,
-        events: &(dyn Fn(RunEvent) + Send + Sync),
-        tally: &mut Tally,
-    ) -> Result<Stop, AgentError> {
+    /// The loop of a claimed run: the calls an earlier run left first, then the queued
+    /// prompts, then model turns and tool turns until one of them ends the run.
+    async fn run_started(&self, run: &mut Run<'_>) -> Result<Stop, AgentError> {
+        let id = run.session;
         // Calls an earlier run left without observations come first: a provider needs the
         // results right after the assistant message that asked for them. Then the prompts
         // the claim accepted.
-        if let Some(stop) = self.run_pending(id, cancel, events).await? {
+        if let Some(stop) = self.run_pending(run).await? {
             return Ok(stop);
         }
         self.store.append_queued_prompts(id).await?;
@@ -225,26 +249,23 @@ impl Agent {
             if turns == self.settings.max_turns {
                 return Ok(Stop::Completed(None));
             }
-            if cancel.is_cancelled() {
+            if run.cancel.is_cancelled() {
                 return Ok(Stop::Aborted);
             }
             turns += 1;
             let messages = self.store.messages(id).await?;
-            let reply = match self.ask(&messages, &tools, cancel, events, tally).await {
+            let reply = match self.ask(run, &messages, &tools).await {
                 Asked::Reply(r) => r,
                 Asked::Cancelled => return Ok(Stop::Aborted),
                 Asked::Failed(e) if e.context_window_exceeded() => {
-                    match self
-                        .recover(id, &messages, &tools, &e, cancel, events, tally)
-                        .await?
-                    {
+                    match self.recover(run, &messages, &tools, &e).await? {
                         Ok(r) => r,
                         Err(stop) => return Ok(stop),
                     }
                 }
                 Asked::Failed(e) => return Ok(Stop::Failed(e.message)),
             };
-            events(RunEvent::ModelReply {
+            run.emit(RunEvent::ModelReply {
                 tool_calls: reply.tool_calls.len(),
             });
             let done = reply.tool_calls.is_empty();
@@ -257,345 +278,11 @@ impl Agent {
             if done {
                 return Ok(Stop::Completed(Some(reply.content)));
             }
-            if let Some(stop) = self.run_pending(id, cancel, events).await? {
+            if let Some(stop) = self.run_pending(run).await? {
                 return Ok(stop);
             }
         }
     }
-
-    /// The request built from `messages`.
-    fn request(&self, messages: &[StoredMessage], tools: &[ToolSpec]) -> ModelRequest {
-        ModelRequest {
-            system: self.settings.system_prompt.clone(),
-            messages: transcript(messages),
-            tools: tools.to_vec(),
-        }
-    }
-
-    /// Sends one request built from `messages`; cancellation drops it. The tally counts the
-    /// HTTP requests the backend reports (retries included; none for a request its pre-send
-    /// estimate refused; one for a model that makes no HTTP request, or a cancelled one) and
-    /// the usage the reply reports.
-    async fn ask(
-        &self,
-        messages: &[StoredMessage],
-        tools: &[ToolSpec],
-        cancel: &CancellationToken,
-        events: &(dyn Fn(RunEvent) + Send + Sync),
-        tally: &mut Tally,
-    ) -> Asked {
-        let span = spans::chat(&self.backend.name(), None);
-        self.ask_in(span, messages, tools, cancel, events, tally)
-            .await
-    }
-
-    /// [`Agent::ask`] in `span` (a `chat` span, [`spans::chat`]), which it fills in.
-    async fn ask_in(
-        &self,
-        span: tracing::Span,
-        messages: &[StoredMessage],
-        tools: &[ToolSpec],
-        cancel: &CancellationToken,
-        events: &(dyn Fn(RunEvent) + Send + Sync),
-        tally: &mut Tally,
-    ) -> Asked {
-        let request = self.request(messages, tools);
-        events(RunEvent::ModelRequest {
-            bytes: request.json_bytes(),
-        });
-        if let Some(last) = request.messages.last() {
-            spans::prompt(&span, last.role.as_str(), &last.content);
-        }
-        let asked = self
-            .send(&request, cancel, tally)
-            .instrument(span.clone())
-            .await;
-        let name = self.backend.name();
-        match &asked {
-            Asked::Reply(r) => spans::replied(&span, &name, Ok(r)),
-            Asked::Failed(e) => spans::replied(&span, &name, Err(e)),
-            Asked::Cancelled => {}
-        }
-        asked
-    }
-
-    /// Sends `request`; cancellation drops it.
-    async fn send(
-        &self,
-        request: &ModelRequest,
-        cancel: &CancellationToken,
-        tally: &mut Tally,
-    ) -> Asked {
-        tokio::select! {
-            biased;
-            () = cancel.cancelled() => {
-                tally.requests += 1;
-                Asked::Cancelled
-            }
-            reply = self.backend.complete(request) => match reply {
-                Ok(r) => {
-                    tally.requests += r.http_requests.unwrap_or(1);
-                    match r.usage {
-                        Some(usage) => {
-                            tally.usage.input_tokens += usage.input_tokens;
-                            tally.usage.output_tokens += usage.output_tokens;
-                        }
-                        None => tally.usage.unreported_replies += 1,
-                    }
-                    Asked::Reply(r)
-                }
-                Err(e) => {
-                    tally.requests += e.http_requests.unwrap_or(1);
-                    Asked::Failed(e)
-                }
-            },
-        }
-    }
-
-    /// After a context-window rejection: shrinks observations ([`shrink_plan`]: the
-    /// 2,048-byte rule of docs/agent-loop.md#context-window-recovery, and as far as needed for
-    /// the retry to fit when the rejection's sizes are known), keeping the originals in the
-    /// audit, and retries once. `Ok(Err(stop))` ends the run.
-    #[allow(clippy::too_many_arguments)]
-    async fn recover(
-        &self,
-        id: &str,
-        messages: &[StoredMessage],
-        tools: &[ToolSpec],
-        rejection: &BackendError,
-        cancel: &CancellationToken,
-        events: &(dyn Fn(RunEvent) + Send + Sync),
-        tally: &mut Tally,
-    ) -> Result<Result<ModelReply, Stop>, AgentError> {
-        if cancel.is_cancelled() {
-            metrics::recovery(Recovery::Cancelled);
-            return Ok(Err(Stop::Aborted));
-        }
-        let need = rejection
-            .overflow
-            .map(|sizes| bytes_to_free(prompt_bytes(&self.request(messages, tools)), &sizes));
-        let cuts = shrink_plan(messages, need);
-        if cuts.is_empty() {
-            metrics::recovery(Recovery::NothingToShrink);
-            return Ok(Err(Stop::Failed(nothing_to_shrink(rejection))));
-        }
-        let reason = format!("{}: {}", recovery::SHRINK_REASON, rejection.message);
-        // A result shrunk by an earlier recovery is cut again from its original, so its
-        // marker keeps saying how large the result really was (a script's note in the audit
-        // is no result: only shrinks count).
-        let mut originals = recovery::results_before_shrinking(self.store.audit(id).await?);
-        let (mut from_bytes, mut to_bytes) = (0, 0);
-        for cut in &cuts {
-            let Some(m) = messages.iter().find(|m| m.seq == cut.seq) else {
-                continue;
-            };
-            let tool = m
-                .message
-                .tool_call_id
-                .as_deref()
-                .and_then(|c| tool_of_call(messages, c))
-                .unwrap_or("");
-            let original = originals
-                .remove(&m.seq)
-                .unwrap_or_else(|| m.message.content.clone());
-            let shrunk = shrink_text(original, cut.limit_bytes, &hint_of(tools, tool));
-            from_bytes += m.message.content.len();
-            to_bytes += shrunk.len();
-            self.store
-                .replace_content(id, m.seq, &shrunk, &reason)
-                .await?;
-        }
-        events(RunEvent::Shrunk {
-            seqs: cuts.iter().map(|c| c.seq).collect(),
-            from_bytes,
-            to_bytes,
-        });
-        let messages = self.store.messages(id).await?;
-        let span = spans::chat(&self.backend.name(), Some(cuts.len()));
-        let retried = self
-            .ask_in(span, &messages, tools, cancel, events, tally)
-            .await;
-        let (recovery, retried) = match retried {
-            Asked::Reply(r) => (Recovery::Recovered, Ok(r)),
-            Asked::Cancelled => (Recovery::Cancelled, Err(Stop::Aborted)),
-            Asked::Failed(e) if e.context_window_exceeded() => (
-                Recovery::StillTooLong,
-                Err(Stop::Failed(still_too_long(&e))),
-            ),
-            Asked::Failed(e) => (Recovery::Failed, Err(Stop::Failed(e.message))),
-        };
-        metrics::recovery(recovery);
-        Ok(retried)
-    }
-
-    /// Runs the calls of the last assistant message that have no observation yet, in order.
-    /// A destructive call without a decision stops the run (`awaiting_approval`); a prompt
-    /// accepted with the run stays queued until a later run gets past it.
-    ///
-    /// Cancellation reaches the call in progress (it stops within milliseconds and its
-    /// observation is a `cancelled` tool error). A cancelled run leaves no call of the turn
-    /// without an observation: the calls it did not start get a `cancelled` one too, so the
-    /// transcript stays one a provider accepts (every tool call id of an assistant turn has
-    /// its result) and the next prompt follows them directly.
-    async fn run_pending(
-        &self,
-        id: &str,
-        cancel: &CancellationToken,
-        events: &(dyn Fn(RunEvent) + Send + Sync),
-    ) -> Result<Option<Stop>, AgentError> {
-        let messages = self.store.messages(id).await?;
-        let pending = pending_calls(&messages);
-        for (i, call) in pending.iter().enumerate() {
-            if cancel.is_cancelled() {
-                self.not_started(id, &pending[i..], events).await?;
-                return Ok(Some(Stop::Aborted));
-            }
-            let observation =
-                if self.tools.is_destructive(&call.name) && !self.settings.auto_approve {
-                    match self.store.decision(id, &call.id).await? {
-                        None => {
-                            events(RunEvent::AwaitingApproval {
-                                call_id: call.id.clone(),
-                                name: call.name.clone(),
-                            });
-                            return Ok(Some(Stop::AwaitingApproval));
-                        }
-                        Some(Decision::Deny) => self.denied(call),
-                        Some(Decision::Approve) => self.call(call, cancel, events).await,
-                    }
-                } else {
-                    self.call(call, cancel, events).await
-                };
-            let cancelled = observation.status() == CallStatus::Cancelled;
-            self.store_observation(id, call, &observation, events)
-                .await?;
-            if cancelled {
-                self.not_started(id, &pending[i + 1..], events).await?;
-                return Ok(Some(Stop::Aborted));
-            }
-        }
-        Ok(None)
-    }
-
-    /// Appends `observation` as the result of `call` and reports it.
-    async fn store_observation(
-        &self,
-        id: &str,
-        call: &ToolCall,
-        observation: &Observation,
-        events: &(dyn Fn(RunEvent) + Send + Sync),
-    ) -> Result<(), AgentError> {
-        let seq = self
-            .store
-            .append(
-                id,
-                &Message::tool(call.id.clone(), observation.text().to_string(), now()),
-            )
-            .await?;
-        // What the call cost in its sandbox, beside it (docs/telemetry.md#sandbox-facts).
-        let facts = observation.facts().to_json();
-        self.store.record_call(id, seq, &call.name, &facts).await?;
-        // A script's program and tool calls go to the audit; the transcript keeps only its
-        // observation (docs/code-mode.md#the-audit).
-        if let Some(script) = observation.script() {
-            let note = script.to_json();
-            let reason = format!(
-                "{}: its program and its {} tool calls (the transcript keeps only the script's observation)",
-                call.name,
-                script.calls.len()
-            );
-            self.store.annotate(id, seq, &reason, &note).await?;
-        }
-        events(RunEvent::ToolFinished {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            bytes: observation.text().len(),
-            full_bytes: observation.full_bytes(),
-            truncated: observation.truncated(),
-            paged: observation.paged(),
-            error: observation.status() != CallStatus::Ok,
-        });
-        Ok(())
-    }
-
-    /// Stores a `cancelled` observation for each of `calls`, which the cancelled run did not
-    /// start.
-    async fn not_started(
-        &self,
-        id: &str,
-        calls: &[ToolCall],
-        events: &(dyn Fn(RunEvent) + Send + Sync),
-    ) -> Result<(), AgentError> {
-        for call in calls {
-            let observation = Observation::cancelled(
-                "the run was cancelled before this call started; the tool did not run",
-            )
-            .finish(
-                &call.name,
-                self.settings.max_tool_result_bytes as usize,
-                &hint_of(&self.tools.specs(), &call.name),
-            );
-            self.store_observation(id, call, &observation, events)
-                .await?;
-        }
-        Ok(())
-    }
-
-    async fn call(
-        &self,
-        call: &ToolCall,
-        cancel: &CancellationToken,
-        events: &(dyn Fn(RunEvent) + Send + Sync),
-    ) -> Observation {
-        events(RunEvent::ToolStarted {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-        });
-        // A script (run_script) may call destructive tools only when nothing here would ask.
-        let options = CallOptions::new(self.settings.max_tool_result_bytes)
-            .with_cancel(cancel.clone())
-            .with_destructive_allowed(self.settings.auto_approve);
-        let span = spans::execute_tool(call);
-        spans::arguments(&span, &call.arguments);
-        let observation = self
-            .tools
-            .call(&call.name, &call.arguments, &options)
-            .instrument(span.clone())
-            .await;
-        spans::called(&span, &observation);
-        observation
-    }
-
-    fn denied(&self, call: &ToolCall) -> Observation {
-        Observation::error(
-            &format!(
-                "the operator denied this call of {}; do not retry it",
-                call.name
-            ),
-            Some("denied"),
-        )
-        .finish(
-            &call.name,
-            self.settings.max_tool_result_bytes as usize,
-            &hint_of(&self.tools.specs(), &call.name),
-        )
-    }
-}
-
-/// The paging hint of tool `name` among `tools`, from its argument schema
-/// ([`paging_hint`]); `a narrower query` for a tool it does not know.
-fn hint_of(tools: &[ToolSpec], name: &str) -> String {
-    tools.iter().find(|t| t.name == name).map_or_else(
-        || DEFAULT_HINT.to_string(),
-        |t| paging_hint(&t.input_schema),
-    )
-}
-
-/// What a run counts as it goes.
-#[derive(Default)]
-struct Tally {
-    requests: u32,
-    usage: RunUsage,
 }
 
 /// Now, RFC 3339 UTC with milliseconds (the store's clock, so times sort as text).
