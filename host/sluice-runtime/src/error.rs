@@ -61,10 +61,7 @@ pub enum RuntimeError {
     /// The component uses the component model's async ABI (WASIp3): async functions in
     /// its exports or imports, or WASIp3 interfaces among its imports
     /// (`component::async_abi`).
-    #[error(
-        "failed to load {what}: {}",
-        crate::component::async_abi::reason(exports, imports)
-    )]
+    #[error("failed to load {what}: {}", async_reason(exports, imports))]
     AsyncComponent {
         /// The component.
         what: String,
@@ -85,4 +82,92 @@ pub enum RuntimeError {
         /// Why.
         reason: String,
     },
+}
+
+/// The most names a refusal lists of each kind (a WASIp3 component imports a dozen
+/// interfaces); the rest are counted.
+const MAX_NAMED: usize = 8;
+
+/// Why a component of the async ABI is refused, and what to build instead: the reason of
+/// [`RuntimeError::AsyncComponent`] (docs/components.md#async-wasip3-components).
+fn async_reason(exports: &[String], imports: &[String]) -> String {
+    let mut what = Vec::new();
+    match exports {
+        [] => {}
+        [one] => what.push(format!("its export {one} is an async function")),
+        many => what.push(format!("its exports {} are async functions", list(many))),
+    }
+    if !imports.is_empty() {
+        what.push(format!(
+            "it imports {} (WASIp3 interfaces or async functions)",
+            list(imports)
+        ));
+    }
+    let fix = match exports {
+        [] => {
+            "build it against the WASI 0.2 interfaces the host provides (wasm32-wasip2)".to_string()
+        }
+        exports => {
+            let them = match exports {
+                [one] => one.as_str(),
+                _ => "each",
+            };
+            let mut fix = format!(
+                "build {them} as a sync `func` (not `async func`) of a WASI 0.2 component (wasm32-wasip2)"
+            );
+            if !imports.is_empty() {
+                fix.push_str(", against the WASI 0.2 interfaces the host provides");
+            }
+            fix
+        }
+    };
+    format!(
+        "{} (the component model's async ABI, WASIp3's); Sluice runs WASI 0.2 components only: wasmtime 48.0.8, its engine, calls its support for that ABI very incomplete and its WASIp3 host experimental, so Sluice leaves both off; {fix}",
+        what.join(", and ")
+    )
+}
+
+/// `names`, comma-separated, the ones past [`MAX_NAMED`] counted.
+fn list(names: &[String]) -> String {
+    let shown = names
+        .iter()
+        .take(MAX_NAMED)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    match names.len().saturating_sub(MAX_NAMED) {
+        0 => shown,
+        more => format!("{shown} and {more} more"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reason_names_the_functions_and_the_fix() {
+        let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let why = "(the component model's async ABI, WASIp3's); Sluice runs WASI 0.2 components only: wasmtime 48.0.8, its engine, calls its support for that ABI very incomplete and its WASIp3 host experimental, so Sluice leaves both off;";
+        assert_eq!(
+            async_reason(&names(&["count-words"]), &[]),
+            format!(
+                "its export count-words is an async function {why} build count-words as a sync `func` (not `async func`) of a WASI 0.2 component (wasm32-wasip2)"
+            )
+        );
+        assert_eq!(
+            async_reason(&names(&["a", "b"]), &names(&["wasi:cli/stdout@0.3.0"])),
+            format!(
+                "its exports a, b are async functions, and it imports wasi:cli/stdout@0.3.0 (WASIp3 interfaces or async functions) {why} build each as a sync `func` (not `async func`) of a WASI 0.2 component (wasm32-wasip2), against the WASI 0.2 interfaces the host provides"
+            )
+        );
+        let many: Vec<String> = (0..10).map(|i| format!("wasi:x/i{i}@0.3.0")).collect();
+        assert_eq!(
+            async_reason(&[], &many),
+            format!(
+                "it imports {} and 2 more (WASIp3 interfaces or async functions) {why} build it against the WASI 0.2 interfaces the host provides (wasm32-wasip2)",
+                many[..8].join(", ")
+            )
+        );
+    }
 }

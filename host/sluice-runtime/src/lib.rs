@@ -49,7 +49,8 @@ pub use engine::{CacheUsage, Compilers, EngineOptions, Pruned, ToolEngine};
 pub use pool::{CallPool, PoolError, PoolOptions};
 
 pub use call::live::LiveToolbox;
-pub use call::observation::{CallStatus, Observation};
+pub use call::observation::Observation;
+pub use call::status::CallStatus;
 pub use call::toolbox::{CallOptions, Toolbox};
 pub use component::imports::ImportInfo;
 pub use component::inspect::{Inspection, inspect};

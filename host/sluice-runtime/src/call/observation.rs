@@ -24,7 +24,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::call::facts::CallFacts;
-use crate::call::script::ScriptRecord;
+use crate::call::script_record::ScriptRecord;
+pub use crate::call::status::CallStatus;
 use crate::secrets::Secrets;
 
 /// The start of the marker that ends a capped observation.
@@ -36,21 +37,6 @@ pub const UNKNOWN_TOOL_LISTED: usize = 20;
 /// The most bytes the list of tool names of an unknown-tool observation takes, brackets
 /// included (half the smallest cap).
 pub const UNKNOWN_TOOL_LIST_BYTES: usize = 512;
-
-/// What a tool call came to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CallStatus {
-    /// The tool returned a result.
-    Ok,
-    /// The tool (or the host, for bad arguments and limits) returned a tool error.
-    ToolError,
-    /// No tool has the name the model asked for.
-    UnknownTool,
-    /// The result held PEM private-key armor and was replaced by a refusal.
-    KeyMaterial,
-    /// The call was cancelled before the tool finished: a tool error of kind `cancelled`.
-    Cancelled,
-}
 
 /// One tool call's observation: made only by [`Draft::finish`], so its text has had the
 /// component's secrets withheld, holds no PEM private-key armor and is at most the cap in

@@ -10,55 +10,13 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::call::observation::{CallStatus, Observation};
-use crate::call::tool_set::{Place, Run, ToolSet};
-use crate::host::tool_calls::ToolCaller;
+use crate::call::observation::Observation;
+use crate::call::run::{Place, Run};
+use crate::call::script_record::{InnerCall, ScriptRecord};
+use crate::component::reflect::ToolInfo;
+use crate::host::state::ToolCaller;
 use crate::limits::HostLimit;
 use crate::policy::ToolCallLimits;
-
-/// What a script did: its program and each tool call it made, for the audit (an operator
-/// sees what it did; the transcript keeps only the script's observation).
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct ScriptRecord {
-    /// The program (the `script` argument).
-    pub program: String,
-    /// Its tool calls, in order.
-    pub calls: Vec<InnerCall>,
-}
-
-impl ScriptRecord {
-    /// The record as JSON text: `{"program":…,"calls":[{"tool","arguments","status","bytes","truncated"}]}`.
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(self).unwrap_or_default()
-    }
-}
-
-/// One tool call of a script.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct InnerCall {
-    /// The tool called.
-    pub tool: String,
-    /// Its arguments, as the script gave them (JSON text).
-    pub arguments: String,
-    /// What the call came to.
-    #[serde(serialize_with = "status_name")]
-    pub status: CallStatus,
-    /// The bytes of the observation the script got.
-    pub bytes: usize,
-    /// True when the inner cap cut it.
-    pub truncated: bool,
-}
-
-fn status_name<S: serde::Serializer>(status: &CallStatus, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(match status {
-        CallStatus::Ok => "ok",
-        CallStatus::ToolError => "tool-error",
-        CallStatus::UnknownTool => "unknown-tool",
-        CallStatus::KeyMaterial => "key-material",
-        CallStatus::Cancelled => "cancelled",
-    })
-}
 
 /// The record a script's calls write and its caller takes when the script ends.
 #[derive(Clone, Debug, Default)]
@@ -79,9 +37,28 @@ impl RecordHandle {
     }
 }
 
+/// What a script's tool calls reach: the tools of the set its own tool belongs to
+/// (`tool_set`'s `ToolSet`).
+pub(crate) trait ScriptTools: Send + Sync {
+    /// What the model is told of the tool called `name`; `None` when no tool has that name.
+    fn info(&self, name: &str) -> Option<&ToolInfo>;
+
+    /// The unknown-tool observation for `name`, capped at `cap`.
+    fn unknown(&self, name: &str, cap: u32) -> Observation;
+
+    /// Calls tool `name` with the JSON text `arguments` as `run` says: its observation,
+    /// capped at `run.cap`.
+    fn call<'a>(
+        self: Arc<Self>,
+        name: &'a str,
+        arguments: &'a str,
+        run: &'a Run,
+    ) -> Pin<Box<dyn Future<Output = Observation> + Send + 'a>>;
+}
+
 /// What answers one script's tool calls.
 pub(crate) struct ScriptCalls {
-    set: Arc<ToolSet>,
+    set: Arc<dyn ScriptTools>,
     /// The script's own tool (`run_script`), which its calls may not call.
     caller: String,
     limits: ToolCallLimits,
@@ -95,7 +72,7 @@ pub(crate) struct ScriptCalls {
 impl ScriptCalls {
     /// The calls of one script (`program`) of tool `caller`, run as `run` says.
     pub(crate) fn new(
-        set: Arc<ToolSet>,
+        set: Arc<dyn ScriptTools>,
         caller: &str,
         program: &str,
         limits: ToolCallLimits,
@@ -140,26 +117,22 @@ impl ScriptCalls {
         }
         self.calls += 1;
         let cap = self.run.cap;
-        let observation = match self.set.tool(&name) {
+        let observation = match self.set.info(&name) {
             None => self.set.unknown(&name, cap),
-            Some(tool) if tool.info.calls_tools => denied(
+            Some(info) if info.calls_tools => denied(
                 &format!(
                     "a script cannot call {name}: {} runs scripts, and one script cannot start another",
                     self.caller
                 ),
                 cap,
             ),
-            Some(tool) if tool.info.destructive && !self.run.allow_destructive => denied(
+            Some(info) if info.destructive && !self.run.allow_destructive => denied(
                 &format!(
                     "a script cannot call {name}: it is destructive, and this run does not approve calls without asking (agent.auto_approve, or mcp.allow_destructive over MCP); call it directly instead"
                 ),
                 cap,
             ),
-            Some(tool) => {
-                let set = self.set.clone();
-                let draft = set.invoke(tool, &arguments, &self.run).await;
-                set.finish(tool, draft, cap)
-            }
+            Some(_) => self.set.clone().call(&name, &arguments, &self.run).await,
         };
         self.bytes += observation.text().len() as u64;
         self.record.push(InnerCall {

@@ -8,11 +8,12 @@
 //! belongs to (docs/code-mode.md).
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 use wasmtime::component::Val;
 use wasmtime::component::types::Type;
 
@@ -21,7 +22,8 @@ use crate::call::integers::Literals;
 use crate::call::invoke::Call;
 use crate::call::load::{Loaded, NotCompiled};
 use crate::call::observation::{DEFAULT_HINT, Draft, Observation};
-use crate::call::script::ScriptCalls;
+use crate::call::run::{Place, Run};
+use crate::call::script::{ScriptCalls, ScriptTools};
 use crate::call::value::object_to_fields_with;
 use crate::component::docs::FuncDocs;
 use crate::component::reflect::{Shape, ToolInfo};
@@ -41,7 +43,7 @@ pub(crate) struct Tool {
     pub(crate) hint: String,
     pub(crate) naming: crate::component::names::Naming,
     /// The handles of its calls' metrics.
-    pub(crate) metrics: crate::call::facts::ToolMetricsCell,
+    pub(crate) metrics: crate::call::report::ToolMetricsCell,
 }
 
 /// The tools of a toolbox, by name.
@@ -52,32 +54,6 @@ pub(crate) struct ToolSet {
     /// The secrets of every loaded component: withheld from the observations of every tool,
     /// since a built-in granted the directory of a secret file could otherwise read it.
     pub(crate) secrets: Arc<Secrets>,
-}
-
-/// How one call runs (the crate's view of [`CallOptions`](crate::CallOptions)).
-#[derive(Clone, Debug)]
-pub(crate) struct Run {
-    /// The cap on its observation, in bytes.
-    pub(crate) cap: u32,
-    /// Fires to cancel it.
-    pub(crate) cancel: CancellationToken,
-    /// Whether a script it runs may call destructive tools (the run is auto-approved).
-    pub(crate) allow_destructive: bool,
-    /// Whether its arguments text was written from parsed JSON (see
-    /// `CallOptions::arguments_reencoded`).
-    pub(crate) arguments_reencoded: bool,
-    /// Where the call runs.
-    pub(crate) place: Place,
-}
-
-/// Where a call's guest code runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Place {
-    /// On the engine's call pool, in a slot of its own (a call from the model).
-    Pool,
-    /// On the calling thread: a script's tool call, inside the script's own slot and
-    /// deadline.
-    Inline,
 }
 
 impl ToolSet {
@@ -214,6 +190,34 @@ impl ToolSet {
         Ok(match record {
             Some(record) => (draft.with_script(record.take()), facts),
             None => (draft, facts),
+        })
+    }
+}
+
+/// A script's tool calls reach the other tools of the set its own tool belongs to.
+impl ScriptTools for ToolSet {
+    fn info(&self, name: &str) -> Option<&ToolInfo> {
+        self.tool(name).map(|t| &t.info)
+    }
+
+    fn unknown(&self, name: &str, cap: u32) -> Observation {
+        ToolSet::unknown(self, name, cap)
+    }
+
+    fn call<'a>(
+        self: Arc<Self>,
+        name: &'a str,
+        arguments: &'a str,
+        run: &'a Run,
+    ) -> Pin<Box<dyn Future<Output = Observation> + Send + 'a>> {
+        Box::pin(async move {
+            match self.tool(name) {
+                Some(tool) => {
+                    let draft = self.invoke(tool, arguments, run).await;
+                    self.finish(tool, draft, run.cap)
+                }
+                None => ToolSet::unknown(&self, name, run.cap),
+            }
         })
     }
 }

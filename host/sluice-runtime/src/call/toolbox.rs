@@ -14,7 +14,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::call::load::load_component;
 use crate::call::observation::Observation;
-use crate::call::tool_set::{Place, Run, Tool, ToolSet};
+use crate::call::run::{Place, Run};
+use crate::call::tool_set::{Tool, ToolSet};
 use crate::component::reflect::ToolInfo;
 use crate::component::source::ComponentSpec;
 use crate::engine::ToolEngine;
@@ -293,8 +294,8 @@ impl Toolbox {
         let started = std::time::Instant::now();
         let Some(tool) = self.set.tool(name) else {
             let observation = self.set.unknown(name, options.cap);
-            let metrics = crate::call::facts::unknown_tool_metrics();
-            crate::call::facts::report(None, metrics, &observation, started.elapsed());
+            let metrics = crate::call::report::unknown_tool_metrics();
+            crate::call::report::report(None, metrics, &observation, started.elapsed());
             return observation;
         };
         let run = Run {
@@ -306,7 +307,7 @@ impl Toolbox {
         };
         let ran = self.set.invoke(tool, args, &run).await;
         let observation = self.set.finish(tool, ran, options.cap);
-        crate::call::facts::report(Some(name), &tool.metrics, &observation, started.elapsed());
+        crate::call::report::report(Some(name), &tool.metrics, &observation, started.elapsed());
         observation
     }
 }

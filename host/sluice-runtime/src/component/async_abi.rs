@@ -22,10 +22,6 @@ use wit_parser::{Resolve, WorldItem, WorldKey};
 use crate::engine::ToolEngine;
 use crate::error::RuntimeError;
 
-/// The most names a refusal lists of each kind (a WASIp3 component imports a dozen
-/// interfaces); the rest are counted.
-const MAX_NAMED: usize = 8;
-
 /// `error`, the failure to compile component `wasm` (named `what`), or, when the
 /// component's WIT world has async functions or WASIp3 imports, the refusal that names them
 /// ([`RuntimeError::AsyncComponent`]). Only a failed compile pays for decoding the world.
@@ -125,59 +121,6 @@ pub(crate) fn async_exports(engine: &ToolEngine, component: &Component) -> Vec<S
     names
 }
 
-/// Why a component of the async ABI is refused, and what to build instead: the reason of
-/// [`RuntimeError::AsyncComponent`].
-pub(crate) fn reason(exports: &[String], imports: &[String]) -> String {
-    let mut what = Vec::new();
-    match exports {
-        [] => {}
-        [one] => what.push(format!("its export {one} is an async function")),
-        many => what.push(format!("its exports {} are async functions", list(many))),
-    }
-    if !imports.is_empty() {
-        what.push(format!(
-            "it imports {} (WASIp3 interfaces or async functions)",
-            list(imports)
-        ));
-    }
-    let fix = match exports {
-        [] => {
-            "build it against the WASI 0.2 interfaces the host provides (wasm32-wasip2)".to_string()
-        }
-        exports => {
-            let them = match exports {
-                [one] => one.as_str(),
-                _ => "each",
-            };
-            let mut fix = format!(
-                "build {them} as a sync `func` (not `async func`) of a WASI 0.2 component (wasm32-wasip2)"
-            );
-            if !imports.is_empty() {
-                fix.push_str(", against the WASI 0.2 interfaces the host provides");
-            }
-            fix
-        }
-    };
-    format!(
-        "{} (the component model's async ABI, WASIp3's); Sluice runs WASI 0.2 components only: wasmtime 48.0.8, its engine, calls its support for that ABI very incomplete and its WASIp3 host experimental, so Sluice leaves both off; {fix}",
-        what.join(", and ")
-    )
-}
-
-/// `names`, comma-separated, the ones past [`MAX_NAMED`] counted.
-fn list(names: &[String]) -> String {
-    let shown = names
-        .iter()
-        .take(MAX_NAMED)
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .join(", ");
-    match names.len().saturating_sub(MAX_NAMED) {
-        0 => shown,
-        more => format!("{shown} and {more} more"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,32 +196,6 @@ mod tests {
         assert_eq!(
             refusal_or(error, "x.wasm", &wasm).to_string(),
             "failed to load x.wasm: bad"
-        );
-    }
-
-    #[test]
-    fn the_reason_names_the_functions_and_the_fix() {
-        let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let why = "(the component model's async ABI, WASIp3's); Sluice runs WASI 0.2 components only: wasmtime 48.0.8, its engine, calls its support for that ABI very incomplete and its WASIp3 host experimental, so Sluice leaves both off;";
-        assert_eq!(
-            reason(&names(&["count-words"]), &[]),
-            format!(
-                "its export count-words is an async function {why} build count-words as a sync `func` (not `async func`) of a WASI 0.2 component (wasm32-wasip2)"
-            )
-        );
-        assert_eq!(
-            reason(&names(&["a", "b"]), &names(&["wasi:cli/stdout@0.3.0"])),
-            format!(
-                "its exports a, b are async functions, and it imports wasi:cli/stdout@0.3.0 (WASIp3 interfaces or async functions) {why} build each as a sync `func` (not `async func`) of a WASI 0.2 component (wasm32-wasip2), against the WASI 0.2 interfaces the host provides"
-            )
-        );
-        let many: Vec<String> = (0..10).map(|i| format!("wasi:x/i{i}@0.3.0")).collect();
-        assert_eq!(
-            reason(&[], &many),
-            format!(
-                "it imports {} and 2 more (WASIp3 interfaces or async functions) {why} build it against the WASI 0.2 interfaces the host provides (wasm32-wasip2)",
-                many[..8].join(", ")
-            )
         );
     }
 }

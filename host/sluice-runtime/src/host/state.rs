@@ -1,7 +1,10 @@
 //! What the host holds for one call (its store's data): the WASI context (preopens, env,
 //! captured stderr), the memory limiter, the budget the `sluice:tools` interfaces answer
-//! from, the descriptors it holds, its `wasi:http` hooks and its configuration.
+//! from, the descriptors it holds, its `wasi:http` hooks, its configuration, and what
+//! answers its `sluice:tools/tool-calls` ([`ToolCaller`]).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -38,7 +41,19 @@ pub struct CallState {
     /// ([`crate::host::refused`]).
     pub(crate) refused: Arc<crate::host::refused::RefusedFiles>,
     /// What answers `sluice:tools/tool-calls` for this call (`run_script`'s), if anything.
-    pub(crate) tool_caller: Option<Box<dyn crate::host::tool_calls::ToolCaller>>,
+    pub(crate) tool_caller: Option<Box<dyn ToolCaller>>,
+}
+
+/// What answers one call's `tool-calls.call`: the caller's toolbox, under the script's
+/// limits. Implemented by the call wing (`crate::call::script`).
+pub(crate) trait ToolCaller: Send {
+    /// Calls tool `name` with the JSON text `arguments` and returns the observation's JSON
+    /// text; an error ends the calling tool (a limit it passed).
+    fn call<'a>(
+        &'a mut self,
+        name: String,
+        arguments: String,
+    ) -> Pin<Box<dyn Future<Output = wasmtime::Result<String>> + Send + 'a>>;
 }
 
 impl WasiHttpView for CallState {
