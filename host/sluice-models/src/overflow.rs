@@ -1,8 +1,9 @@
 //! The sizes a context-window rejection states.
 //!
 //! Most providers say how large the prompt was and what the limit is; the agent loop uses
-//! the two numbers to shrink enough observations for its one retry to fit (issue 13), instead
-//! of shrinking only the newest group and failing again. [`sizes_in`] reads them from a
+//! the two numbers to shrink enough observations for its one retry to fit
+//! (docs/agent-loop.md#context-window-recovery), instead of shrinking only the newest group
+//! and failing again. [`sizes_in`] reads them from a
 //! provider's message, [`Overflow`] carries them on the
 //! [`BackendError`](crate::BackendError) (set by [`classify`](crate::classify())), and a
 //! backend fills them from its own estimate when the provider's message has none

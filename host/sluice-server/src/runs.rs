@@ -5,9 +5,9 @@
 //! sharing the store. A run this server executes is registered here once the store has
 //! granted it, for its cancellation token and for `?wait=true`.
 //!
-//! Events live in the store (issue 17): the run's `started` and `finished` events are
-//! written with its claim and its end; the loop's events in between are queued
-//! ([`sluice_store::Store::push_event`]) and stored in order. Any replica streams any run
+//! Events live in the store (docs/replicas.md#running-several-replicas): the run's `started`
+//! and `finished` events are written with its claim and its end; the loop's events in
+//! between are queued ([`sluice_store::Store::push_event`]) and stored in order. Any replica streams any run
 //! from them, and replays it from `seq` 1 after it ended, also after a restart.
 
 use std::collections::HashMap;

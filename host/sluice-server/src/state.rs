@@ -1,9 +1,9 @@
 //! What the handlers share: the store, the model, the tools, the settings at boot, the runs
 //! this server executes, and the server's own options.
 //!
-//! Run-time configuration (`PUT /agent/config`) lives in the store (issue 17), so every
-//! replica and every restart sees it: a run starts with the boot settings overlaid with the
-//! stored values.
+//! Run-time configuration (`PUT /agent/config`) lives in the store
+//! (docs/replicas.md#running-several-replicas), so every replica and every restart sees it:
+//! a run starts with the boot settings overlaid with the stored values.
 
 use std::sync::Arc;
 
