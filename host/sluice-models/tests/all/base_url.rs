@@ -4,8 +4,8 @@
 
 use sluice_models::provider::Provider;
 
-use crate::support::{Fake, Turn};
 use crate::{CODECS, backend, config, prompt};
+use sluice_test_support::fake_provider::{Fake, Turn};
 
 #[tokio::test]
 async fn an_anthropic_base_url_with_or_without_v1_reaches_v1_messages() {

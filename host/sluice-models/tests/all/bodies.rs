@@ -9,8 +9,8 @@ use sluice_models::ModelRequest;
 use sluice_models::provider::Provider;
 use sluice_protocol::{Message, ToolCall, ToolSpec};
 
-use crate::support::{Fake, Recorded, Turn};
 use crate::{backend, config};
+use sluice_test_support::fake_provider::{Fake, Recorded, Turn};
 
 const SYSTEM: &str = "You are a test agent. SYSTEM-PROMPT-MARKER: cite files.";
 

@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 use sluice_models::ErrorKind;
 use sluice_models::provider::Provider;
 
-use crate::support::{Fake, Turn};
 use crate::{backend, config, prompt};
+use sluice_test_support::fake_provider::{Fake, Turn};
 
 /// One row: a label, the provider whose backend meets it, whether it only exists in a
 /// stream, and the fake's answer.
@@ -226,7 +226,11 @@ async fn every_signature_is_a_context_window_rejection_sent_once() {
             if row.stream_only && !stream {
                 continue;
             }
-            let fake = Fake::start(vec![row.turn.clone(), crate::support::Turn::text("no")]).await;
+            let fake = Fake::start(vec![
+                row.turn.clone(),
+                sluice_test_support::fake_provider::Turn::text("no"),
+            ])
+            .await;
             let e = backend(config(row.provider, &fake, stream))
                 .complete(&prompt("hi"))
                 .await

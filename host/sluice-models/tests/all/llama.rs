@@ -1,11 +1,11 @@
-//! What a real llama-cpp-python 0.3.36 server showed (issue 13), reproduced by the fake
+//! What a real llama-cpp-python 0.3.36 server showed, reproduced by the fake
 //! ([`Fake::like_llama_cpp_python`]) so that the default `cargo test` covers it: a tool-only
 //! assistant turn sent as `""` (its 500 for `null` is not retried), an empty streamed `200`
 //! sent once more unstreamed and remembered per request shape, a streamed overflow turned
 //! into a sized context-window rejection, and the estimate calibrated by the reported usage.
 //! The agent loop's recovery against the same fake (a session holding a 32 KB page, streamed
 //! and not, and one that the 2,048-byte rule (docs/agent-loop.md#context-window-recovery)
-//! alone would leave over the window) runs in `tests/agent_backends/llama.rs` of
+//! alone would leave over the window) runs in `tests/all/agent_backends/llama.rs` of
 //! `sluice-tests`, which links the agent loop.
 //!
 //! The same sessions run against the real server in `tests/llm` (`sluice-tests`).
@@ -16,8 +16,8 @@ use sluice_models::provider::Provider;
 use sluice_models::{Backend, ErrorKind, ModelRequest, estimate};
 use sluice_protocol::{Message, ToolCall, ToolSpec};
 
-use crate::support::{Fake, LlamaCppPython, Turn};
 use crate::{backend, config};
+use sluice_test_support::fake_provider::{Fake, LlamaCppPython, Turn};
 
 const T: &str = "2026-01-01T00:00:00Z";
 

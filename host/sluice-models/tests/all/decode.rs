@@ -6,8 +6,8 @@ use sluice_models::provider::Provider;
 use sluice_models::{ErrorKind, ModelReply, Usage};
 use sluice_protocol::ToolCall;
 
-use crate::support::{Fake, Turn};
 use crate::{CODECS, backend, config, prompt};
+use sluice_test_support::fake_provider::{Fake, Turn};
 
 /// Text with multi-byte characters, so that 7-byte pieces split UTF-8 sequences.
 const TEXT: &str = "Looking — é✓ at two places.";

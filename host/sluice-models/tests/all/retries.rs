@@ -9,8 +9,8 @@ use sluice_models::provider::Provider;
 use sluice_models::{ErrorKind, ModelRequest, Overflow};
 use sluice_protocol::Message;
 
-use crate::support::{Fake, Turn};
 use crate::{CODECS, backend, config, prompt};
+use sluice_test_support::fake_provider::{Fake, Turn};
 
 fn anthropic_error(kind: &str, message: &str) -> String {
     serde_json::json!({"type": "error", "error": {"type": kind, "message": message}}).to_string()

@@ -2,145 +2,20 @@
 //! replies, classified errors and retries, the request body, both kinds of authentication,
 //! and the pre-send window estimate.
 
-// Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this
-// lets the helpers they share do so too.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::{HeaderMap, Uri};
-use axum::response::Response;
 use serde_json::{Value, json};
 use sluice_models::bedrock::{AwsCredentials, Bedrock, SigV4, connect};
 use sluice_models::http::RetryPolicy;
 use sluice_models::provider::{Provider, ProviderConfig, Secret};
 use sluice_models::{Backend, ErrorKind, ModelReply, ModelRequest, Usage};
 use sluice_protocol::{Message, ToolCall, ToolSpec};
+use sluice_test_support::event_stream::{crc32, event, exception, pieces};
+use sluice_test_support::fake_bedrock::{Canned, Fake, Seen, fake};
 
 const MODEL: &str = "anthropic.claude-3-5-sonnet-20240620-v1:0";
 const MODEL_PATH: &str = "/model/anthropic.claude-3-5-sonnet-20240620-v1%3A0";
-
-/// One canned reply: status, headers, and body pieces (sent as separate chunks, a few ms
-/// apart, so the client reads them incrementally).
-#[derive(Clone)]
-struct Canned {
-    status: u16,
-    headers: Vec<(&'static str, String)>,
-    chunks: Vec<Vec<u8>>,
-}
-
-impl Canned {
-    fn json(status: u16, body: Value) -> Canned {
-        Canned {
-            status,
-            headers: vec![("content-type", "application/json".into())],
-            chunks: vec![body.to_string().into_bytes()],
-        }
-    }
-
-    fn error(status: u16, error_type: &str, message: &str) -> Canned {
-        let mut canned = Canned::json(status, json!({ "message": message }));
-        canned
-            .headers
-            .push(("x-amzn-ErrorType", error_type.to_string()));
-        canned
-    }
-
-    fn stream(chunks: Vec<Vec<u8>>) -> Canned {
-        Canned {
-            status: 200,
-            headers: vec![("content-type", "application/vnd.amazon.eventstream".into())],
-            chunks,
-        }
-    }
-}
-
-/// What the fake server received.
-#[derive(Clone, Debug)]
-struct Seen {
-    path: String,
-    headers: HashMap<String, String>,
-    body: Vec<u8>,
-}
-
-#[derive(Default)]
-struct Shared {
-    replies: Mutex<VecDeque<Canned>>,
-    seen: Mutex<Vec<Seen>>,
-}
-
-struct Fake {
-    url: String,
-    shared: Arc<Shared>,
-}
-
-impl Fake {
-    fn seen(&self) -> Vec<Seen> {
-        self.shared.seen.lock().unwrap().clone()
-    }
-}
-
-async fn handle(
-    State(shared): State<Arc<Shared>>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    shared.seen.lock().unwrap().push(Seen {
-        path: uri.path().to_string(),
-        headers: headers
-            .iter()
-            .map(|(k, v)| (k.as_str().to_string(), v.to_str().unwrap().to_string()))
-            .collect(),
-        body: body.to_vec(),
-    });
-    let canned = {
-        let mut replies = shared.replies.lock().unwrap();
-        if replies.len() > 1 {
-            replies.pop_front().unwrap()
-        } else {
-            replies.front().cloned().unwrap()
-        }
-    };
-    let pieces = futures_util::stream::unfold(
-        (canned.chunks.into_iter(), true),
-        |(mut chunks, first)| async move {
-            let chunk = chunks.next()?;
-            if !first {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-            Some((
-                Ok::<_, std::convert::Infallible>(Bytes::from(chunk)),
-                (chunks, false),
-            ))
-        },
-    );
-    let mut response = Response::builder().status(canned.status);
-    for (name, value) in canned.headers {
-        response = response.header(name, value);
-    }
-    response.body(Body::from_stream(pieces)).unwrap()
-}
-
-/// A fake Bedrock answering with `replies` in turn (the last one again once the others are
-/// used up).
-async fn fake(replies: Vec<Canned>) -> Fake {
-    let shared = Arc::new(Shared {
-        replies: Mutex::new(replies.into()),
-        seen: Mutex::new(Vec::new()),
-    });
-    let app = axum::Router::new()
-        .fallback(handle)
-        .with_state(shared.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    Fake { url, shared }
-}
 
 fn config(fake: &Fake, stream: bool) -> ProviderConfig {
     let mut config = ProviderConfig::new(Provider::Bedrock, MODEL);
@@ -243,74 +118,6 @@ fn assert_signed_as_received(seen: &Seen) {
         "{}",
         seen.headers["authorization"]
     );
-}
-
-// ---------------------------------------------------------------------------------------
-// Event-stream frames.
-
-fn frame(headers: &[(&str, &str)], payload: &[u8]) -> Vec<u8> {
-    let mut head = Vec::new();
-    for (name, value) in headers {
-        head.push(u8::try_from(name.len()).unwrap());
-        head.extend_from_slice(name.as_bytes());
-        head.push(7);
-        head.extend_from_slice(&u16::try_from(value.len()).unwrap().to_be_bytes());
-        head.extend_from_slice(value.as_bytes());
-    }
-    let total = u32::try_from(16 + head.len() + payload.len()).unwrap();
-    let mut out = Vec::new();
-    out.extend_from_slice(&total.to_be_bytes());
-    out.extend_from_slice(&u32::try_from(head.len()).unwrap().to_be_bytes());
-    let prelude_crc = crc32(&out);
-    out.extend_from_slice(&prelude_crc.to_be_bytes());
-    out.extend_from_slice(&head);
-    out.extend_from_slice(payload);
-    let message_crc = crc32(&out);
-    out.extend_from_slice(&message_crc.to_be_bytes());
-    out
-}
-
-/// CRC-32 (IEEE), written out here so the test does not share the decoder's crate.
-fn crc32(bytes: &[u8]) -> u32 {
-    let mut crc = 0xFFFF_FFFFu32;
-    for byte in bytes {
-        crc ^= u32::from(*byte);
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
-}
-
-fn event(kind: &str, payload: Value) -> Vec<u8> {
-    frame(
-        &[
-            (":event-type", kind),
-            (":content-type", "application/json"),
-            (":message-type", "event"),
-        ],
-        payload.to_string().as_bytes(),
-    )
-}
-
-fn exception(kind: &str, message: &str) -> Vec<u8> {
-    frame(
-        &[
-            (":exception-type", kind),
-            (":content-type", "application/json"),
-            (":message-type", "exception"),
-        ],
-        json!({ "message": message }).to_string().as_bytes(),
-    )
-}
-
-/// `frames` concatenated and cut into pieces of `size` bytes (so frames straddle chunks).
-fn pieces(frames: &[Vec<u8>], size: usize) -> Vec<Vec<u8>> {
-    frames.concat().chunks(size).map(<[u8]>::to_vec).collect()
 }
 
 // ---------------------------------------------------------------------------------------

@@ -15,8 +15,8 @@
 //! arrive split across reads, and each text and tool-call argument is cut into fragments of
 //! [`FRAGMENT_CHARS`] characters, one event each.
 //!
-//! [`Fake::like_llama_cpp_python`] adds what a real llama-cpp-python 0.3.36 server does (issue
-//! 13; the bodies are the ones it sent): see [`LlamaCppPython`].
+//! [`Fake::like_llama_cpp_python`] adds what a real llama-cpp-python 0.3.36 server does (the
+//! bodies are the ones it sent): see [`LlamaCppPython`].
 
 use std::sync::{Arc, Mutex};
 
@@ -30,8 +30,12 @@ use sluice_models::Backend;
 use sluice_models::http::RetryPolicy;
 use sluice_models::provider::{Provider, ProviderConfig, Secret, connect};
 
+mod llama_cpp_python;
+
+pub use llama_cpp_python::{LlamaCppPython, null_content_body};
+
 /// The model name each provider is configured with.
-pub(crate) fn model(provider: Provider) -> &'static str {
+pub fn model(provider: Provider) -> &'static str {
     match provider {
         Provider::OpenAi => "gpt-4.1-mini",
         Provider::OpenAiCompatible => "qwen2.5:7b-instruct",
@@ -42,7 +46,7 @@ pub(crate) fn model(provider: Provider) -> &'static str {
 
 /// A configuration for `provider` pointed at `fake`, with key `test-key`, streaming or not,
 /// and retries that wait 1 ms (3 retries).
-pub(crate) fn config(provider: Provider, fake: &Fake, stream: bool) -> ProviderConfig {
+pub fn config(provider: Provider, fake: &Fake, stream: bool) -> ProviderConfig {
     let mut c = ProviderConfig::new(provider, model(provider));
     c.base_url = Some(fake.base_url());
     c.api_key = Some(Secret::new("test-key"));
@@ -56,19 +60,19 @@ pub(crate) fn config(provider: Provider, fake: &Fake, stream: bool) -> ProviderC
 }
 
 /// The real backend for `config`, through `provider::connect`.
-pub(crate) fn backend(config: ProviderConfig) -> Arc<dyn Backend> {
+pub fn backend(config: ProviderConfig) -> Arc<dyn Backend> {
     connect(config).unwrap()
 }
 
 /// The size of the body pieces a stream is sent in.
-pub(crate) const PIECE_BYTES: usize = 7;
+pub const PIECE_BYTES: usize = 7;
 
 /// The length of the text and argument fragments of a stream.
-pub(crate) const FRAGMENT_CHARS: usize = 5;
+pub const FRAGMENT_CHARS: usize = 5;
 
 /// One scripted answer.
 #[derive(Clone, Debug)]
-pub(crate) enum Turn {
+pub enum Turn {
     /// A reply, in the request's wire format.
     Reply {
         /// Its text.
@@ -101,7 +105,7 @@ pub(crate) enum Turn {
 
 impl Turn {
     /// A reply with text only.
-    pub(crate) fn text(content: &str) -> Turn {
+    pub fn text(content: &str) -> Turn {
         Turn::Reply {
             content: content.into(),
             tool_calls: vec![],
@@ -110,7 +114,7 @@ impl Turn {
     }
 
     /// An error envelope with a JSON (or any) body.
-    pub(crate) fn error(status: u16, body: &str) -> Turn {
+    pub fn error(status: u16, body: &str) -> Turn {
         Turn::Error {
             status,
             headers: vec![],
@@ -119,7 +123,7 @@ impl Turn {
     }
 
     /// An error envelope with headers.
-    pub(crate) fn error_with(status: u16, headers: &[(&str, &str)], body: &str) -> Turn {
+    pub fn error_with(status: u16, headers: &[(&str, &str)], body: &str) -> Turn {
         Turn::Error {
             status,
             headers: headers
@@ -133,7 +137,7 @@ impl Turn {
 
 /// One request the fake received.
 #[derive(Clone, Debug)]
-pub(crate) struct Recorded {
+pub struct Recorded {
     /// The path (`/v1/chat/completions`, `/v1/messages`, …).
     pub path: String,
     /// The headers, names in lower case.
@@ -144,12 +148,12 @@ pub(crate) struct Recorded {
 
 impl Recorded {
     /// The body as JSON.
-    pub(crate) fn json(&self) -> Value {
+    pub fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap()
     }
 
     /// The value of header `name`.
-    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+    pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k == name)
@@ -166,170 +170,8 @@ struct Script {
     requests: Vec<Recorded>,
 }
 
-/// What llama-cpp-python 0.3.36's server does that other servers do not, as seen against the
-/// real server with SmolLM2-135M and `--n_ctx 2048`; each rule answers without using a turn:
-///
-/// - an assistant message whose `content` is `null` → HTTP 500 with its pydantic validation
-///   error list; one without `content` → HTTP 500 `'dict object' has no attribute 'content'`;
-/// - a streamed request offering tools with `tool_choice: "auto"` → HTTP 200,
-///   `text/event-stream` and no event (the server logs "Automatic streaming tool choice is
-///   not supported"; here with one `: ping` comment, as it sends while a model loads);
-/// - a request whose prompt is over `window_tokens` → unstreamed, HTTP 400
-///   `context_length_exceeded` "…However, you requested T tokens (N in the messages, K in the
-///   completion)…"; streamed, the same empty 200;
-/// - replies report `usage.prompt_tokens` as counted below; streamed replies carry no usage,
-///   whatever `stream_options.include_usage` says.
-///
-/// Its prompt, like the model's own chat template: every message's text (tool results
-/// included) and tool calls' names and arguments, 3 bytes a token rounded up, plus 5 tokens a
-/// message; the tool definitions are not in the prompt.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct LlamaCppPython {
-    /// The context window, in tokens (`--n_ctx`).
-    pub window_tokens: u64,
-}
-
-impl LlamaCppPython {
-    /// The prompt tokens of a request body (see the type's docs).
-    pub(crate) fn prompt_tokens(request: &Value) -> u64 {
-        let messages = request["messages"].as_array().cloned().unwrap_or_default();
-        let bytes: usize = messages
-            .iter()
-            .map(|m| {
-                m["content"].as_str().map_or(0, str::len)
-                    + m["tool_calls"].as_array().map_or(0, |calls| {
-                        calls
-                            .iter()
-                            .map(|c| {
-                                c["function"]["name"].as_str().map_or(0, str::len)
-                                    + c["function"]["arguments"].as_str().map_or(0, str::len)
-                            })
-                            .sum()
-                    })
-            })
-            .sum();
-        (bytes as u64).div_ceil(3) + 5 * messages.len() as u64
-    }
-
-    /// The answer the server gives instead of a reply, if any.
-    fn refusal(&self, request: &Value, stream: bool) -> Option<Response> {
-        let messages = request["messages"].as_array().cloned().unwrap_or_default();
-        for (i, m) in messages.iter().enumerate() {
-            if m["role"] != "assistant" {
-                continue;
-            }
-            match m.get("content") {
-                Some(Value::Null) => {
-                    return Some(respond(
-                        500,
-                        &[],
-                        "application/json",
-                        Body::from(null_content_body(i)),
-                    ));
-                }
-                None => {
-                    return Some(respond(
-                        500,
-                        &[],
-                        "application/json",
-                        Body::from(
-                            r#"{"error":{"message":"'dict object' has no attribute 'content'","type":"internal_server_error","param":null,"code":null}}"#,
-                        ),
-                    ));
-                }
-                Some(_) => {}
-            }
-        }
-        let auto_tools = request["tool_choice"] == "auto"
-            && request["tools"].as_array().is_some_and(|t| !t.is_empty());
-        let tokens = Self::prompt_tokens(request);
-        let over = tokens > self.window_tokens;
-        if stream && auto_tools {
-            // What a slow server sends (sse-starlette's keep-alive while a model loads), then
-            // the end of the body: no event.
-            let ping = ": ping - 2026-12-01 17:08:52.059345+00:00\r\n\r\n";
-            return Some(respond(
-                200,
-                &[],
-                "text/event-stream; charset=utf-8",
-                Body::from(ping),
-            ));
-        }
-        if stream && over {
-            return Some(respond(
-                200,
-                &[],
-                "text/event-stream; charset=utf-8",
-                Body::empty(),
-            ));
-        }
-        if over {
-            let completion = request["max_tokens"].as_u64().unwrap_or(0);
-            let body = json!({"error": {
-                "message": format!(
-                    "This model's maximum context length is {} tokens. However, you requested {} tokens ({tokens} in the messages, {completion} in the completion). Please reduce the length of the messages or completion.",
-                    self.window_tokens,
-                    tokens + completion
-                ),
-                "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded",
-            }});
-            return Some(respond(
-                400,
-                &[],
-                "application/json",
-                Body::from(body.to_string()),
-            ));
-        }
-        None
-    }
-}
-
-/// llama-cpp-python's HTTP 500 body for an assistant message `index` whose content is null
-/// (the real body's seven errors, its Python repr of the message shortened to `{…}`).
-pub(crate) fn null_content_body(index: usize) -> String {
-    let at = |variant: &str, field: &str| {
-        format!("('body', 'messages', {index}, '{variant}', '{field}')")
-    };
-    let lines = [
-        format!(
-            "{{'type': 'literal_error', 'loc': {}, 'msg': \"Input should be 'system'\", 'input': 'assistant', 'ctx': {{'expected': \"'system'\"}}}}",
-            at("ChatCompletionRequestSystemMessage", "role")
-        ),
-        format!(
-            "{{'type': 'literal_error', 'loc': {}, 'msg': \"Input should be 'user'\", 'input': 'assistant', 'ctx': {{'expected': \"'user'\"}}}}",
-            at("ChatCompletionRequestUserMessage", "role")
-        ),
-        format!(
-            "{{'type': 'string_type', 'loc': {}, 'msg': 'Input should be a valid string', 'input': None}}",
-            at("ChatCompletionRequestAssistantMessage", "content")
-        ),
-        format!(
-            "{{'type': 'literal_error', 'loc': {}, 'msg': \"Input should be 'tool'\", 'input': 'assistant', 'ctx': {{'expected': \"'tool'\"}}}}",
-            at("ChatCompletionRequestToolMessage", "role")
-        ),
-        format!(
-            "{{'type': 'missing', 'loc': {}, 'msg': 'Field required', 'input': {{…}}}}",
-            at("ChatCompletionRequestToolMessage", "tool_call_id")
-        ),
-        format!(
-            "{{'type': 'literal_error', 'loc': {}, 'msg': \"Input should be 'function'\", 'input': 'assistant', 'ctx': {{'expected': \"'function'\"}}}}",
-            at("ChatCompletionRequestFunctionMessage", "role")
-        ),
-        format!(
-            "{{'type': 'missing', 'loc': {}, 'msg': 'Field required', 'input': {{…}}}}",
-            at("ChatCompletionRequestFunctionMessage", "name")
-        ),
-    ];
-    let message = format!(
-        "7 validation errors:\n  {}\n\n  File \"/opt/venv/lib/python3.11/site-packages/llama_cpp/server/app.py\", line 376, in create_chat_completion\n    POST /v1/chat/completions",
-        lines.join("\n  ")
-    );
-    json!({"error": {"message": message, "type": "internal_server_error", "param": null, "code": null}})
-        .to_string()
-}
-
 /// A running fake provider; it stops when dropped.
-pub(crate) struct Fake {
+pub struct Fake {
     addr: std::net::SocketAddr,
     script: Arc<Mutex<Script>>,
     task: tokio::task::JoinHandle<()>,
@@ -343,7 +185,7 @@ impl Drop for Fake {
 
 impl Fake {
     /// Starts a fake on `127.0.0.1` (a free port) answering with `turns`.
-    pub(crate) async fn start(turns: Vec<Turn>) -> Fake {
+    pub async fn start(turns: Vec<Turn>) -> Fake {
         let script = Arc::new(Mutex::new(Script {
             turns,
             ..Script::default()
@@ -361,23 +203,23 @@ impl Fake {
     /// used). Used by row P12 in `sluice-tests` (`tests/agent_backends/p12.rs`), which
     /// shares this module; this crate's own tests do not need it.
     #[allow(dead_code)]
-    pub(crate) fn reject_over(&self, bytes: usize, turn: Turn) {
+    pub fn reject_over(&self, bytes: usize, turn: Turn) {
         self.script.lock().unwrap().reject_over = Some((bytes, turn));
     }
 
     /// Behaves like llama-cpp-python 0.3.36's server with a window of `window_tokens` tokens
     /// (see [`LlamaCppPython`]).
-    pub(crate) fn like_llama_cpp_python(&self, window_tokens: u64) {
+    pub fn like_llama_cpp_python(&self, window_tokens: u64) {
         self.script.lock().unwrap().llama = Some(LlamaCppPython { window_tokens });
     }
 
     /// The base URL backends are given: `http://127.0.0.1:PORT/v1`.
-    pub(crate) fn base_url(&self) -> String {
+    pub fn base_url(&self) -> String {
         format!("http://{}/v1", self.addr)
     }
 
     /// Every request received, in order.
-    pub(crate) fn requests(&self) -> Vec<Recorded> {
+    pub fn requests(&self) -> Vec<Recorded> {
         self.script.lock().unwrap().requests.clone()
     }
 }
