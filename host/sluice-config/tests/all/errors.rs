@@ -1,13 +1,9 @@
-//! Issue 12 item 13: every bad configuration is refused at boot with a message naming the key,
-//! the value or the line, and what is allowed. Before, each of these either named neither
+//! Every bad configuration is refused at boot (docs/configuration.md#boot-checks) with a
+//! message naming the key, the value or the line, and what is allowed. Before, each of these either named neither
 //! key nor line (`invalid type: integer `5`, expected a string`, `duplicate key`, `… as i128,
 //! expected any valid TOML value`), stated a rule the value satisfied (root `.`), or was
 //! accepted silently and failed later or never (`base_url = "not a url"`, a non-UTF-8
 //! `SLUICE_AGENT_MAX_TOOL_RESULT_BYTES`).
-
-// Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this
-// lets the helpers they share do so too.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -216,7 +212,7 @@ fn a_variable_that_is_not_utf8_is_refused() {
     check_environment(&fine).unwrap();
 }
 
-/// Issue 17: `store.url` names a PostgreSQL database; its password must not show in any
+/// `store.url` names a PostgreSQL database; its password must not show in any
 /// message, so a refused URL is named by its scheme alone.
 #[test]
 fn a_store_url_that_is_not_postgresql_is_refused_without_showing_it() {

@@ -1,11 +1,8 @@
-//! Issue 16 item 2: `[tools.x.config]` values and `[tools.x.secrets]` sources in
-//! `sluice.toml`, `[config]` and `[secrets]` in a tools-directory policy. Secrets are only
-//! located here (their values are read when the component loads); bad keys and shapes are
-//! refused naming the key, the line and what is allowed.
-
-// Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this
-// lets the helpers they share do so too.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! `[tools.x.config]` values and `[tools.x.secrets]` sources
+//! (docs/configuration.md#config-and-secrets) in `sluice.toml`, `[config]` and `[secrets]` in
+//! a tools-directory policy. Secrets are only located here (their values are read when the
+//! component loads); bad keys and shapes are refused naming the key, the line and what is
+//! allowed.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,12 +1,9 @@
-//! Issue 32 item 5: `[tools.NAME.http_credentials."HOST"]` in `sluice.toml` and
-//! `[http_credentials."HOST"]` in a tools-directory policy. A credential is keyed by an entry
-//! of the policy's `http` list naming one host; its header is a token the host does not own;
-//! its value holds `{secret}` once; its secret is located as one of `secrets` is. Each wrong
-//! credential is refused naming the key, the value and what is allowed.
-
-// Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this
-// lets the helpers they share do so too.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! `[tools.NAME.http_credentials."HOST"]` in `sluice.toml` and `[http_credentials."HOST"]` in
+//! a tools-directory policy (docs/configuration.md#credentials-the-tool-never-holds). A
+//! credential is keyed by an entry of the policy's `http` list naming one host; its header is
+//! a token the host does not own; its value holds `{secret}` once; its secret is located as
+//! one of `secrets` is. Each wrong credential is refused naming the key, the value and what is
+//! allowed.
 
 use std::path::{Path, PathBuf};
 
