@@ -1,10 +1,6 @@
 //! `build` and `tool.toml` on hand-written projects: a bad manifest, a failing command, a
 //! missing or wrong output, and a command that makes a component (no toolchain needed).
 
-// Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this lets
-// the helpers they share do so too.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::{Path, PathBuf};
 
 use sluice_kit::{BuildOptions, KitError, Manifest, build_with};

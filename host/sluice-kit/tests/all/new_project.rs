@@ -1,9 +1,5 @@
 //! `new_project`: every language's project, file by file, and what it refuses. No toolchain
-//! is needed here (tests/build_and_call.rs builds and calls the projects).
-
-// Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this lets
-// the helpers they share do so too.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! is needed here (build_and_call.rs builds and calls the projects).
 
 use std::path::{Path, PathBuf};
 
