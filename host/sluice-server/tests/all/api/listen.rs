@@ -14,7 +14,7 @@ use sluice_server::{ServeOptions, ServerLimits};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
-use crate::{Setup, TestServer, engine};
+use super::{Setup, TestServer, engine};
 
 /// The longest a test waits for a connection to close or answer, where the bug is that it
 /// never does: 30 s.

@@ -11,8 +11,8 @@ use sluice_server::oauth::{
     Challenge, OAuthVerifier, Rejection, Verified, resource_metadata_url, www_authenticate,
 };
 
-use crate::mock::MockServer;
-use crate::{RESOURCE, at, config, mapped_verifier, now};
+use super::{RESOURCE, at, config, mapped_verifier, now};
+use sluice_test_support::oauth_mock::MockServer;
 
 #[tokio::test]
 async fn an_opaque_token_is_introspected_with_the_client_credentials() {

@@ -2,9 +2,6 @@
 //! directory of copies of a built-in component, counting its reloads
 //! ([`Reloader::reloads`]) and reading its log lines.
 
-// Test code: a panic is the assertion.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

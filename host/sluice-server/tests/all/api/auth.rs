@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 use sluice_server::{ROUTES, ServeOptions, Server, ServerError};
 
-use crate::{Setup, TestServer, make_root, services};
+use super::{Setup, TestServer, make_root, services};
 
 const TOKEN: &str = "t0ken-for-tests";
 

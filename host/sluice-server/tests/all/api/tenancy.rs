@@ -8,7 +8,7 @@ use sluice_config::ServerToken;
 use sluice_protocol::access::{Grant, Scope};
 use sluice_server::ROUTES;
 
-use crate::{Setup, TestServer};
+use super::{Setup, TestServer};
 
 const ADMIN_TOKEN: &str = "t0ken-for-tests";
 

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::{EventReader, Setup, TestServer, assert_intact, read_events, replay};
+use super::{EventReader, Setup, TestServer, assert_intact, read_events, replay};
 
 const PROMPT: &str = "What errors are in the logs?";
 

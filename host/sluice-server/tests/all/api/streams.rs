@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use sluice_server::ServerLimits;
 
-use crate::{Setup, TestServer};
+use super::{Setup, TestServer};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streams_beyond_the_limit_are_429_until_one_closes() {

@@ -19,7 +19,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
 
-use crate::{Setup, make_root, services, toolbox};
+use super::{Setup, make_root, services, toolbox};
 
 /// The longest a test waits for a reload, where the bug is that it never comes: 30 s.
 const NEVER: Duration = Duration::from_secs(30);

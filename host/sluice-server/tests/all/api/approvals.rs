@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::{Setup, TestServer, replay};
+use super::{Setup, TestServer, replay};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn approve_then_deny_a_destructive_call() {

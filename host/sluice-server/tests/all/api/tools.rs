@@ -14,7 +14,7 @@ use sluice_server::reload::{self, ReloadOptions, Reloader, Served};
 use sluice_wiring::ToolLoader;
 use sluice_wiring::report::ToolCatalog;
 
-use crate::{Setup, TestServer, engine};
+use super::{Setup, TestServer, engine};
 
 const TOKEN: &str = "t0ken-for-tests";
 

@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use crate::{Setup, TestServer};
+use super::{Setup, TestServer};
 
 const TOKEN: &str = "console-t0ken";
 

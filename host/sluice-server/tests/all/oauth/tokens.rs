@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 use sluice_protocol::access::{Grant, Scope};
 use sluice_server::oauth::{Rejection, Verified};
 
-use crate::mock::MockServer;
-use crate::{RESOURCE, at, mapped_verifier, now, verifier};
+use super::{RESOURCE, at, mapped_verifier, now, verifier};
+use sluice_test_support::oauth_mock::MockServer;
 
 /// The claims of a good token for `sub`, expiring at `exp`, with `extra` merged in.
 fn claims(sub: &str, exp: u64, extra: Value) -> Value {

@@ -1,16 +1,11 @@
 //! The OAuth resource server's verifier against a real authorization server (npm
-//! `oauth2-mock-server` on 127.0.0.1, see mock.rs): tokens signed with its published keys,
-//! with other keys, with none; expired, early, for another audience or issuer; its keys
-//! rotated; tokens that are not JWTs, through its introspection endpoint; the metadata
-//! document a client reads first.
-
-// Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this
-// lets the helpers they share do so too.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! `oauth2-mock-server` on 127.0.0.1, `sluice_test_support::oauth_mock`): tokens signed with
+//! its published keys, with other keys, with none; expired, early, for another audience or
+//! issuer; its keys rotated; tokens that are not JWTs, through its introspection endpoint; the
+//! metadata document a client reads first.
 
 mod introspection; // Opaque tokens: RFC 7662 answers, client authentication, inactive tokens.
 mod keys; // Discovery, the key set's cache, rotation, refresh limits, coalesced fetches.
-mod mock; // The authorization server: oauth2-mock-server through mock_server.mjs.
 mod tokens; // JWTs: each algorithm, every claim check, forged and unsigned tokens.
 
 use std::collections::BTreeMap;

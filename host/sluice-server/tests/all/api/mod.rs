@@ -2,15 +2,11 @@
 //! (a temporary SQLite store, the built-in tools over a tiny temporary root, the scripted or a
 //! replay model) and reqwest as the client.
 
-// Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this
-// lets the helpers they share do so too.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 mod approvals; // Destructive calls: awaiting_approval, approve/deny, one observation each.
 mod auth; // Bearer tokens: 401s on every route, and no start beyond loopback without one.
 mod config; // GET/PUT /agent/config: row P13 (docs/regressions.md#p13), unknown and boot-only keys.
 mod console; // The console's assets without the token, windows onto sessions and transcripts, /models.
-mod guard; // Host, Origin and Content-Type: 403 and 415 before any route runs (issue 12 item 5).
+mod guard; // Host, Origin and Content-Type: 403 and 415 before any route runs (docs/mcp.md#http-guard).
 mod listen; // The listener's limits over raw TCP: stalled heads, connection bounds.
 mod principals; // [[server.tokens]]: each route's scope, 403 naming it, the single token as admin.
 mod runs; // Runs: a full run, events, cancellation, 409, 413, 50 concurrent sessions.

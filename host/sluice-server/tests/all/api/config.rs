@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::TestServer;
+use super::TestServer;
 
 fn defaults() -> Value {
     json!({"max_tool_result_bytes": 65_536, "max_turns": 50, "auto_approve": false})

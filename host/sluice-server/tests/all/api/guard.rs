@@ -1,4 +1,4 @@
-//! The guard (issue 12 item 5): on the default loopback server without a token, a request
+//! The guard (docs/mcp.md#http-guard): on the default loopback server without a token, a request
 //! naming another `Host` (DNS rebinding), a cross-origin request (a blind cross-site POST)
 //! and a body that is not declared JSON are refused before any route runs, and nothing is
 //! stored. Before the guard, `POST /sessions` with `Host: attacker.example` and
@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 use sluice_server::ROUTES;
 
-use crate::{Setup, TestServer};
+use super::{Setup, TestServer};
 
 /// Sends `method path` with `headers` (and `body` when given) and returns (status, JSON).
 async fn send(
@@ -229,7 +229,7 @@ async fn header_games_are_refused() {
         "POST /sessions HTTP/1.1",
         &format!("Host: {addr}\r\nHost: attacker.example\r\n"),
     );
-    let (status, body) = crate::listen::raw(&addr, &two_hosts).await;
+    let (status, body) = super::listen::raw(&addr, &two_hosts).await;
     assert_eq!(status, 400, "{body}");
     let body: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(
@@ -244,7 +244,7 @@ async fn header_games_are_refused() {
         "POST http://attacker.example/sessions HTTP/1.1",
         "Host: 127.0.0.1\r\n",
     );
-    let (status, body) = crate::listen::raw(&addr, &absolute).await;
+    let (status, body) = super::listen::raw(&addr, &absolute).await;
     assert_eq!(status, 403, "{body}");
     let body: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(body["host"], "attacker.example");
@@ -259,7 +259,7 @@ async fn header_games_are_refused() {
         "POST /sessions HTTP/1.1",
         &format!("Host: {addr}\r\nOrigin: http://{addr}\r\nOrigin: http://evil.example\r\n"),
     );
-    let (status, body) = crate::listen::raw(&addr, &two_origins).await;
+    let (status, body) = super::listen::raw(&addr, &two_origins).await;
     assert_eq!(status, 400, "{body}");
     let body: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(body["header"], "Origin");
@@ -269,7 +269,7 @@ async fn header_games_are_refused() {
         &format!("POST http://{addr}/sessions HTTP/1.1"),
         &format!("Host: {addr}\r\n"),
     );
-    let (status, body) = crate::listen::raw(&addr, &own).await;
+    let (status, body) = super::listen::raw(&addr, &own).await;
     assert_eq!(status, 201, "{body}");
     // Only that one was stored.
     assert_eq!(session_count(&server).await, 1);

@@ -11,8 +11,8 @@ use futures_util::future::join_all;
 use serde_json::{Value, json};
 use sluice_server::oauth::{OAuthVerifier, Rejection};
 
-use crate::mock::MockServer;
-use crate::{RESOURCE, config, now, verifier};
+use super::{RESOURCE, config, now, verifier};
+use sluice_test_support::oauth_mock::MockServer;
 
 async fn good_token(mock: &MockServer, kid: &str) -> String {
     mock.token(json!({
