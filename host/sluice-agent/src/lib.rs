@@ -24,6 +24,16 @@
 //! before it starts, so a prompt is either accepted with its run or refused. Calls of
 //! destructive tools wait for the operator's decision unless `auto_approve` is set; the next
 //! run executes or denies them and stores one observation each.
+//!
+//! # Example
+//!
+//! `examples/one_run.rs` (`cargo run -p sluice-agent --example one_run`) runs the loop once,
+//! offline: [`sluice_models::ScriptedModel`] (a fixed sequence of tool calls, not an LLM), a
+//! [`sluice_store::SqliteStore`] in a temporary directory and the built-in file tools
+//! (`sluice-builtins`, loaded into a [`sluice_runtime::Toolbox`]) over a root holding one small
+//! file. It builds an [`Agent`] with [`Agent::new`], creates a session, calls [`Agent::run`]
+//! with one prompt, then prints the stored transcript and the [`Outcome`]. Its steps are tested
+//! in `tests/all/one_run.rs`, which asserts the answer and the observations exactly.
 
 mod metrics;
 mod model_turn;
@@ -44,6 +54,11 @@ pub use run::Claim;
 pub use tools::Tools;
 
 pub use sluice_protocol::limits::DEFAULT_MAX_TURNS;
+
+/// What cancels a run ([`Agent::run`], [`Agent::run_claimed`]): tokio-util's token,
+/// re-exported so a caller needs no `tokio-util` dependency of its own (nor a matching
+/// version) to pass one.
+pub use tokio_util::sync::CancellationToken;
 
 /// The system prompt when none is configured.
 pub const DEFAULT_SYSTEM_PROMPT: &str = "You are Sluice, an agent that answers questions about files by calling the tools provided. Every tool result is capped; the file tools return one page at a time with cursors (nextOffset, nextLine, nextCursor) to continue. Read only what you need, then answer concisely, citing files and line numbers.";

@@ -1,0 +1,3 @@
+//! The agent loop through the crate's public API, as a newcomer drives it.
+
+mod one_run;
