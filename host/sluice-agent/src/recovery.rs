@@ -6,7 +6,7 @@
 //! [`SHRINK_ABOVE_BYTES`] in the newest contiguous group of tool messages that holds one is
 //! shrunk to a head of at most that many bytes.
 //!
-//! **Sized recovery** (issue 13), on top of it when the sizes are known (the provider's
+//! **Sized recovery**, on top of it when the sizes are known (the provider's
 //! message states the prompt's tokens and the limit, or the backend's estimate does; see
 //! [`sluice_models::Overflow`]): the rule alone can free too little (two 2 KB pages under a
 //! 4 KB cap were cut by 122 bytes in total, and the one retry failed). [`shrink_plan`] then
