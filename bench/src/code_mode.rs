@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use sluice_runtime::{ComponentSpec, ToolCallLimits, ToolPolicy, Toolbox};
 
-use crate::rows::MIB;
+use crate::read_file::MIB;
 use crate::{Bench, Row, builtin, millis, time_median};
 
 /// A program that pages `app.log`, runs `body` on each page's `text` (adding to `counts`),

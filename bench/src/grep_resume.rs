@@ -1,5 +1,5 @@
-//! Row 5's resume rows (issue 19 item 1): what resuming a `grep_files` search costs deep in
-//! a 30,000-file tree, seeking to the cursor's entry against walking back to it.
+//! Row 5's resume rows: what resuming a `grep_files` search costs deep in a 30,000-file tree,
+//! seeking to the cursor's entry against walking back to it.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -17,7 +17,7 @@ const AT_PERCENT: [usize; 4] = [0, 10, 50, 90];
 /// Row 5 (`grep_files`): resume rows first, then the search against ripgrep.
 pub(crate) fn rows(bench: &Bench) -> anyhow::Result<Vec<Row>> {
     let mut rows = resume(bench)?;
-    match crate::rows::grep(bench) {
+    match crate::grep_vs_rg::grep(bench) {
         Ok(r) => rows.extend(r),
         Err(e) => rows.push(Row {
             what: "5. grep_files vs rg -j1".into(),

@@ -14,7 +14,9 @@
 //! threads when ripgrep is installed. `SLUICE_BENCH_PERF_MAP=1` makes wasmtime write a perf
 //! map (`/tmp/perf-<pid>.map`) for `perf record`.
 //! `--quick` uses smaller inputs (for a smoke run; its numbers are not the published ones).
-//! `--only 1,5` measures only the rows given (numbers as in the table). Rows 10 and 11 drive
+//! `--only 1,5` measures only the rows given (numbers as in the table). `--markdown FILE`
+//! also writes the printed table into FILE between its `<!-- bench:table:begin -->` and
+//! `<!-- bench:table:end -->` lines (`docs/benchmarks.md`; table.rs). Rows 10 and 11 drive
 //! `sluice mcp` (stdio, and Streamable HTTP with 16 concurrent clients). Rows 7b, 7c and 12
 //! measure PostgreSQL when `SLUICE_TEST_POSTGRES_URL` names a server (store.rs). Row 13 holds
 //! 4,000 idle event streams open on `sluice serve` (streams.rs). Row 14 asks "ERROR lines per
@@ -30,12 +32,17 @@ mod authoring;
 mod code_mode;
 mod compile_log;
 mod grep_resume;
+mod grep_vs_rg;
+mod guest_examples;
+mod list_dir;
 mod machine;
 mod mcp;
 mod process;
-mod rows;
+mod read_file;
+mod start;
 mod store;
 mod streams;
+mod table;
 mod telemetry;
 
 use std::path::{Path, PathBuf};
@@ -98,38 +105,61 @@ impl Bench {
     }
 }
 
+/// The rows, numbered as in the table.
+const ROWS: std::ops::RangeInclusive<usize> = 1..=17;
+
+/// The command line of a run (the child modes of rows 4 and 17 are read before it).
+#[derive(clap::Parser)]
+#[command(
+    name = "sluice-bench",
+    version,
+    about = "What the sandbox costs, as one table"
+)]
+struct Args {
+    /// Smaller inputs, for a smoke run (its numbers are not the published ones).
+    #[arg(long)]
+    quick: bool,
+    /// Measure only these rows, like `--only 1,5`.
+    #[arg(long, value_name = "ROWS", value_delimiter = ',', value_parser = row_number)]
+    only: Option<Vec<usize>>,
+    /// Also write the table into FILE between its `<!-- bench:table:begin -->` and
+    /// `<!-- bench:table:end -->` lines (`docs/benchmarks.md`).
+    #[arg(long, value_name = "FILE")]
+    markdown: Option<PathBuf>,
+}
+
+/// A row number of `--only`.
+fn row_number(n: &str) -> Result<usize, String> {
+    n.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| ROWS.contains(n))
+        .ok_or_else(|| format!("--only takes row numbers 1 to 17; got {n:?}"))
+}
+
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     // Child mode for the memory row: page through a file, then report peak memory.
     if let [mode, file, cap] = args.as_slice()
         && mode == "--page-through"
     {
-        return rows::page_through_child(Path::new(file), cap.parse()?);
+        return read_file::page_through_child(Path::new(file), cap.parse()?);
     }
     // Child mode for row 17: row 1's call with one telemetry mode installed.
     if let Some(("--per-call-telemetry", rest)) = args.split_first().map(|(a, r)| (a.as_str(), r)) {
         return telemetry::per_call_child(rest);
     }
-    let quick = args.iter().any(|a| a == "--quick");
-    // `--only 1,5` measures rows 1 and 5 alone.
-    let only: Option<Vec<usize>> = match args.iter().position(|a| a == "--only") {
-        None => None,
-        Some(i) => Some(
-            args.get(i + 1)
-                .ok_or_else(|| anyhow::anyhow!("--only needs row numbers, like --only 1,5"))?
-                .split(',')
-                .map(|n| {
-                    n.trim()
-                        .parse::<usize>()
-                        .ok()
-                        .filter(|n| (1..=17).contains(n))
-                        .ok_or_else(|| {
-                            anyhow::anyhow!("--only takes row numbers 1 to 17; got {n:?}")
-                        })
-                })
-                .collect::<anyhow::Result<_>>()?,
-        ),
-    };
+    let Args {
+        quick,
+        only,
+        markdown,
+    } = <Args as clap::Parser>::parse();
+    // A page without its markers fails now, not after the run.
+    if let Some(page) = &markdown {
+        let text = std::fs::read_to_string(page)
+            .map_err(|e| anyhow::anyhow!("reading {}: {e}", page.display()))?;
+        table::splice(&text, "", &page.display().to_string())?;
+    }
     let work = tempfile::tempdir()?;
     let bench = Bench {
         runtime: tokio::runtime::Builder::new_current_thread()
@@ -146,16 +176,16 @@ fn main() -> anyhow::Result<()> {
     };
     let mut table = Vec::new();
     type RowFn = fn(&Bench) -> anyhow::Result<Vec<Row>>;
-    let all: [(&str, RowFn); 17] = [
-        ("per-call overhead", rows::per_call),
-        ("sequential paging", rows::paging),
-        ("resume cost", rows::resume),
-        ("memory", rows::memory),
+    let all: [(&str, RowFn); *ROWS.end()] = [
+        ("per-call overhead", read_file::per_call),
+        ("sequential paging", read_file::paging),
+        ("resume cost", read_file::resume),
+        ("memory", read_file::memory),
         ("grep vs ripgrep", grep_resume::rows),
-        ("list_dir", rows::list_dir),
+        ("list_dir", list_dir::list_dir),
         ("session store", store::appends),
-        ("start", rows::start),
-        ("guest examples", rows::guest_examples),
+        ("start", start::start),
+        ("guest examples", guest_examples::guest_examples),
         ("MCP stdio round trip", mcp::stdio_round_trip),
         ("MCP Streamable HTTP", mcp::http_concurrent),
         ("replicas", store::replicas),
@@ -181,22 +211,15 @@ fn main() -> anyhow::Result<()> {
             }),
         }
     }
-    for line in machine::describe() {
-        println!("{line}");
-    }
-    println!();
-    println!("| measurement | Sluice | baseline | ratio | target |");
-    println!("|---|---|---|---|---|");
-    for r in &table {
-        println!(
-            "| {} | {} | {} | {} | {} |",
-            r.what, r.sluice, r.baseline, r.ratio, r.target
-        );
+    let text = table::render(&machine::describe(), &table);
+    print!("{text}");
+    if let Some(page) = &markdown {
+        table::write_into(page, &text)?;
+        eprintln!("wrote the table into {}", page.display());
     }
     Ok(())
 }
 
-/// The median of `samples`.
 /// The built-in tool `name` as this build embeds it ([`sluice_builtins::BUILTINS`]).
 pub(crate) fn builtin(name: &str) -> anyhow::Result<Source> {
     let (name, wasm) = sluice_builtins::BUILTINS
@@ -207,6 +230,7 @@ pub(crate) fn builtin(name: &str) -> anyhow::Result<Source> {
     Ok(Source::Builtin { name, wasm })
 }
 
+/// The median of `samples`.
 pub(crate) fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
