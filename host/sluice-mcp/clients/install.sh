@@ -9,7 +9,7 @@
 #                  the machine's node is older than 22
 #   conformance/   the official conformance suite, npm `@modelcontextprotocol/conformance`
 #   oauth/         an OAuth 2 authorization server for the resource server's tests, npm
-#                  `oauth2-mock-server` (host/sluice-server/tests/oauth/mock_server.mjs)
+#                  `oauth2-mock-server` (tests/support/oauth_mock_server.mjs)
 #
 # Needs python3 (with venv) and npm. The tests find these by path (see
 # host/sluice-mcp/tests/clients.rs); under CI=true they fail when one is missing.
@@ -29,10 +29,10 @@ OAUTH_MOCK_VERSION=9.3.0
 echo "== Python SDK: mcp $MCP_PY_VERSION -> $out/venv" >&2
 [[ -x $out/venv/bin/pip ]] || python3 -m venv "$out/venv"
 # The official OTLP protobuf definitions, for the telemetry tests' OTLP receiver
-# (host/sluice/tests/telemetry/otlp_receiver.py).
+# (host/sluice/tests/all/telemetry/otlp_receiver.py).
 "$out/venv/bin/pip" install --disable-pip-version-check --quiet "mcp==$MCP_PY_VERSION" \
   "opentelemetry-proto==$OTEL_PROTO_VERSION"
-# Selenium drives the distribution's chromedriver in host/sluice/tests/console/flows.py.
+# Selenium drives the distribution's chromedriver in host/sluice/tests/all/console/flows.py.
 "$out/venv/bin/pip" install --disable-pip-version-check --quiet "selenium==$SELENIUM_VERSION"
 
 node_major() { "$1" --version 2>/dev/null | sed -E 's/^v([0-9]+).*/\1/'; }
