@@ -229,20 +229,20 @@ fn compare(a: &Number, b: &Number) -> Ordering {
 }
 
 /// Why `pattern` is not a regular expression Sluice can check: JSON Schema's dialect
-/// (ECMA-262), translated as the `jsonschema` crate does, compiled by `regex`.
+/// (ECMA-262), translated as the `jsonschema` crate does, parsed as the `regex` crate parses
+/// it (the same messages). Only the compiled size is not checked here: the runtime checks it
+/// when it compiles the pattern, as it loads the tool.
 fn pattern_error(pattern: &str) -> Result<(), String> {
-    let reason = |e: regex::Error| match e {
-        regex::Error::Syntax(s) => s
-            .lines()
+    let reason = |e: regex_syntax::Error| {
+        let s = e.to_string();
+        s.lines()
             .last()
             .map(|l| l.trim_start_matches("error: ").to_string())
-            .unwrap_or(s),
-        regex::Error::CompiledTooBig(n) => format!("it compiles to more than {n} bytes"),
-        other => other.to_string(),
+            .unwrap_or(s)
     };
     match jsonschema_regex::to_rust_regex(pattern) {
-        Ok(rust) => regex::Regex::new(&rust).map(drop).map_err(reason),
-        Err(()) => Err(regex::Regex::new(pattern)
+        Ok(rust) => regex_syntax::parse(&rust).map(drop).map_err(reason),
+        Err(()) => Err(regex_syntax::parse(pattern)
             .map_or_else(reason, |_| "it is not ECMA-262 syntax".to_string())),
     }
 }

@@ -48,7 +48,7 @@ pub enum ToolSource {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OciSource {
     /// The reference (`oci://REGISTRY/REPOSITORY:TAG` or `…@sha256:…`).
-    pub reference: sluice_registry::OciReference,
+    pub reference: sluice_registry_terms::OciReference,
     /// `verify.key`: public keys (PEM files, relative to the configuration file), any of
     /// which must have signed the component's digest with cosign; empty: no signature check.
     pub keys: Vec<PathBuf>,
@@ -294,7 +294,9 @@ impl Resolver<'_> {
         for (name, table) in tables {
             let key = format!("tools.{name}");
             let source = match (&table.component, &table.builtin) {
-                (Some(path), None) if path.starts_with(sluice_registry::reference::SCHEME) => {
+                (Some(path), None)
+                    if path.starts_with(sluice_registry_terms::reference::SCHEME) =>
+                {
                     ToolSource::Oci(oci_source(name, path, table, base, origin)?)
                 }
                 (Some(path), None) => ToolSource::Component(base.join(path)),
@@ -543,12 +545,12 @@ fn oci_source(
     origin: &str,
 ) -> Result<OciSource, ConfigError> {
     let reference =
-        sluice_registry::OciReference::parse(reference).map_err(|e| ConfigError::Value {
+        sluice_registry_terms::OciReference::parse(reference).map_err(|e| ConfigError::Value {
             key: format!("tools.{name}.component"),
             value: format!("{reference:?}"),
             allowed: format!(
                 "a path to a .wasm file, or {} ({})",
-                sluice_registry::reference::REFERENCE_RULE,
+                sluice_registry_terms::reference::REFERENCE_RULE,
                 e.reason
             ),
             origin: origin.to_string(),

@@ -7,24 +7,10 @@
 
 use std::time::Duration;
 
-/// The configuration key of [`Limits::max_manifest_bytes`].
-pub const KEY_MAX_MANIFEST_BYTES: &str = "registry.max_manifest_bytes";
-
-/// The configuration key of [`Limits::max_component_bytes`].
-pub const KEY_MAX_COMPONENT_BYTES: &str = "registry.max_component_bytes";
-
-/// The configuration key of [`Limits::timeout`] (whole seconds).
-pub const KEY_TIMEOUT_SECS: &str = "registry.timeout_secs";
-
-/// [`Limits::max_manifest_bytes`] when not set: 4 MiB, the size the OCI distribution spec
-/// asks every registry to accept (component and cosign manifests are under 2 KiB).
-pub const DEFAULT_MAX_MANIFEST_BYTES: u64 = 4 << 20;
-
-/// [`Limits::max_component_bytes`] when not set: 256 MiB.
-pub const DEFAULT_MAX_COMPONENT_BYTES: u64 = 256 << 20;
-
-/// [`Limits::timeout`] when not set: 60 seconds.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+pub use sluice_registry_terms::limits::{
+    DEFAULT_MAX_COMPONENT_BYTES, DEFAULT_MAX_MANIFEST_BYTES, DEFAULT_TIMEOUT,
+    KEY_MAX_COMPONENT_BYTES, KEY_MAX_MANIFEST_BYTES, KEY_TIMEOUT_SECS, Limits,
+};
 
 /// The largest cosign signature payload read, in bytes (64 KiB; cosign's are ~250 bytes).
 pub const MAX_SIGNATURE_PAYLOAD_BYTES: u64 = 64 << 10;
@@ -39,32 +25,6 @@ pub const MAX_ERROR_BODY_BYTES: u64 = 4 << 10;
 /// How many characters of a registry's text (an error body, a header) a message or a log
 /// line shows, after escaping, before `…`.
 pub const MAX_QUOTED_CHARS: usize = 200;
-
-/// The bounds on what one fetch reads from a registry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Limits {
-    /// The largest manifest read (a component's, or its cosign signature manifest), in
-    /// bytes; a longer one is refused unread past the limit. Default
-    /// [`DEFAULT_MAX_MANIFEST_BYTES`]; `registry.max_manifest_bytes`.
-    pub max_manifest_bytes: u64,
-    /// The largest component layer pulled, in bytes; a layer whose descriptor gives more is
-    /// refused before it is asked for. Default [`DEFAULT_MAX_COMPONENT_BYTES`];
-    /// `registry.max_component_bytes`.
-    pub max_component_bytes: u64,
-    /// How long one request to a registry (a manifest, a blob, a token), its whole body
-    /// included, may take. Default [`DEFAULT_TIMEOUT`]; `registry.timeout_secs`.
-    pub timeout: Duration,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            max_manifest_bytes: DEFAULT_MAX_MANIFEST_BYTES,
-            max_component_bytes: DEFAULT_MAX_COMPONENT_BYTES,
-            timeout: DEFAULT_TIMEOUT,
-        }
-    }
-}
 
 /// `text` as a message or a log line may show it: lossy UTF-8, between double quotes, with
 /// control characters, quotes and backslashes escaped (`\n`, `\"`, `\u{1b}`), cut after

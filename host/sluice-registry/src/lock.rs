@@ -22,8 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::RegistryError;
 use crate::reference::valid_digest;
 
-/// The lock file's name, beside `sluice.toml`.
-pub const LOCK_FILE_NAME: &str = "sluice.lock";
+pub use sluice_registry_terms::LOCK_FILE_NAME;
 
 /// The format version this build writes and reads.
 pub const LOCK_VERSION: u32 = 1;

@@ -21,7 +21,7 @@ use crate::auth::Credentials;
 use crate::cache::BlobCache;
 use crate::limits::{KEY_MAX_MANIFEST_BYTES, Limits, quoted};
 use crate::pull::{Failure, Http};
-use crate::reference::{OciReference, sha256_digest, valid_digest};
+use crate::reference::{OciReference, client_reference, sha256_digest, valid_digest};
 use crate::signature::{SIGNATURE_ANNOTATION, SIMPLE_SIGNING_MEDIA_TYPE, SignatureLayer};
 
 /// The media type of a component layer.
@@ -90,7 +90,10 @@ impl Remote {
         } else {
             "https"
         };
-        let base = format!("{scheme}://{}", reference.to_client().resolve_registry());
+        let base = format!(
+            "{scheme}://{}",
+            client_reference(reference).resolve_registry()
+        );
         let config = ClientConfig {
             protocol: protocol(reference, insecure),
             connect_timeout: Some(CONNECT_TIMEOUT),
@@ -327,7 +330,7 @@ impl Remote {
         manifest.media_type = Some(OCI_IMAGE_MEDIA_TYPE.to_string());
         self.client
             .push(
-                &reference.to_client(),
+                &client_reference(reference),
                 layers,
                 config,
                 &self.auth,
