@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::layout::LayoutError;
 use crate::limits::{KEY_TIMEOUT_SECS, seconds};
 use crate::reference::ReferenceError;
 use crate::signature::{KeyError, SignatureFailure};
@@ -77,7 +78,8 @@ pub enum RegistryError {
         /// The manifest (or layer) digest.
         digest: String,
         /// What is wrong with it.
-        reason: String,
+        #[source]
+        reason: LayoutError,
     },
     /// The signature check failed.
     #[error("refusing {reference} ({digest}): signature check failed: {failure}")]

@@ -39,6 +39,7 @@
 pub mod auth;
 pub mod cache;
 mod error;
+mod layout;
 pub mod limits;
 pub mod lock;
 mod publish;
@@ -55,13 +56,13 @@ use std::time::{Duration, Instant};
 pub use auth::Credentials;
 pub use cache::BlobCache;
 pub use error::RegistryError;
+pub use layout::{LayoutError, WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE};
 pub use limits::Limits;
 pub use lock::{LOCK_FILE_NAME, Lock, LockEntry};
 pub use publish::{Pushed, Signed};
 pub use reference::{OciReference, ReferenceError, sha256_digest};
-pub use remote::{WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE};
-pub use signature::{KeyError, PublicKey, SignatureFailure, SignatureLayer};
-pub use signing::{KeyFiles, KeyPair, SigningKeyError};
+pub use signature::{KeyError, PublicKey, PublicKeyError, SignatureFailure, SignatureLayer};
+pub use signing::{KeyFiles, KeyPair, SigningError, SigningKeyError};
 
 use crate::remote::{Remote, signature_layers, wasm_layer};
 

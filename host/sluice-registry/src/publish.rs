@@ -7,6 +7,7 @@
 
 use serde::Serialize;
 
+use crate::layout::LayoutError;
 use crate::remote::{Remote, wasm_layer};
 use crate::signature::{self, SignatureFailure};
 use crate::signing::KeyPair;
@@ -103,7 +104,7 @@ impl Fetcher {
         wasm_layer(&raw).map_err(|reason| RegistryError::Layout {
             reference: reference.to_string(),
             digest: digest.clone(),
-            reason: format!("{reason}; Sluice signs only components"),
+            reason: LayoutError::NotSigned(Box::new(reason)),
         })?;
         let pinned = reference.pinned(&digest);
         let public = pair.public_key("the signing key");
@@ -112,12 +113,12 @@ impl Fetcher {
         let already = signature::verify(&digest, &layers, std::slice::from_ref(&public)).is_ok();
         if !already {
             let repository = format!("{}/{}", reference.registry(), reference.repository());
-            let layer =
-                pair.sign(&repository, &digest)
-                    .map_err(|reason| RegistryError::Publish {
-                        reference: pinned.to_string(),
-                        reason,
-                    })?;
+            let layer = pair
+                .sign(&repository, &digest)
+                .map_err(|e| RegistryError::Publish {
+                    reference: pinned.to_string(),
+                    reason: e.to_string(),
+                })?;
             layers.push(layer);
             remote
                 .push_signature(&pinned, &signature::signature_tag(&digest), &layers)

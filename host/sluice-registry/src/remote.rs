@@ -19,16 +19,11 @@ use sha2::{Digest as _, Sha256};
 use crate::RegistryError;
 use crate::auth::Credentials;
 use crate::cache::BlobCache;
+use crate::layout::{LayoutError, WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE};
 use crate::limits::{KEY_MAX_MANIFEST_BYTES, Limits, quoted};
 use crate::pull::{Failure, Http};
 use crate::reference::{OciReference, client_reference, sha256_digest, valid_digest};
 use crate::signature::{SIGNATURE_ANNOTATION, SIMPLE_SIGNING_MEDIA_TYPE, SignatureLayer};
-
-/// The media type of a component layer.
-pub const WASM_LAYER_MEDIA_TYPE: &str = "application/wasm";
-
-/// The media type of the config of a WebAssembly artifact.
-pub const WASM_CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
 
 /// The media types a component manifest is asked for in (an index is refused by name).
 const MANIFEST_TYPES: [&str; 3] = [
@@ -154,27 +149,27 @@ impl Remote {
         (limit, limit_key): (u64, Option<&'static str>),
         cache: &BlobCache,
     ) -> Result<Vec<u8>, RegistryError> {
-        let layout = |reason: String| RegistryError::Layout {
+        let layout = |reason: LayoutError| RegistryError::Layout {
             reference: reference.to_string(),
             digest: descriptor.digest.clone(),
             reason,
         };
         if !valid_digest(&descriptor.digest) {
-            return Err(layout(format!(
-                "{what} has the digest {}, not sha256:<64 lowercase hex>",
-                quoted(descriptor.digest.as_bytes())
-            )));
+            return Err(layout(LayoutError::Digest {
+                what,
+                digest: quoted(descriptor.digest.as_bytes()),
+            }));
         }
         let Ok(size) = u64::try_from(descriptor.size) else {
-            return Err(layout(format!("{what} has a negative size")));
+            return Err(layout(LayoutError::NegativeSize { what }));
         };
         if size > limit {
-            let raise = limit_key.map_or(String::new(), |k| {
-                format!(" (raise it with {k} in sluice.toml)")
-            });
-            return Err(layout(format!(
-                "{what} is {size} bytes by its descriptor, over the limit of {limit} bytes{raise}"
-            )));
+            return Err(layout(LayoutError::OverLimit {
+                what,
+                size,
+                limit,
+                key: limit_key,
+            }));
         }
         let cache_error = |e: std::io::Error| RegistryError::Cache {
             path: cache.dir().to_path_buf(),
@@ -360,18 +355,17 @@ impl Remote {
 ///
 /// # Errors
 /// The reason, when `raw` is not an image manifest with exactly one such layer.
-pub(crate) fn wasm_layer(raw: &[u8]) -> Result<OciDescriptor, String> {
-    let value: serde_json::Value =
-        serde_json::from_slice(raw).map_err(|e| format!("its manifest is not JSON: {e}"))?;
+pub(crate) fn wasm_layer(raw: &[u8]) -> Result<OciDescriptor, LayoutError> {
+    let value: serde_json::Value = serde_json::from_slice(raw).map_err(LayoutError::NotJson)?;
     let media_type = value
         .get("mediaType")
         .and_then(|m| m.as_str())
         .unwrap_or("");
     if media_type == OCI_IMAGE_INDEX_MEDIA_TYPE || value.get("manifests").is_some() {
-        return Err("it is an image index (several platforms), not a component artifact: point at the manifest that has the application/wasm layer".into());
+        return Err(LayoutError::ImageIndex);
     }
-    let manifest: OciImageManifest = serde_json::from_value(value)
-        .map_err(|e| format!("its manifest is not an OCI image manifest: {e}"))?;
+    let manifest: OciImageManifest =
+        serde_json::from_value(value).map_err(LayoutError::NotImageManifest)?;
     let wasm: Vec<&OciDescriptor> = manifest
         .layers
         .iter()
@@ -379,24 +373,25 @@ pub(crate) fn wasm_layer(raw: &[u8]) -> Result<OciDescriptor, String> {
         .collect();
     match wasm.as_slice() {
         [one] => Ok((*one).clone()),
-        _ => Err(format!(
-            "a component artifact has exactly one {WASM_LAYER_MEDIA_TYPE} layer (as `wkg oci push` or `oras push … component.wasm:{WASM_LAYER_MEDIA_TYPE}` write it); this manifest has {} such layer(s) among layers of types [{}]",
-            wasm.len(),
-            manifest
+        _ => Err(LayoutError::WasmLayers {
+            count: wasm.len(),
+            types: manifest
                 .layers
                 .iter()
                 .map(|l| l.media_type.as_str())
                 .collect::<Vec<_>>()
-                .join(", ")
-        )),
+                .join(", "),
+        }),
     }
 }
 
 /// The simple signing layers of a cosign signature manifest (their descriptors and
 /// signatures).
-pub(crate) fn signature_layers(raw: &[u8]) -> Result<Vec<(OciDescriptor, Option<String>)>, String> {
-    let manifest: OciImageManifest = serde_json::from_slice(raw)
-        .map_err(|e| format!("its cosign signature manifest is not an OCI image manifest: {e}"))?;
+pub(crate) fn signature_layers(
+    raw: &[u8],
+) -> Result<Vec<(OciDescriptor, Option<String>)>, LayoutError> {
+    let manifest: OciImageManifest =
+        serde_json::from_slice(raw).map_err(LayoutError::NotSignatureManifest)?;
     Ok(manifest
         .layers
         .into_iter()

@@ -138,9 +138,9 @@ impl PublicKey {
                     path: path.to_path_buf(),
                     reason: e.to_string(),
                 })?;
-        PublicKey::from_pem(&path.display().to_string(), &pem).map_err(|reason| KeyError {
+        PublicKey::from_pem(&path.display().to_string(), &pem).map_err(|e| KeyError {
             path: path.to_path_buf(),
-            reason,
+            reason: e.to_string(),
         })
     }
 
@@ -152,37 +152,28 @@ impl PublicKey {
     /// and RSA PKCS#1 v1.5 over SHA-256, all DER-encoded as cosign stores them.
     ///
     /// # Errors
-    /// The reason when the text is not a PEM public key, or one of another algorithm (P-521
-    /// among them: `ring`, the crypto the rest of Sluice's TLS uses, has no P-521).
-    pub fn from_pem(name: &str, pem: &[u8]) -> Result<PublicKey, String> {
-        let spki = SubjectPublicKeyInfoOwned::from_pem(pem)
-            .map_err(|e| format!("it is not a PEM public key (-----BEGIN PUBLIC KEY-----): {e}"))?;
+    /// [`PublicKeyError`] when the text is not a PEM public key, or one of another algorithm
+    /// (P-521 among them: `ring`, the crypto the rest of Sluice's TLS uses, has no P-521).
+    pub fn from_pem(name: &str, pem: &[u8]) -> Result<PublicKey, PublicKeyError> {
+        let spki = SubjectPublicKeyInfoOwned::from_pem(pem).map_err(PublicKeyError::NotPem)?;
         let (algorithm, parameters) = spki
             .algorithm
             .owned_to_ref()
             .oids()
-            .map_err(|e| format!("its algorithm identifier cannot be read: {e}"))?;
+            .map_err(PublicKeyError::Algorithm)?;
         let (kind, algorithms): (&'static str, &'static [&'static dyn VerificationAlgorithm]) =
             match (algorithm, parameters) {
                 (EC_PUBLIC_KEY, Some(P256)) => ("ECDSA P-256", &P256_ALGORITHMS),
                 (EC_PUBLIC_KEY, Some(P384)) => ("ECDSA P-384", &P384_ALGORITHMS),
                 (RSA, _) => ("RSA", &RSA_ALGORITHMS),
                 (ED25519, _) => ("Ed25519", &ED25519_ALGORITHMS),
-                (EC_PUBLIC_KEY, Some(curve)) => {
-                    return Err(format!(
-                        "it is an ECDSA key on the curve {curve}, which Sluice does not verify (supported: {SUPPORTED})"
-                    ));
-                }
-                (other, _) => {
-                    return Err(format!(
-                        "it is a key of the algorithm {other}, which Sluice does not verify (supported: {SUPPORTED})"
-                    ));
-                }
+                (EC_PUBLIC_KEY, Some(curve)) => return Err(PublicKeyError::Curve(curve)),
+                (other, _) => return Err(PublicKeyError::Unsupported(other)),
             };
         let key = spki
             .subject_public_key
             .as_bytes()
-            .ok_or("its public key is not a whole number of bytes")?
+            .ok_or(PublicKeyError::PartialByte)?
             .to_vec();
         Ok(PublicKey {
             name: name.to_string(),
@@ -234,6 +225,30 @@ pub(crate) fn spki_pem(
     };
     spki::der::EncodePem::to_pem(&spki, spki::der::pem::LineEnding::LF)
         .expect("a SubjectPublicKeyInfo encodes")
+}
+
+/// Why PEM text is not a public key Sluice verifies with ([`PublicKey::from_pem`]).
+#[derive(Debug, thiserror::Error)]
+pub enum PublicKeyError {
+    /// Not PEM, or not a `PUBLIC KEY` in it.
+    #[error("it is not a PEM public key (-----BEGIN PUBLIC KEY-----): {0}")]
+    NotPem(#[source] spki::der::Error),
+    /// The algorithm identifier does not decode.
+    #[error("its algorithm identifier cannot be read: {0}")]
+    Algorithm(#[source] spki::der::Error),
+    /// An ECDSA key on a curve `ring` does not verify.
+    #[error(
+        "it is an ECDSA key on the curve {0}, which Sluice does not verify (supported: {SUPPORTED})"
+    )]
+    Curve(ObjectIdentifier),
+    /// A key of another algorithm.
+    #[error(
+        "it is a key of the algorithm {0}, which Sluice does not verify (supported: {SUPPORTED})"
+    )]
+    Unsupported(ObjectIdentifier),
+    /// The key's bit string ends mid-byte.
+    #[error("its public key is not a whole number of bytes")]
+    PartialByte,
 }
 
 /// A public key file that cannot be used.
@@ -503,13 +518,17 @@ OSWS1X9vPavpiQOoTTGC0xX57OojUadxF1cdQmrsiReWg2Wn4FneJfa8xw==
         let x25519 = "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VuAyEAhSDwCYkwp1R0i33ctD73Wg2/Og0mOBr066SpjqqbTmo=\n-----END PUBLIC KEY-----\n";
         let e = PublicKey::from_pem("x.pub", x25519.as_bytes()).unwrap_err();
         assert_eq!(
-            e,
+            e.to_string(),
             "it is a key of the algorithm 1.3.101.110, which Sluice does not verify (supported: ECDSA P-256 or P-384, Ed25519, RSA 2048-8192 bits)"
         );
-        let e = PublicKey::from_pem("x.pub", b"not a key").unwrap_err();
+        let e = PublicKey::from_pem("x.pub", b"not a key")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("it is not a PEM public key"), "{e}");
         let private = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEINTuctv5E1hK1bbY8fdp+K06/nwoy/HU++CXqI9EdVhC\n-----END PRIVATE KEY-----\n";
-        let e = PublicKey::from_pem("x.pub", private.as_bytes()).unwrap_err();
+        let e = PublicKey::from_pem("x.pub", private.as_bytes())
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("it is not a PEM public key"), "{e}");
     }
 

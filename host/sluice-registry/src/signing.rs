@@ -78,28 +78,41 @@ pub struct SigningKeyError {
     pub reason: String,
 }
 
+/// Why a key pair cannot be made or read, or cannot sign.
+#[derive(Debug, thiserror::Error)]
+pub enum SigningError {
+    /// The system has no random source to make a key from.
+    #[error("no random source for a key pair")]
+    NoRandomSource,
+    /// The PKCS#8 key is not an ECDSA P-256 private key (`ring`'s reason, which is no
+    /// `std::error::Error` without its `std` feature, so it is shown, not chained).
+    #[error(
+        "it is not an ECDSA P-256 private key ({0}); Sluice signs with P-256 keys, cosign's default kind (make one with `sluice tools keygen`)"
+    )]
+    NotP256(ring::error::KeyRejected),
+    /// Signing failed (no random source for the signature's nonce).
+    #[error("signing failed")]
+    Failed,
+}
+
 impl KeyPair {
     /// A new key pair from the system's random source.
     ///
     /// # Errors
-    /// A message when the system has no random source.
-    pub fn generate() -> Result<KeyPair, String> {
+    /// [`SigningError::NoRandomSource`] when the system has no random source.
+    pub fn generate() -> Result<KeyPair, SigningError> {
         let rng = ring::rand::SystemRandom::new();
         let alg = &sig::ECDSA_P256_SHA256_ASN1_SIGNING;
         let pkcs8 = sig::EcdsaKeyPair::generate_pkcs8(alg, &rng)
-            .map_err(|_| "no random source for a key pair".to_string())?;
+            .map_err(|_| SigningError::NoRandomSource)?;
         KeyPair::from_pkcs8(pkcs8.as_ref().to_vec())
     }
 
-    fn from_pkcs8(pkcs8: Vec<u8>) -> Result<KeyPair, String> {
+    fn from_pkcs8(pkcs8: Vec<u8>) -> Result<KeyPair, SigningError> {
         let rng = ring::rand::SystemRandom::new();
         let pair =
             sig::EcdsaKeyPair::from_pkcs8(&sig::ECDSA_P256_SHA256_ASN1_SIGNING, &pkcs8, &rng)
-                .map_err(|e| {
-                    format!(
-                "it is not an ECDSA P-256 private key ({e}); Sluice signs with P-256 keys, cosign's default kind (make one with `sluice tools keygen`)"
-            )
-                })?;
+                .map_err(SigningError::NotP256)?;
         Ok(KeyPair { pair, pkcs8, rng })
     }
 
@@ -126,7 +139,7 @@ impl KeyPair {
             ))
         })?;
         match label {
-            PRIVATE_KEY_LABEL => KeyPair::from_pkcs8(der).map_err(fail),
+            PRIVATE_KEY_LABEL => KeyPair::from_pkcs8(der).map_err(|e| fail(e.to_string())),
             "ENCRYPTED SIGSTORE PRIVATE KEY" | "ENCRYPTED COSIGN PRIVATE KEY" => Err(fail(
                 "it is cosign's encrypted key file, which Sluice does not decrypt; sign with `cosign sign --key` (Sluice verifies that signature the same way), or make a key with `sluice tools keygen`".into(),
             )),
@@ -193,13 +206,13 @@ impl KeyPair {
     /// stores them.
     ///
     /// # Errors
-    /// A message when signing fails (no random source).
-    pub fn sign(&self, repository: &str, digest: &str) -> Result<SignatureLayer, String> {
+    /// [`SigningError::Failed`] when signing fails (no random source).
+    pub fn sign(&self, repository: &str, digest: &str) -> Result<SignatureLayer, SigningError> {
         let payload = payload(repository, digest);
         let signature = self
             .pair
             .sign(&self.rng, &payload)
-            .map_err(|_| "signing failed".to_string())?;
+            .map_err(|_| SigningError::Failed)?;
         Ok(SignatureLayer {
             payload,
             signature: Some(base64::engine::general_purpose::STANDARD.encode(signature.as_ref())),
