@@ -93,6 +93,7 @@ fn markdown_files() -> Vec<PathBuf> {
         root.join("README.md"),
         root.join("CONTRIBUTING.md"),
         root.join("ARCHITECTURE.md"),
+        root.join("CHANGELOG.md"),
     ];
     for dir in ["docs", "guest-examples"] {
         for entry in std::fs::read_dir(root.join(dir)).unwrap() {

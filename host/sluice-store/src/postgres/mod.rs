@@ -1,6 +1,6 @@
 //! [`PgStore`]: sessions in PostgreSQL, for several `sluice serve` replicas on one database.
 //!
-//! Design (issue 17):
+//! Design (the rules it serves: docs/storage.md#replicas and docs/replicas.md):
 //! - Client: `tokio-postgres` with two `deadpool-postgres` pools: one for ordinary calls
 //!   ([`POOL_SIZE`] connections) and one for the connections runs hold
 //!   ([`MAX_RUNS`] at once per process). TLS as libpq's `sslmode` and `sslrootcert` in the
