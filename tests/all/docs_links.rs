@@ -1,7 +1,8 @@
 //! The documentation holds together: every relative link of the README, CONTRIBUTING.md,
 //! `docs/` and the tool author's guides names a file that exists (and, with `#anchor`, a
-//! heading of it), and every `docs/<page>.md#<anchor>` the code cites is a heading of that
-//! page (`docs/README.md#citing-these-pages`).
+//! heading of it), every `docs/<page>.md#<anchor>` the code cites is a heading of that
+//! page (`docs/README.md#citing-these-pages`), and the book's `docs/SUMMARY.md` lists every
+//! page of `docs/` once and nothing else (`docs/README.md#reading-the-docs-as-a-book`).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -178,6 +179,50 @@ fn every_relative_link_of_the_docs_resolves() {
         problems.is_empty(),
         "broken links:\n{}",
         problems.join("\n")
+    );
+}
+
+/// The pages `summary` (a `SUMMARY.md`) lists, in its order, each as written.
+fn summary_entries(summary: &str) -> Vec<String> {
+    prose_lines(summary)
+        .into_iter()
+        .flat_map(link_targets)
+        .collect()
+}
+
+#[test]
+fn summary_lists_every_page_of_docs_once_and_only_pages_that_exist() {
+    let docs = repo().join("docs");
+    let summary = std::fs::read_to_string(docs.join("SUMMARY.md")).unwrap();
+    let entries = summary_entries(&summary);
+    let mut listed = BTreeSet::new();
+    let mut problems = Vec::new();
+    for entry in &entries {
+        if entry.contains('#') || entry.contains('/') || !entry.ends_with(".md") {
+            problems.push(format!("SUMMARY.md lists {entry:?}: not a page of docs/"));
+        } else if !docs.join(entry).is_file() {
+            problems.push(format!("SUMMARY.md lists {entry}, which does not exist"));
+        } else if !listed.insert(entry.clone()) {
+            problems.push(format!("SUMMARY.md lists {entry} twice"));
+        }
+    }
+    let mut pages = BTreeSet::new();
+    for entry in std::fs::read_dir(&docs).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if name.ends_with(".md") && name != "SUMMARY.md" {
+            pages.insert(name);
+        }
+    }
+    for page in pages.difference(&listed) {
+        problems.push(format!("docs/{page} is missing from SUMMARY.md"));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // The introduction comes first.
+    assert_eq!(entries.first().map(String::as_str), Some("README.md"));
+    assert!(pages.len() >= 19, "found only {pages:?}");
+    assert_eq!(
+        summary_entries("# Summary\n\n[Intro](README.md)\n\n# Part\n\n- [A `b`](a.md)\n"),
+        ["README.md", "a.md"]
     );
 }
 
