@@ -110,14 +110,54 @@ pub enum ReplayError {
         source: std::io::Error,
     },
     /// A line is not a valid turn.
-    #[error("{file}:{line}: {message}")]
+    #[error("{file}:{line}: {source}")]
     Parse {
         /// The file, as given.
         file: String,
         /// The 1-based line.
         line: usize,
         /// What is wrong with it.
-        message: String,
+        source: TurnError,
+    },
+}
+
+/// What is wrong with one line of a replay script (the module docs give the format).
+#[derive(Debug, thiserror::Error)]
+pub enum TurnError {
+    /// The line is not JSON.
+    #[error("not valid JSON: {0}")]
+    Json(#[source] serde_json::Error),
+    /// A rule of the format that the line breaks, as one sentence.
+    #[error("{0}")]
+    Rule(&'static str),
+    /// An object holds a key its kind does not allow.
+    #[error("unknown key \"{key}\" in {what} (allowed: {allowed})")]
+    UnknownKey {
+        /// The key.
+        key: String,
+        /// The object: `a turn`, `usage`, `a tool call`, `error`.
+        what: &'static str,
+        /// The keys it allows, comma-separated.
+        allowed: String,
+    },
+    /// A failure (`"error"`) that also has this key of a reply.
+    #[error("a turn with \"error\" cannot also have \"{0}\"")]
+    ErrorWithReply(&'static str),
+    /// A value of the wrong kind at a place named at run time.
+    #[error("{place} must be {expected}")]
+    Value {
+        /// Where: `usage.inputTokens`, `error.headers.retry-after`.
+        place: String,
+        /// What it must be: `a non-negative integer`.
+        expected: &'static str,
+    },
+    /// One tool call of `toolCalls` is wrong.
+    #[error("toolCalls[{index}]: {source}")]
+    ToolCall {
+        /// Its 0-based position in `toolCalls`.
+        index: usize,
+        /// What is wrong with it.
+        source: Box<TurnError>,
     },
 }
 
@@ -154,10 +194,10 @@ impl ReplayModel {
                 continue;
             }
             let turn =
-                parse_turn(line, index + 1, &mut calls).map_err(|message| ReplayError::Parse {
+                parse_turn(line, index + 1, &mut calls).map_err(|error| ReplayError::Parse {
                     file: source.to_string(),
                     line: index + 1,
-                    message,
+                    source: error,
                 })?;
             turns.push(turn);
         }
@@ -257,10 +297,10 @@ impl Backend for ReplayModel {
 }
 
 /// Parses one line; `calls` counts the script's tool calls so far (for `call_<n>` ids).
-fn parse_turn(line: &str, number: usize, calls: &mut usize) -> Result<ReplayTurn, String> {
-    let value: Value = serde_json::from_str(line).map_err(|e| format!("not valid JSON: {e}"))?;
+fn parse_turn(line: &str, number: usize, calls: &mut usize) -> Result<ReplayTurn, TurnError> {
+    let value: Value = serde_json::from_str(line).map_err(TurnError::Json)?;
     let Value::Object(object) = value else {
-        return Err("a turn must be a JSON object".to_string());
+        return Err(TurnError::Rule("a turn must be a JSON object"));
     };
     check_keys(
         &object,
@@ -269,16 +309,17 @@ fn parse_turn(line: &str, number: usize, calls: &mut usize) -> Result<ReplayTurn
     )?;
     let delay = match object.get("delayMs") {
         None => Duration::ZERO,
-        Some(v) => {
-            Duration::from_millis(v.as_u64().ok_or("delayMs must be a non-negative integer")?)
-        }
+        Some(v) => Duration::from_millis(
+            v.as_u64()
+                .ok_or(TurnError::Rule("delayMs must be a non-negative integer"))?,
+        ),
     };
     let action = if let Some(error) = object.get("error") {
         if let Some(key) = ["content", "toolCalls", "usage"]
             .into_iter()
             .find(|k| object.contains_key(*k))
         {
-            return Err(format!("a turn with \"error\" cannot also have \"{key}\""));
+            return Err(TurnError::ErrorWithReply(key));
         }
         parse_error(error)?
     } else {
@@ -291,11 +332,11 @@ fn parse_turn(line: &str, number: usize, calls: &mut usize) -> Result<ReplayTurn
     })
 }
 
-fn parse_reply(object: &Map<String, Value>, calls: &mut usize) -> Result<ModelReply, String> {
+fn parse_reply(object: &Map<String, Value>, calls: &mut usize) -> Result<ModelReply, TurnError> {
     let content = match object.get("content") {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(s)) => s.clone(),
-        Some(_) => return Err("content must be a string".to_string()),
+        Some(_) => return Err(TurnError::Rule("content must be a string")),
     };
     let mut tool_calls = Vec::new();
     match object.get("toolCalls") {
@@ -303,11 +344,13 @@ fn parse_reply(object: &Map<String, Value>, calls: &mut usize) -> Result<ModelRe
         Some(Value::Array(items)) => {
             for (i, item) in items.iter().enumerate() {
                 *calls += 1;
-                tool_calls
-                    .push(parse_call(item, *calls).map_err(|e| format!("toolCalls[{i}]: {e}"))?);
+                tool_calls.push(parse_call(item, *calls).map_err(|e| TurnError::ToolCall {
+                    index: i,
+                    source: Box::new(e),
+                })?);
             }
         }
-        Some(_) => return Err("toolCalls must be an array".to_string()),
+        Some(_) => return Err(TurnError::Rule("toolCalls must be an array")),
     }
     let usage = match object.get("usage") {
         None | Some(Value::Null) => None,
@@ -315,16 +358,17 @@ fn parse_reply(object: &Map<String, Value>, calls: &mut usize) -> Result<ModelRe
             check_keys(u, &["inputTokens", "outputTokens"], "usage")?;
             let count = |key: &str| match u.get(key) {
                 None => Ok(0),
-                Some(v) => v
-                    .as_u64()
-                    .ok_or(format!("usage.{key} must be a non-negative integer")),
+                Some(v) => v.as_u64().ok_or_else(|| TurnError::Value {
+                    place: format!("usage.{key}"),
+                    expected: "a non-negative integer",
+                }),
             };
             Some(Usage {
                 input_tokens: count("inputTokens")?,
                 output_tokens: count("outputTokens")?,
             })
         }
-        Some(_) => return Err("usage must be an object".to_string()),
+        Some(_) => return Err(TurnError::Rule("usage must be an object")),
     };
     Ok(ModelReply {
         content,
@@ -334,20 +378,20 @@ fn parse_reply(object: &Map<String, Value>, calls: &mut usize) -> Result<ModelRe
     })
 }
 
-fn parse_call(item: &Value, ordinal: usize) -> Result<ToolCall, String> {
+fn parse_call(item: &Value, ordinal: usize) -> Result<ToolCall, TurnError> {
     let Value::Object(call) = item else {
-        return Err("a tool call must be an object".to_string());
+        return Err(TurnError::Rule("a tool call must be an object"));
     };
     check_keys(call, &["name", "arguments", "id"], "a tool call")?;
     let name = call
         .get("name")
         .and_then(Value::as_str)
-        .ok_or("name must be a string")?
+        .ok_or(TurnError::Rule("name must be a string"))?
         .to_string();
     let id = match call.get("id") {
         None | Some(Value::Null) => numbered_call_id(ordinal),
         Some(Value::String(s)) => s.clone(),
-        Some(_) => return Err("id must be a string".to_string()),
+        Some(_) => return Err(TurnError::Rule("id must be a string")),
     };
     let arguments = match call.get("arguments") {
         None => "{}".to_string(),
@@ -361,9 +405,9 @@ fn parse_call(item: &Value, ordinal: usize) -> Result<ToolCall, String> {
     })
 }
 
-fn parse_error(error: &Value) -> Result<TurnAction, String> {
+fn parse_error(error: &Value) -> Result<TurnAction, TurnError> {
     let Value::Object(error) = error else {
-        return Err("error must be an object".to_string());
+        return Err(TurnError::Rule("error must be an object"));
     };
     check_keys(
         error,
@@ -372,15 +416,21 @@ fn parse_error(error: &Value) -> Result<TurnAction, String> {
     )?;
     if let Some(event) = error.get("event") {
         if error.len() != 1 {
-            return Err("error.event cannot be combined with other keys".to_string());
+            return Err(TurnError::Rule(
+                "error.event cannot be combined with other keys",
+            ));
         }
         return Ok(TurnAction::StreamError(as_text(event)));
     }
     if let Some(network) = error.get("network") {
         if error.len() != 1 {
-            return Err("error.network cannot be combined with other keys".to_string());
+            return Err(TurnError::Rule(
+                "error.network cannot be combined with other keys",
+            ));
         }
-        let message = network.as_str().ok_or("error.network must be a string")?;
+        let message = network
+            .as_str()
+            .ok_or(TurnError::Rule("error.network must be a string"))?;
         return Ok(TurnAction::Network(message.to_string()));
     }
     let status = error
@@ -388,9 +438,9 @@ fn parse_error(error: &Value) -> Result<TurnAction, String> {
         .and_then(Value::as_u64)
         .and_then(|s| u16::try_from(s).ok())
         .filter(|s| (100..=599).contains(s))
-        .ok_or(
+        .ok_or(TurnError::Rule(
             "error needs a status (an integer from 100 to 599), an event or a network message",
-        )?;
+        ))?;
     let body = error.get("body").map(as_text).unwrap_or_default();
     let mut headers = Vec::new();
     match error.get("headers") {
@@ -400,12 +450,17 @@ fn parse_error(error: &Value) -> Result<TurnAction, String> {
                 let value = match value {
                     Value::String(s) => s.clone(),
                     Value::Number(n) => n.to_string(),
-                    _ => return Err(format!("error.headers.{name} must be a string or a number")),
+                    _ => {
+                        return Err(TurnError::Value {
+                            place: format!("error.headers.{name}"),
+                            expected: "a string or a number",
+                        });
+                    }
                 };
                 headers.push((name.clone(), value));
             }
         }
-        Some(_) => return Err("error.headers must be an object".to_string()),
+        Some(_) => return Err(TurnError::Rule("error.headers must be an object")),
     }
     Ok(TurnAction::Http {
         status,
@@ -422,13 +477,18 @@ fn as_text(value: &Value) -> String {
     }
 }
 
-fn check_keys(object: &Map<String, Value>, allowed: &[&str], what: &str) -> Result<(), String> {
+fn check_keys(
+    object: &Map<String, Value>,
+    allowed: &[&str],
+    what: &'static str,
+) -> Result<(), TurnError> {
     match object.keys().find(|k| !allowed.contains(&k.as_str())) {
         None => Ok(()),
-        Some(key) => Err(format!(
-            "unknown key \"{key}\" in {what} (allowed: {})",
-            allowed.join(", ")
-        )),
+        Some(key) => Err(TurnError::UnknownKey {
+            key: key.clone(),
+            what,
+            allowed: allowed.join(", "),
+        }),
     }
 }
 
