@@ -1,4 +1,4 @@
-//! Issue 29 item 6: a server's cold start with the baseline compiler
+//! A server's cold start with the baseline compiler
 //! (docs/components.md#compiled-components). A component the cache does not hold answers
 //! from Winch's code first, under the same deadline and memory limit; Cranelift's code is
 //! compiled behind it, swapped in for later calls and cached (Winch's never is).

@@ -1,4 +1,4 @@
-//! Issue 12, item 1: cancelling a run reaches the tool call in progress. A guest sleeping
+//! Cancelling a run reaches the tool call in progress. A guest sleeping
 //! inside a host call (timeout 60 s) is stopped within about 200 ms of the cancellation,
 //! the run ends `aborted`, and the transcript stays one a provider accepts: every tool call
 //! of the assistant turn has a result (`cancelled`), so the next prompt simply follows.

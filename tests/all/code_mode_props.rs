@@ -1,4 +1,4 @@
-//! Code mode's two promises as a property (issue 28): for generated programs over generated
+//! Code mode's two promises (docs/code-mode.md) as a property: for generated programs over generated
 //! files, under several caps, the observation of `run_script` is within the cap, and what the
 //! tools returned inside the script reaches it only through what the script returns.
 //!

@@ -1,4 +1,5 @@
-//! Issue 16 item 2: `wasi:config/store` for components (`tests/components/config-reader`).
+//! `wasi:config/store` for components (`tests/components/config-reader`,
+//! docs/configuration.md#config-and-secrets).
 //! A component reads a value and a secret granted by its policy; the secret's value never
 //! appears in an observation (results and tool errors alike), in a log line of the call, or
 //! in the session store. A secret that cannot be read makes its component unavailable with

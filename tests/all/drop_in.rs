@@ -1,4 +1,5 @@
-//! Issue 16: third-party components dropped in beside the built-ins. A component exporting
+//! Third-party components dropped in beside the built-ins
+//! (docs/components.md#drop-in-components). A component exporting
 //! `read-file` (the shape of wassette's filesystem-rs, `tests/components/fs-like`) collides
 //! with the built-in until its policy prefixes or renames it, and the error names those
 //! keys; a component that cannot load leaves the others running unless loading is strict;

@@ -1,4 +1,4 @@
-//! Issue 12, item 2: anyone who can write into a root can swap a regular file for a FIFO
+//! Anyone who can write into a root can swap a regular file for a FIFO
 //! (`renameat2(RENAME_EXCHANGE)` in a loop) between a tool's look at it and its open. The
 //! built-in tools check the type of what they opened, by descriptor, and the host opens
 //! without blocking, so every call ends with the file's content or a clear error: no call

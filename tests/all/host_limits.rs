@@ -1,4 +1,4 @@
-//! Issue 12, the runtime half: a hostile component (tests/components/hostile) that waits
+//! The runtime's limits on a hostile component (tests/components/hostile) that waits
 //! inside host calls, opens a FIFO, floods the host with descriptors and pollables, asks for
 //! 2^40 random bytes or hands the host pointers outside its memory. Each call ends within
 //! its timeout plus 200 ms with a tool error that names the limit and has a documented kind,

@@ -1,4 +1,4 @@
-//! Issue 12, items 1–4 through `sluice serve`: the operator API on 127.0.0.1 (its runtime
+//! Hostile tool calls through `sluice serve`: the operator API on 127.0.0.1 (its runtime
 //! sized like the real one on a 2-core machine) runs prompts whose tool calls are hostile —
 //! spinning, sleeping, blocking and polling inside host calls, opening a FIFO, flooding
 //! descriptors and pollables, asking for 2^40 random bytes, handing the host a bad pointer —

@@ -1,4 +1,5 @@
-//! Issue 16 item 1: outbound HTTP through `wasi:http`, by the policy's allowlist. The test
+//! Outbound HTTP through `wasi:http`, by the policy's allowlist
+//! (docs/components.md#http-by-allowlist). The test
 //! component `tests/components/http-fetch` fetches URLs from a local server on 127.0.0.1
 //! (axum, on a thread of its own): a listed IP literal works; an unlisted host or port, a
 //! method outside `http_methods`, and a listed name that resolves to loopback without

@@ -1,4 +1,4 @@
-//! Issue 32 item 5: secrets a tool never holds (`http_credentials`,
+//! Secrets a tool never holds (`http_credentials`,
 //! docs/configuration.md#credentials-the-tool-never-holds). The test component
 //! `tests/components/http-fetch` holds a credential for one local server (A) and is allowed
 //! a second (B); both record every request's head. The component tries every way to read

@@ -1,4 +1,4 @@
-//! Issue 18, item 4, at the level of the call path: a [`LiveToolbox`] replaced while a call
+//! Live reload (docs/components.md#live-reload) at the level of the call path: a [`LiveToolbox`] replaced while a call
 //! runs. The call keeps the toolbox it started on (which is freed when it ends, not
 //! before), the next call uses the new one, and cancellation still reaches the call in
 //! flight on the replaced toolbox.

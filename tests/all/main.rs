@@ -9,6 +9,7 @@
 // lets the helpers they share do so too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod agent_backends; // The real agent loop over the real backends against the fake provider: P12, llama-like sessions.
 mod agent_cases; // The reference scenario (1 MB log, 300 KB / 45 KB windows) and cases C5–C6.
 mod agent_loop; // Rows P1–P11: the agent loop with a replay model, caps, recovery, cancel, approvals.
 mod agent_metrics; // The loop's metrics: runs, model requests, context-window rejections and recoveries, busy refusals.
@@ -21,25 +22,26 @@ mod cases; // Cases C1–C4 and C7–C13 from real bug reports, at CAP 8192.
 mod code_mode; // run_script: scripts over the real tools, their limits, the record of their calls.
 mod code_mode_props; // Generated programs over generated files: the observation within the cap, no inner observation.
 mod cold_start; // An empty cache: tools listed at once, code compiled in the background; planted artifacts.
-mod config_secrets; // Issue 16 item 2: wasi:config values and secrets; secrets withheld everywhere.
+mod config_secrets; // wasi:config values and secrets; secrets withheld everywhere.
 mod docs_links; // Every relative link of the README and docs/ resolves; every docs/…#anchor the code cites exists.
-mod drop_in; // Issue 16: names, prefixes and collisions, load failures, hints of third-party tools.
+mod drop_in; // Drop-in components: names, prefixes and collisions, load failures, hints of third-party tools.
 mod equivalence; // The component's JSON equals sluice_file_tools's native serde, byte for byte.
 mod fifo_race; // A file swapped for a FIFO while the built-in tools read it: no call hangs.
 mod grep_files; // Rows G1–G4, grep paging, the walk's skip rules.
-mod host_limits; // Issue 12: waits in host calls, FIFOs, descriptor/pollable floods, bad pointers.
+mod guest_examples; // The example tools of guest-examples/ (Python, JavaScript, C, Rust) and the author's guide.
+mod host_limits; // Waits in host calls, FIFOs, descriptor/pollable floods, bad pointers.
 mod hostile; // Hostile components: loops, memory, floods, panics, escapes, missing imports.
 mod hostile_serve; // `sluice serve` stays responsive while hostile calls run; cancel reaches them.
-mod http; // Issue 16 item 1: wasi:http by allowlist: listed, unlisted, private, body limit, timeout.
-mod http_credentials; // Issue 32 item 5: credentials the host adds to requests; the guest never reads them.
+mod http; // wasi:http by allowlist: listed, unlisted, private, body limit, timeout.
+mod http_credentials; // Credentials the host adds to requests; the guest never reads them.
 mod http_open; // Open wasi:http requests: bounded per call, closed when the call ends (descriptors).
-mod issue12_keys; // Issue 12 items 7–11: keys in UTF-16, encrypted, split; paging edges; deep trees.
 mod keys; // Rows K1–K3 and the key-material look-back rules.
+mod keys_and_paging_edges; // Rows I7–I11: keys in UTF-16, encrypted, split; paging edges; deep trees.
 mod keys_deep; // Keys the look-back does not see whole: long labels, lone `\r`, PGP headers, escaped lines.
 mod list_dir; // Row L1, entry kinds, list paging and name cutting.
-mod live; // Issue 18: a call on a replaced LiveToolbox keeps it, and cancellation reaches it.
+mod live; // A call on a replaced LiveToolbox keeps it, and cancellation reaches it.
 mod read_file; // Rows R1–R9: read_file pages, cursors and the page budget.
-mod refinements; // Issue 29 item 5: a policy's refinements of arguments: the schema, refused calls, load errors.
+mod refinements; // A policy's refinements of arguments: the schema, refused calls, load errors.
 mod sandbox; // Escapes from the root (`..`, absolute, symlinks) and named roots.
 mod secret_files; // The configuration's secret files: refused by name and by identity in every tool.
 mod shapes; // Key order, integers as strings and beyond 64 bits, the root as a file, unknown tools.

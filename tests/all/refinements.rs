@@ -1,4 +1,4 @@
-//! Issue 29 item 5: a policy's refinements of a tool's arguments
+//! A policy's refinements of a tool's arguments
 //! (`[tools.NAME.functions.FUNC.args.ARG]`), from `sluice.toml` through the wiring to the
 //! tools of the third-party component `acme:textstats` (tests/components/outsider), whose
 //! WIT has no doc comments: the schema the model sees has them, a call that breaks one is an

@@ -261,7 +261,7 @@ fn a_name_spelling_armor_does_not_block_the_directory() {
     );
 }
 
-/// A component's roots are opened when it is loaded and shared by its calls (issue 19); a
+/// A component's roots are opened when it is loaded and shared by its calls; a
 /// root whose path comes to name another directory is opened again within the recheck
 /// interval (1 s), and one that disappears fails the call with its name and path.
 #[test]

@@ -1,6 +1,6 @@
-//! Issue 12, items 7–11, through the real components: key material in UTF-16, behind
-//! encrypted-key headers, long labels and split headers; `startLine` past the end and the
-//! look-back's first line; line terminators; trees and paths 2,000 directories deep. The
+//! Rows I7–I11 (docs/regressions.md#i7, the four after it) through the real components: key
+//! material in UTF-16, behind encrypted-key headers, long labels and split headers;
+//! `startLine` past the end and the look-back's first line; line terminators; trees and paths 2,000 directories deep. The
 //! observation before the fix is in each test's doc comment.
 
 use serde_json::{Value, json};

@@ -1,9 +1,9 @@
 //! The agent loop over the OpenAI-compatible backend against the fake that behaves like a
-//! real llama-cpp-python 0.3.36 server (issue 13; [`Fake::like_llama_cpp_python`]): a session
+//! real llama-cpp-python 0.3.36 server ([`Fake::like_llama_cpp_python`]): a session
 //! holding a 32 KB page continues, streamed and not, and one that the 2,048-byte rule
 //! (docs/agent-loop.md#context-window-recovery) alone would leave over the window recovers in
 //! one retry. The backend's own side of the same fake is in
-//! `host/sluice-models/tests/providers/llama.rs`.
+//! `host/sluice-models/tests/all/llama.rs`.
 
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -18,8 +18,8 @@ use sluice_runtime::call::observation::Observation;
 use sluice_store::{SqliteStore, Store};
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{Fake, LlamaCppPython, Turn};
-use crate::{backend, config};
+use super::{backend, config};
+use sluice_test_support::fake_provider::{Fake, LlamaCppPython, Turn};
 
 const T: &str = "2026-01-01T00:00:00Z";
 

@@ -15,8 +15,8 @@ use sluice_runtime::call::observation::{DEFAULT_HINT, Observation};
 use sluice_store::{SqliteStore, Store};
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{Fake, Turn};
-use crate::{backend, config};
+use super::{backend, config};
+use sluice_test_support::fake_provider::{Fake, Turn};
 
 /// The window of the fake, in bytes of request body.
 const WINDOW_BYTES: usize = 20_000;

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::Example;
+use super::Example;
 
 const TOOL: &str = "wc";
 const CAP: u32 = 65_536;

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::Example;
+use super::Example;
 
 const TOOL: &str = "query_json";
 const CAP: u32 = 65_536;

@@ -7,7 +7,7 @@
 use sluice_config::{Config, Overrides};
 use sluice_runtime::{RuntimeError, Toolbox};
 
-use crate::{built, cache, repo, spec};
+use super::{built, cache, repo, spec};
 
 /// Why, and what to do: the reason every path gives.
 const REASON: &str = "its export count-words is an async function (the component model's async ABI, WASIp3's); Sluice runs WASI 0.2 components only: wasmtime 48.0.8, its engine, calls its support for that ABI very incomplete and its WASIp3 host experimental, so Sluice leaves both off; build count-words as a sync `func` (not `async func`) of a WASI 0.2 component (wasm32-wasip2)";
