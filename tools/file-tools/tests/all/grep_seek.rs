@@ -1,4 +1,4 @@
-//! grep_files resumes that seek (issue 19 item 1): a cursor carries its entry's position in
+//! grep_files resumes that seek: a cursor carries its entry's position in
 //! the sorted walk, a resume jumps there instead of walking back, and the results are those
 //! of one unpaged search, whatever the tree and wherever the pages stop.
 

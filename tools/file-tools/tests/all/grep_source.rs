@@ -1,4 +1,4 @@
-//! grep_files walking through a [`DirSource`] (issue 19): inside a component the host lists
+//! grep_files walking through a [`DirSource`]: inside a component the host lists
 //! each directory (`sluice:tools/listing`'s `list-names`), with no `stat` and no crossing per
 //! entry. Pages and cursors are those of the walk that lists directories itself, the source
 //! is asked for exactly the directories the walk enters, and a source that cannot list a

@@ -1,6 +1,6 @@
-//! Issue 12, items 7–11: key material in other encodings and shapes, the edges of the key
-//! look-back and of paging, line terminators, and deep trees. Each test is the issue's
-//! repro; the figure before the fix is in its doc comment.
+//! Rows I7–I11 (docs/regressions.md#i7, the four after it): key material in other encodings
+//! and shapes, the edges of the key look-back and of paging, line terminators, and deep
+//! trees. Each test is the row's repro; the figure before the fix is in its doc comment.
 
 use sluice_file_tools::keys::{LOOK_BACK_BYTES, has_armor};
 use sluice_file_tools::{
