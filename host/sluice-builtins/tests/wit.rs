@@ -1,6 +1,7 @@
-//! Issue 16 item 7: `sluice wit DIR` writes the `sluice:tools` package and the WASI 0.2 WIT
-//! the host was built with. What it writes parses with wit-parser as one resolvable set, is
-//! byte for byte the embedded text, and a tool author's world can import WASI from it.
+//! `sluice wit DIR` (docs/authoring.md#the-project) writes the `sluice:tools` package and the
+//! WASI 0.2 WIT the host was built with. What it writes parses with wit-parser as one
+//! resolvable set, is byte for byte the embedded text, and a tool author's world can import
+//! WASI from it.
 
 // Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this
 // lets the helpers they share do so too.

@@ -3,7 +3,7 @@ use std::sync::Arc;
 
 use sluice_store::Store;
 
-use crate::util::{Harness, Kind, user};
+use crate::harness::{Harness, Kind, user};
 
 /// Each writer appends `per_writer` messages `w{writer}-{i}` and returns the positions it
 /// was given; then every position is checked against the transcript.

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use sluice_protocol::Message;
 use sluice_store::{PgStore, SqliteStore, Store};
 
-use crate::util::{Harness, Kind, call, raw};
+use crate::harness::{Harness, Kind, call, raw};
 
 const CHILD_TEST: &str = "crash::child_appends_until_killed";
 

@@ -1,4 +1,4 @@
-//! Issue 17: runs in the store. A run's `started` event is written with its claim and its
+//! Runs in the store (docs/storage.md#one-run-per-session). A run's `started` event is written with its claim and its
 //! `finished` event with its end, after every event pushed in between; another handle (a
 //! replica) sees them, and is woken by them; a cancellation requested through one handle
 //! reaches the runner's; a dead runner's run is closed by the next; the run-time
@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use sluice_protocol::SessionStatus;
 use sluice_store::{ORPHANED_RUN, RunEnd, StoreError, Subscription, Topic, Woken};
 
-use crate::util::{Harness, Kind};
+use crate::harness::{Harness, Kind};
 
 fn fields(value: Value) -> Map<String, Value> {
     match value {

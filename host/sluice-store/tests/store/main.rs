@@ -1,6 +1,6 @@
 //! Integration tests of the session store, as one binary: one suite, run against both
 //! SQLite and PostgreSQL (`both!`). The PostgreSQL half needs `SLUICE_TEST_POSTGRES_URL`
-//! (util.rs); tests of one backend's own mechanics (the SQLite file, PostgreSQL's URL and
+//! (harness.rs); tests of one backend's own mechanics (the SQLite file, PostgreSQL's URL and
 //! schema table) run against that backend alone.
 
 // Test code: a panic is the assertion. clippy.toml lets `#[test]` functions unwrap; this
@@ -14,11 +14,11 @@ macro_rules! both {
             mod $name {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn sqlite() {
-                    super::$name(crate::util::Kind::Sqlite).await
+                    super::$name(crate::harness::Kind::Sqlite).await
                 }
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn postgres() {
-                    super::$name(crate::util::Kind::Postgres).await
+                    super::$name(crate::harness::Kind::Postgres).await
                 }
             }
         )*
@@ -26,7 +26,7 @@ macro_rules! both {
 }
 
 /// Helpers: a store of either kind in a fresh place, message builders.
-mod util;
+mod harness;
 
 /// Transcripts: every field round-trips, positions are gapless, changes are audited.
 mod transcript;
@@ -34,10 +34,10 @@ mod transcript;
 /// Runs and approvals: one run per session, dead runners taken over, decisions.
 mod runs;
 
-/// Run events, cancellation and the run-time configuration (issue 17).
+/// Run events, cancellation and the run-time configuration.
 mod events;
 
-/// Tenancy (issue 32): session owners, lists by owner, the actions log.
+/// Tenancy: session owners, lists by owner, the actions log.
 mod tenancy;
 
 /// The SQLite file: creation, migrations on reopen, a schema from a newer Sluice, bad files.

@@ -3,7 +3,7 @@
 
 use sluice_store::{Action, PgStore, Store, StoreError};
 
-use crate::util::postgres_url;
+use crate::harness::postgres_url;
 
 #[tokio::test]
 async fn an_unreachable_database_is_named_without_its_password() {

@@ -1,7 +1,7 @@
 use sluice_protocol::SessionStatus;
 use sluice_store::{Decision, RunEnd, StoreError};
 
-use crate::util::{Harness, Kind, raw};
+use crate::harness::{Harness, Kind, raw};
 
 /// `(status, runner_pid)` as stored.
 fn run_row(path: &std::path::Path, id: &str) -> (String, Option<i64>) {
@@ -252,7 +252,7 @@ async fn decisions_are_per_call_and_the_last_one_counts(kind: Kind) {
     );
 }
 
-/// Issue 12 item 6: a prompt is accepted together with its run, in one transaction, or
+/// A prompt is accepted together with its run, in one transaction, or
 /// refused with Busy; an accepted prompt waits in the store until the run appends it, and a
 /// run that dies first leaves it for the next run.
 async fn a_prompt_is_accepted_with_its_run_and_never_lost(kind: Kind) {

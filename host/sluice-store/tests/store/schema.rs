@@ -1,6 +1,6 @@
 use sluice_store::{Action, SqliteStore, Store, StoreError};
 
-use crate::util::{Harness, Kind, raw, user};
+use crate::harness::{Harness, Kind, raw, user};
 
 fn tables(path: &std::path::Path) -> Vec<String> {
     raw(path)
@@ -127,7 +127,7 @@ async fn open_creates_missing_directories() {
     }
 }
 
-/// Issue 12 item 13: a store path naming an existing file that is not a session store was
+/// A store path naming an existing file that is not a session store was
 /// silently made a database (an empty file), or refused with SQLite's "file is not a
 /// database" from setting the journal mode. Each is refused, naming the file and what it is,
 /// and the file is left exactly as it was.

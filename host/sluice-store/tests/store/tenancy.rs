@@ -1,11 +1,11 @@
-//! Tenancy (issue 32): every session has an owner, lists filter by it, and the actions log
+//! Tenancy (docs/api.md#tenancy): every session has an owner, lists filter by it, and the actions log
 //! records who did what to which session and who changed the configuration.
 
 use sluice_store::{
     Action, ActionRecord, DEFAULT_OWNER, SessionAudit, SessionRecord, StoreError, now_rfc3339,
 };
 
-use crate::util::{Harness, Kind, user};
+use crate::harness::{Harness, Kind, user};
 
 fn ids(sessions: &[SessionRecord]) -> Vec<&str> {
     sessions.iter().map(|s| s.id.as_str()).collect()

@@ -3,7 +3,7 @@ use std::time::Instant;
 use sluice_protocol::{Message, Role, SessionStatus};
 use sluice_store::{AuditEntry, RunEnd, StoreError, StoredMessage, now_rfc3339};
 
-use crate::util::{Harness, Kind, call, user};
+use crate::harness::{Harness, Kind, call, user};
 
 fn every_kind_of_message() -> Vec<Message> {
     let megabyte: String = "0123456789abcdef".repeat(64 * 1024);
@@ -104,7 +104,7 @@ async fn tool_calls_are_stored_as_json_and_absent_ones_as_null() {
         .await
         .unwrap();
     t.store.append(&id, &user("no calls")).await.unwrap();
-    let conn = crate::util::raw(&t.path);
+    let conn = crate::harness::raw(&t.path);
     let stored: Vec<Option<String>> = conn
         .prepare("SELECT tool_calls FROM messages WHERE session_id = ?1 ORDER BY seq")
         .unwrap()
@@ -430,7 +430,7 @@ both!(
     sessions_are_listed_newest_first,
 );
 
-/// SQLite only (as before issue 17): PostgreSQL's append cost is measured by the bench (row
+/// SQLite only: PostgreSQL's append cost is measured by the bench (row
 /// 7b), where a loaded machine cannot make a test flaky.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn append_cost_does_not_grow_with_the_transcript_sqlite() {

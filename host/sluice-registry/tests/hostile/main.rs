@@ -11,7 +11,6 @@
 // The tests print the byte counts they measure (for the report).
 #![allow(clippy::print_stderr)]
 
-#[path = "hostile/stub.rs"]
 mod stub;
 
 use std::time::Duration;
