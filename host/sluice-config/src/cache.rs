@@ -3,8 +3,9 @@
 
 use serde::Deserialize;
 
+use crate::ConfigError;
 use crate::file::Raw;
-use crate::{ConfigError, integer};
+use crate::keys::integer;
 
 /// The key of the bound.
 pub const KEY_CACHE_MAX_BYTES: &str = "cache.max_bytes";

@@ -13,11 +13,13 @@
 
 use serde::Deserialize;
 
+use crate::ConfigError;
 use crate::file::Raw;
-use crate::{ConfigError, integer};
+use crate::keys::{
+    CODE_MODE_INNER_MAX_RESULT_BYTES, CODE_MODE_MAX_INNER_BYTES, CODE_MODE_MAX_INNER_CALLS, Layers,
+};
 use sluice_protocol::limits::{
     DEFAULT_INNER_MAX_RESULT_BYTES, DEFAULT_MAX_INNER_BYTES, DEFAULT_MAX_INNER_CALLS,
-    MAX_INNER_MAX_RESULT_BYTES,
 };
 
 /// The built-in tool that runs scripts (code mode).
@@ -66,46 +68,24 @@ pub(crate) struct FileCodeMode {
 }
 
 impl FileCodeMode {
-    /// Resolves `[code_mode]` of the file `file_label` (file keys only).
-    pub(crate) fn resolve(&self, file_label: &str) -> Result<CodeModeConfig, ConfigError> {
-        let defaults = CodeModeConfig::default();
-        let key = |name: &str, raw: Option<&Raw>, min: u64, max: u64, unit: &str| match raw {
-            Some(v) => integer(
-                &format!("code_mode.{name}"),
-                &v.shown(),
-                file_label,
-                min,
-                max,
-                unit,
-            )
-            .map(Some),
-            None => Ok(None),
-        };
+    /// Resolves `[code_mode]` of the file (file keys only).
+    pub(crate) fn resolve(&self, layers: &Layers<'_>) -> Result<CodeModeConfig, ConfigError> {
         Ok(CodeModeConfig {
-            inner_max_result_bytes: key(
-                "inner_max_result_bytes",
+            inner_max_result_bytes: CODE_MODE_INNER_MAX_RESULT_BYTES.integer_or_default(
+                None,
                 self.inner_max_result_bytes.as_ref(),
-                MIN_INNER_MAX_RESULT_BYTES,
-                MAX_INNER_MAX_RESULT_BYTES.into(),
-                " (bytes)",
-            )?
-            .map_or(defaults.inner_max_result_bytes, |v| v as u32),
-            max_inner_calls: key(
-                "max_inner_calls",
+                layers,
+            )? as u32,
+            max_inner_calls: CODE_MODE_MAX_INNER_CALLS.integer_or_default(
+                None,
                 self.max_inner_calls.as_ref(),
-                1,
-                MAX_MAX_INNER_CALLS,
-                " (calls)",
-            )?
-            .map_or(defaults.max_inner_calls, |v| v as u32),
-            max_inner_bytes: key(
-                "max_inner_bytes",
+                layers,
+            )? as u32,
+            max_inner_bytes: CODE_MODE_MAX_INNER_BYTES.integer_or_default(
+                None,
                 self.max_inner_bytes.as_ref(),
-                1_024,
-                MAX_MAX_INNER_BYTES,
-                " (bytes)",
-            )?
-            .unwrap_or(defaults.max_inner_bytes),
+                layers,
+            )?,
         })
     }
 }

@@ -27,6 +27,7 @@ mod file;
 mod functions;
 pub mod http;
 pub mod http_credentials;
+pub mod keys;
 mod live_keys;
 mod mcp;
 mod model;
@@ -39,6 +40,7 @@ mod server_oauth;
 mod server_tls;
 mod server_tokens;
 mod sources;
+mod store;
 pub mod telemetry;
 mod tools;
 mod tools_dir;
@@ -58,20 +60,18 @@ pub use live_keys::{
     Allowed, BOOT_ONLY_KEYS, RUNTIME_KEYS, RUNTIME_ORIGIN, RuntimeKey, RuntimeSetting, runtime_key,
     runtime_value,
 };
-pub use mcp::{DEFAULT_TOOLS_PER_PAGE, ENV_MCP_ALLOW_DESTRUCTIVE, MAX_TOOLS_PER_PAGE, McpConfig};
+pub use mcp::{DEFAULT_TOOLS_PER_PAGE, MAX_TOOLS_PER_PAGE, McpConfig};
 pub use model::{ModelConfig, ProviderName, ToolChoice};
 pub use roots::RootConfig;
-use roots::{root, root_from_flag, root_key};
 pub use runtime::{
-    DEFAULT_QUEUE_TIMEOUT_MS, ENV_BASELINE_COMPILER, ENV_MAX_CONCURRENT_CALLS,
-    ENV_QUEUE_TIMEOUT_MS, MAX_MAX_CONCURRENT_CALLS, MAX_QUEUE_TIMEOUT_MS, RuntimeConfig,
+    DEFAULT_QUEUE_TIMEOUT_MS, MAX_MAX_CONCURRENT_CALLS, MAX_QUEUE_TIMEOUT_MS, RuntimeConfig,
     default_max_concurrent_calls,
 };
 pub use secrets::{CONFIG_KEY_RULE, SecretRef};
 pub use server::{
     ALLOWED_HOST_RULE, DEFAULT_HEADER_READ_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_MAX_EVENT_STREAMS, DEFAULT_MAX_UNAUTHENTICATED_CONNECTIONS, ENV_ALLOWED_HOSTS,
-    ServerConfig, ServerLimits, valid_allowed_host,
+    DEFAULT_MAX_EVENT_STREAMS, DEFAULT_MAX_UNAUTHENTICATED_CONNECTIONS, ServerConfig, ServerLimits,
+    valid_allowed_host,
 };
 pub use server_oauth::{
     DEFAULT_LEEWAY_SECS, IntrospectionConfig, MAX_LEEWAY_SECS, OAUTH_URL_RULE, OAuthConfig,
@@ -79,12 +79,8 @@ pub use server_oauth::{
 };
 pub use server_tls::{FLAG_TLS_CERT, FLAG_TLS_KEY, TLS_FILES_RULE, TlsFiles};
 pub use server_tokens::{ADMIN_PRINCIPAL, ServerToken, TOKEN_NAME_RULE, valid_token_name};
-use sluice_protocol::limits::DEFAULT_MAX_TOOL_RESULT_BYTES;
-use sluice_protocol::limits::{
-    MAX_MAX_TOOL_RESULT_BYTES as MAX_MAX_RESULT_BYTES,
-    MIN_MAX_TOOL_RESULT_BYTES as MIN_MAX_RESULT_BYTES,
-};
 pub use sources::{Explained, Origin, REDACTED, Setting};
+pub use store::STORE_URL_RULE;
 pub use telemetry::TelemetryConfig;
 pub use tools::{
     BUILTIN_TOOLS, ConfiguredBy, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_MS, MAX_MEMORY_MIB,
@@ -92,42 +88,12 @@ pub use tools::{
 };
 pub use tools_dir::RejectedTool;
 
-/// The environment variable that sets `agent.max_tool_result_bytes`.
-pub const ENV_MAX_TOOL_RESULT_BYTES: &str = "SLUICE_AGENT_MAX_TOOL_RESULT_BYTES";
+/// How many keys have a variable.
+const ENV_KEY_COUNT: usize = keys::count_env(keys::KEYS);
 
-/// The environment variable that sets `agent.max_turns`.
-pub const ENV_MAX_TURNS: &str = "SLUICE_AGENT_MAX_TURNS";
-
-/// The environment variable that sets `agent.auto_approve`.
-pub const ENV_AUTO_APPROVE: &str = "SLUICE_AGENT_AUTO_APPROVE";
-
-/// The environment variable that sets `store.path`.
-pub const ENV_STORE: &str = "SLUICE_STORE";
-
-/// The environment variable that sets `store.url`.
-pub const ENV_STORE_URL: &str = "SLUICE_STORE_URL";
-
-/// What `store.url` may be, as messages say it.
-pub const STORE_URL_RULE: &str =
-    "a PostgreSQL URL, postgres://USER:PASSWORD@HOST:PORT/DATABASE (or postgresql://…)";
-
-/// Every environment variable that sets a configuration key, with that key.
-pub const ENV_KEYS: &[(&str, &str)] = &[
-    (ENV_MAX_TOOL_RESULT_BYTES, "agent.max_tool_result_bytes"),
-    (ENV_MAX_TURNS, "agent.max_turns"),
-    (ENV_AUTO_APPROVE, "agent.auto_approve"),
-    (ENV_STORE, "store.path"),
-    (ENV_STORE_URL, "store.url"),
-    (ENV_ALLOWED_HOSTS, "server.allowed_hosts"),
-    (ENV_MCP_ALLOW_DESTRUCTIVE, "mcp.allow_destructive"),
-    (ENV_MAX_CONCURRENT_CALLS, "runtime.max_concurrent_calls"),
-    (ENV_QUEUE_TIMEOUT_MS, "runtime.queue_timeout_ms"),
-    (ENV_BASELINE_COMPILER, "runtime.baseline_compiler"),
-    (telemetry::ENV_OTLP_ENDPOINT, "telemetry.otlp_endpoint"),
-    (telemetry::ENV_CAPTURE_CONTENT, "telemetry.capture_content"),
-    (telemetry::ENV_METRICS, "telemetry.metrics"),
-    (telemetry::ENV_METRICS_LISTEN, "telemetry.metrics_listen"),
-];
+/// Every environment variable that sets a configuration key, with that key (from
+/// [`keys::KEYS`]).
+pub const ENV_KEYS: &[(&str, &str)] = &keys::env_pairs::<ENV_KEY_COUNT>(keys::KEYS);
 
 /// Refuses a variable of [`ENV_KEYS`] that is set but is not UTF-8 text, which
 /// [`Config::resolve`]'s `env` cannot carry (it would read as unset, and the default would
@@ -140,7 +106,7 @@ pub fn check_environment(get: &dyn Fn(&str) -> Option<OsString>) -> Result<(), C
         if let Some(value) = get(var)
             && value.to_str().is_none()
         {
-            let allowed = if *var == ENV_STORE {
+            let allowed = if Some(*var) == keys::STORE_PATH.env {
                 "valid UTF-8 text (for a path that is not, use --store FILE)"
             } else {
                 "valid UTF-8 text"
@@ -231,7 +197,7 @@ pub struct Config {
     /// `run_script`'s [`ToolConfig::tool_calls`] carries.
     pub code_mode: CodeModeConfig,
     /// What a fetch reads from a registry, at most (`[registry]`).
-    pub registry: sluice_registry_terms::Limits,
+    pub registry: sluice_registry::Limits,
     /// `cache.max_bytes`: the most bytes of compiled components the cache keeps (0 to
     /// 1 TiB); `None` when unset: the cache's default, 512 MiB.
     pub cache_max_bytes: Option<u64>,
@@ -276,7 +242,7 @@ struct File {
     #[serde(default)]
     tools: BTreeMap<String, tools::PolicyFile>,
     #[serde(default)]
-    store: FileStore,
+    store: store::FileStore,
     #[serde(default)]
     model: model::FileModel,
     #[serde(default)]
@@ -302,66 +268,6 @@ struct FileAgent {
     max_turns: Option<Raw>,
     auto_approve: Option<Raw>,
     system_prompt: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileStore {
-    path: Option<String>,
-    url: Option<String>,
-}
-
-/// One setting's value from the highest-precedence place that has it, as text, with where it
-/// came from.
-fn layered(
-    flag: Option<(&str, &str)>,
-    env: &dyn Fn(&str) -> Option<String>,
-    env_var: &str,
-    file: Option<&Raw>,
-    file_label: &str,
-) -> Option<(String, String)> {
-    if let Some((value, flag)) = flag {
-        return Some((value.to_string(), flag.to_string()));
-    }
-    if let Some(value) = env(env_var) {
-        return Some((value, env_var.to_string()));
-    }
-    file.map(|v| (v.shown(), file_label.to_string()))
-}
-
-/// `true` or `false` (or `1`, `0`) given as text.
-fn boolean(key: &str, text: String, origin: String) -> Result<bool, ConfigError> {
-    match text.trim() {
-        "true" | "1" => Ok(true),
-        "false" | "0" => Ok(false),
-        _ => Err(ConfigError::Value {
-            key: key.to_string(),
-            value: text,
-            allowed: "true or false".into(),
-            origin,
-        }),
-    }
-}
-
-/// An integer from `min` to `max` given as text.
-fn integer(
-    key: &str,
-    text: &str,
-    origin: &str,
-    min: u64,
-    max: u64,
-    unit: &str,
-) -> Result<u64, ConfigError> {
-    text.trim()
-        .parse::<u64>()
-        .ok()
-        .filter(|v| (min..=max).contains(v))
-        .ok_or_else(|| ConfigError::Value {
-            key: key.to_string(),
-            value: text.to_string(),
-            allowed: format!("an integer from {min} to {max}{unit}"),
-            origin: origin.to_string(),
-        })
 }
 
 impl Config {
@@ -405,138 +311,38 @@ impl Config {
         overrides: &Overrides,
     ) -> Result<Config, ConfigError> {
         let file_label = file.map(|p| p.display().to_string()).unwrap_or_default();
-
-        let max_tool_result_bytes = match layered(
-            overrides
-                .max_tool_result_bytes
-                .as_deref()
-                .map(|v| (v, "--max-tool-result-bytes")),
+        let layers = keys::Layers {
             env,
-            ENV_MAX_TOOL_RESULT_BYTES,
-            parsed.agent.max_tool_result_bytes.as_ref(),
-            &file_label,
-        ) {
-            Some((v, origin)) => integer(
-                "agent.max_tool_result_bytes",
-                &v,
-                &origin,
-                MIN_MAX_RESULT_BYTES.into(),
-                MAX_MAX_RESULT_BYTES.into(),
-                " (bytes)",
-            )? as u32,
-            None => DEFAULT_MAX_TOOL_RESULT_BYTES,
+            file_label: &file_label,
         };
-        let max_turns = match layered(
-            overrides.max_turns.as_deref().map(|v| (v, "--max-turns")),
-            env,
-            ENV_MAX_TURNS,
-            parsed.agent.max_turns.as_ref(),
-            &file_label,
-        ) {
-            Some((v, origin)) => {
-                integer("agent.max_turns", &v, &origin, 1, MAX_MAX_TURNS.into(), "")? as u32
-            }
-            None => DEFAULT_MAX_TURNS,
-        };
-        let auto_approve = match layered(
-            overrides.auto_approve.then_some(("true", "--auto-approve")),
-            env,
-            ENV_AUTO_APPROVE,
-            parsed.agent.auto_approve.as_ref(),
-            &file_label,
-        ) {
-            Some((v, origin)) => boolean("agent.auto_approve", v, origin)?,
-            None => false,
-        };
-        let store = match (&overrides.store, env(ENV_STORE), &parsed.store.path) {
-            (Some(p), _, _) => Some(p.clone()),
-            (None, Some(p), _) => Some(PathBuf::from(p)),
-            (None, None, Some(p)) => Some(
-                file.and_then(Path::parent)
-                    .unwrap_or(Path::new("."))
-                    .join(p),
-            ),
-            (None, None, None) => None,
-        };
-
-        let store_url = match (&overrides.store_url, env(ENV_STORE_URL), &parsed.store.url) {
-            (Some(u), _, _) => Some((u.clone(), "--store-url".to_string())),
-            (None, Some(u), _) if !u.is_empty() => Some((u, ENV_STORE_URL.to_string())),
-            (None, _, Some(u)) => Some((u.clone(), file_label.clone())),
-            _ => None,
-        };
-        if let Some((url, origin)) = &store_url {
-            if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
-                return Err(ConfigError::Value {
-                    key: "store.url".into(),
-                    // The URL may hold a password: name its scheme only.
-                    value: match url.split_once("://") {
-                        Some((scheme, _))
-                            if !scheme.is_empty()
-                                && scheme.len() <= 20
-                                && scheme.chars().all(|c| {
-                                    c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')
-                                }) =>
-                        {
-                            format!("a URL starting {scheme:?} (not shown: it may hold a password)")
-                        }
-                        _ => "a value that is not a URL (not shown: it may hold a password)"
-                            .to_string(),
-                    },
-                    allowed: STORE_URL_RULE.into(),
-                    origin: origin.clone(),
-                });
-            }
-            if store.is_some() {
-                return Err(ConfigError::Value {
-                    key: "store".into(),
-                    value: "both a PostgreSQL URL and a database file".into(),
-                    allowed: "either store.url (--store-url, SLUICE_STORE_URL) or store.path (--store, SLUICE_STORE), not both".into(),
-                    origin: origin.clone(),
-                });
-            }
-        }
-        let store_url = store_url.map(|(url, _)| url);
-
-        let mut roots = Vec::new();
-        if !overrides.roots.is_empty() {
-            for r in &overrides.roots {
-                roots.push(root_from_flag(r, &format!("--root {r}"))?);
-            }
-        } else if !parsed.roots.is_empty() {
-            let base = file.and_then(Path::parent).unwrap_or(Path::new("."));
-            for (name, dir) in &parsed.roots {
-                let Some(dir) = dir.as_str() else {
-                    return Err(ConfigError::Value {
-                        key: format!("roots.{name}"),
-                        value: dir.to_string(),
-                        allowed: "a directory path (a string)".into(),
-                        origin: file_label,
-                    });
-                };
-                roots.push(root(
-                    name,
-                    &base.join(dir),
-                    dir,
-                    &format!("{} in {file_label}", root_key(name)),
-                )?);
-            }
-        } else {
-            let default = "default: the current directory, as no --root and no [roots] is given";
-            roots.push(root_from_flag(".", default)?);
-        }
-        for (i, r) in roots.iter().enumerate() {
-            if roots[..i].iter().any(|o| o.name == r.name) {
-                return Err(ConfigError::Root {
-                    name: r.name.clone(),
-                    dir: r.dir.display().to_string(),
-                    origin: "--root".into(),
-                    reason: "two roots have this name; name them apart with --root NAME=DIR".into(),
-                });
-            }
-        }
-        let resolver = tools::Resolver { roots: &roots, env };
         let base = file.and_then(Path::parent).unwrap_or(Path::new("."));
+        let a = &parsed.agent;
+        let agent = AgentConfig {
+            max_tool_result_bytes: keys::AGENT_MAX_TOOL_RESULT_BYTES.integer_or_default(
+                overrides.max_tool_result_bytes.as_deref(),
+                a.max_tool_result_bytes.as_ref(),
+                &layers,
+            )? as u32,
+            max_turns: keys::AGENT_MAX_TURNS.integer_or_default(
+                overrides.max_turns.as_deref(),
+                a.max_turns.as_ref(),
+                &layers,
+            )? as u32,
+            auto_approve: keys::AGENT_AUTO_APPROVE.boolean(
+                overrides.auto_approve,
+                a.auto_approve.as_ref(),
+                &layers,
+            )?,
+            system_prompt: a.system_prompt.clone(),
+        };
+        let (store, store_url) = parsed.store.resolve(
+            overrides.store.as_deref(),
+            overrides.store_url.as_deref(),
+            base,
+            &layers,
+        )?;
+        let roots = roots::resolve(&overrides.roots, &parsed.roots, base, &file_label)?;
+        let resolver = tools::Resolver { roots: &roots, env };
         let builtins = parsed
             .builtins
             .clone()
@@ -561,15 +367,13 @@ impl Config {
                 }
             }
         }
-        let model = parsed.model.resolve(
-            overrides.model.as_deref(),
-            file.and_then(Path::parent).unwrap_or(Path::new(".")),
-            &file_label,
-        )?;
-        let runtime = parsed.runtime.resolve(overrides, env, &file_label)?;
+        let model = parsed
+            .model
+            .resolve(overrides.model.as_deref(), base, &file_label)?;
+        let runtime = parsed.runtime.resolve(overrides, &layers)?;
         let mut server = parsed.server.resolve(
             &overrides.allowed_hosts,
-            env(ENV_ALLOWED_HOSTS),
+            keys::SERVER_ALLOWED_HOSTS.env_value(env),
             &file_label,
         )?;
         server.tls = server_tls::resolve(
@@ -579,23 +383,19 @@ impl Config {
             base,
             &file_label,
         )?;
-        let mcp = parsed
-            .mcp
-            .resolve(overrides.allow_destructive, env, &file_label)?;
+        let mcp = parsed.mcp.resolve(overrides.allow_destructive, &layers)?;
         let registry = parsed.registry.resolve(&file_label)?;
         let cache_max_bytes = parsed.cache.resolve(&file_label)?;
-        let code_mode = parsed.code_mode.resolve(&file_label)?;
-        let telemetry = parsed.telemetry.resolve(env, &file_label)?;
+        let code_mode = parsed.code_mode.resolve(&layers)?;
+        let telemetry = parsed.telemetry.resolve(&layers)?;
         for t in &mut tools {
             if matches!(&t.source, ToolSource::Builtin(b) if b == SCRIPT_TOOL) {
                 t.tool_calls = Some(code_mode);
             }
         }
         let lock_file = match file.and_then(Path::parent) {
-            Some(dir) if !dir.as_os_str().is_empty() => {
-                dir.join(sluice_registry_terms::LOCK_FILE_NAME)
-            }
-            _ => PathBuf::from(sluice_registry_terms::LOCK_FILE_NAME),
+            Some(dir) if !dir.as_os_str().is_empty() => dir.join(sluice_registry::LOCK_FILE_NAME),
+            _ => PathBuf::from(sluice_registry::LOCK_FILE_NAME),
         };
         Ok(Config {
             tools,
@@ -613,12 +413,7 @@ impl Config {
             registry,
             cache_max_bytes,
             telemetry,
-            agent: AgentConfig {
-                max_tool_result_bytes,
-                max_turns,
-                auto_approve,
-                system_prompt: parsed.agent.system_prompt.clone(),
-            },
+            agent,
             roots,
         })
     }

@@ -16,12 +16,8 @@
 //! # Ok::<(), sluice_config::ConfigError>(())
 //! ```
 
-use sluice_protocol::limits::{
-    MAX_MAX_TOOL_RESULT_BYTES as MAX_MAX_RESULT_BYTES,
-    MIN_MAX_TOOL_RESULT_BYTES as MIN_MAX_RESULT_BYTES,
-};
-
-use crate::{ConfigError, MAX_MAX_TURNS, integer};
+use crate::ConfigError;
+use crate::keys::{AGENT_MAX_TURNS, Fallback, KEYS, Key, Kind};
 
 /// Where a run-time value comes from, as error messages name it.
 pub const RUNTIME_ORIGIN: &str = "PUT /agent/config";
@@ -35,7 +31,7 @@ pub enum Allowed {
         min: u64,
         /// The largest value.
         max: u64,
-        /// The unit, for messages (`" (bytes)"`, or empty).
+        /// The unit as a word, for messages (`bytes`, or empty).
         unit: &'static str,
     },
     /// A JSON boolean.
@@ -46,8 +42,13 @@ impl Allowed {
     /// What is allowed, in words: `an integer from 1024 to 1048576 (bytes)`, `true or false`.
     pub fn describe(&self) -> String {
         match self {
-            Allowed::Integer { min, max, unit } => format!("an integer from {min} to {max}{unit}"),
-            Allowed::Boolean => "true or false".to_string(),
+            Allowed::Integer { min, max, unit } => Kind::Integer {
+                min: *min,
+                max: *max,
+                unit,
+            }
+            .describe(),
+            Allowed::Boolean => Kind::Boolean.describe(),
         }
     }
 }
@@ -63,32 +64,68 @@ pub struct RuntimeKey {
     pub allowed: Allowed,
 }
 
-/// Every key that may change at run time, in the order the operator API lists them.
-pub const RUNTIME_KEYS: [RuntimeKey; 3] = [
-    RuntimeKey {
-        name: "max_tool_result_bytes",
-        file_key: "agent.max_tool_result_bytes",
-        allowed: Allowed::Integer {
-            min: MIN_MAX_RESULT_BYTES as u64,
-            max: MAX_MAX_RESULT_BYTES as u64,
-            unit: " (bytes)",
-        },
-    },
-    RuntimeKey {
-        name: "max_turns",
-        file_key: "agent.max_turns",
-        allowed: Allowed::Integer {
-            min: 1,
-            max: MAX_MAX_TURNS as u64,
-            unit: "",
-        },
-    },
-    RuntimeKey {
-        name: "auto_approve",
-        file_key: "agent.auto_approve",
+/// How many keys may change at run time.
+const RUNTIME_KEY_COUNT: usize = {
+    let (mut i, mut n) = (0, 0);
+    while i < KEYS.len() {
+        if KEYS[i].live {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+};
+
+/// Every key that may change at run time (a [`Key::live`] one of [`KEYS`]), in the order the
+/// operator API lists them.
+pub const RUNTIME_KEYS: [RuntimeKey; RUNTIME_KEY_COUNT] = {
+    let mut out = [RuntimeKey {
+        name: "",
+        file_key: "",
         allowed: Allowed::Boolean,
-    },
-];
+    }; RUNTIME_KEY_COUNT];
+    let (mut i, mut n) = (0, 0);
+    while i < KEYS.len() {
+        if KEYS[i].live {
+            out[n] = runtime_key_of(&KEYS[i]);
+            n += 1;
+        }
+        i += 1;
+    }
+    out
+};
+
+/// `key` as the operator API names and checks it; a compile-time error for a run-time key
+/// that is neither an integer nor a boolean.
+const fn runtime_key_of(key: &Key) -> RuntimeKey {
+    let allowed = match key.kind {
+        Kind::Integer { min, max, unit } => Allowed::Integer { min, max, unit },
+        Kind::Boolean => Allowed::Boolean,
+        Kind::Text { .. } => panic!("a run-time key must be an integer or a boolean"),
+    };
+    if matches!(key.default, Fallback::Described(_)) {
+        panic!("a run-time key must have a default value");
+    }
+    RuntimeKey {
+        name: after_table(key.name),
+        file_key: key.name,
+        allowed,
+    }
+}
+
+/// `name` without its table (`max_turns` of `agent.max_turns`).
+const fn after_table(name: &'static str) -> &'static str {
+    let bytes = name.as_bytes();
+    let mut i = bytes.len();
+    while i > 0 && bytes[i - 1] != b'.' {
+        i -= 1;
+    }
+    let (_, tail) = bytes.split_at(i);
+    match std::str::from_utf8(tail) {
+        Ok(tail) => tail,
+        Err(_) => name,
+    }
+}
 
 /// Keys (and tables) of `sluice.toml` that are read once at boot: the operator API refuses
 /// them with [`ConfigError::BootOnly`]. `agent.` may precede `system_prompt`.
@@ -154,16 +191,18 @@ pub fn runtime_value(key: &str, value: &serde_json::Value) -> Result<RuntimeSett
         Allowed::Integer { min, max, unit } => {
             // Only a JSON integer's text parses as one: `"2048"` keeps its quotes, `1.5` its
             // point and `1e3` becomes `1000.0`.
-            let n = integer(known.file_key, &text, RUNTIME_ORIGIN, min, max, unit)?;
+            let kind = Kind::Integer { min, max, unit };
+            let n = kind.check_integer(known.file_key, &text, RUNTIME_ORIGIN)?;
             let n = u32::try_from(n).map_err(|_| ConfigError::Value {
                 key: known.file_key.to_string(),
                 value: text.clone(),
                 allowed: known.allowed.describe(),
                 origin: RUNTIME_ORIGIN.to_string(),
             })?;
-            Ok(match known.name {
-                "max_turns" => RuntimeSetting::MaxTurns(n),
-                _ => RuntimeSetting::MaxToolResultBytes(n),
+            Ok(if known.file_key == AGENT_MAX_TURNS.name {
+                RuntimeSetting::MaxTurns(n)
+            } else {
+                RuntimeSetting::MaxToolResultBytes(n)
             })
         }
         Allowed::Boolean => match value {

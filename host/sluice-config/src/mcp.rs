@@ -2,11 +2,9 @@
 
 use serde::Deserialize;
 
+use crate::ConfigError;
 use crate::file::Raw;
-use crate::{ConfigError, boolean, integer, layered};
-
-/// The environment variable that sets `mcp.allow_destructive`.
-pub const ENV_MCP_ALLOW_DESTRUCTIVE: &str = "SLUICE_MCP_ALLOW_DESTRUCTIVE";
+use crate::keys::{Layers, MCP_ALLOW_DESTRUCTIVE, MCP_TOOLS_PER_PAGE};
 
 /// `mcp.tools_per_page` when not set: more than any configuration has, so one page.
 pub use sluice_protocol::limits::DEFAULT_MCP_TOOLS_PER_PAGE as DEFAULT_TOOLS_PER_PAGE;
@@ -49,33 +47,19 @@ impl FileMcp {
     pub(crate) fn resolve(
         &self,
         allow_destructive_flag: bool,
-        env: &dyn Fn(&str) -> Option<String>,
-        file_label: &str,
+        layers: &Layers<'_>,
     ) -> Result<McpConfig, ConfigError> {
-        let allow_destructive = match layered(
-            allow_destructive_flag.then_some(("true", "--allow-destructive")),
-            env,
-            ENV_MCP_ALLOW_DESTRUCTIVE,
-            self.allow_destructive.as_ref(),
-            file_label,
-        ) {
-            Some((v, origin)) => boolean("mcp.allow_destructive", v, origin)?,
-            None => false,
-        };
-        let tools_per_page = match self.tools_per_page.as_ref() {
-            Some(v) => integer(
-                "mcp.tools_per_page",
-                &v.shown(),
-                file_label,
-                1,
-                MAX_TOOLS_PER_PAGE.into(),
-                "",
-            )? as u32,
-            None => DEFAULT_TOOLS_PER_PAGE,
-        };
         Ok(McpConfig {
-            allow_destructive,
-            tools_per_page,
+            allow_destructive: MCP_ALLOW_DESTRUCTIVE.boolean(
+                allow_destructive_flag,
+                self.allow_destructive.as_ref(),
+                layers,
+            )?,
+            tools_per_page: MCP_TOOLS_PER_PAGE.integer_or_default(
+                None,
+                self.tools_per_page.as_ref(),
+                layers,
+            )? as u32,
         })
     }
 }
@@ -114,7 +98,7 @@ mod tests {
                 tools_per_page: 2
             }
         );
-        let env_off = |k: &str| (k == ENV_MCP_ALLOW_DESTRUCTIVE).then(|| "false".to_string());
+        let env_off = |k: &str| (k == "SLUICE_MCP_ALLOW_DESTRUCTIVE").then(|| "false".to_string());
         assert!(!resolve(on, &env_off, false).unwrap().allow_destructive);
         assert!(resolve("", &env_off, true).unwrap().allow_destructive);
     }

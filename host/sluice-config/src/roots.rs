@@ -16,6 +16,54 @@ pub struct RootConfig {
 /// What a root name may be.
 const ROOT_NAME_RULE: &str = "a root name is 1 to 64 characters of letters, digits, `_`, `-` and `.`, other than `.` and `..`";
 
+/// The roots: `--root` flags (`flags`, in order), else `[roots]` (`table`, directories
+/// relative to `base`, the file's directory), else the current directory; two with one name
+/// are refused.
+pub(crate) fn resolve(
+    flags: &[String],
+    table: &toml::Table,
+    base: &Path,
+    file_label: &str,
+) -> Result<Vec<RootConfig>, ConfigError> {
+    let mut roots = Vec::new();
+    if !flags.is_empty() {
+        for r in flags {
+            roots.push(root_from_flag(r, &format!("--root {r}"))?);
+        }
+    } else if !table.is_empty() {
+        for (name, dir) in table {
+            let Some(dir) = dir.as_str() else {
+                return Err(ConfigError::Value {
+                    key: format!("roots.{name}"),
+                    value: dir.to_string(),
+                    allowed: "a directory path (a string)".into(),
+                    origin: file_label.to_string(),
+                });
+            };
+            roots.push(root(
+                name,
+                &base.join(dir),
+                dir,
+                &format!("{} in {file_label}", root_key(name)),
+            )?);
+        }
+    } else {
+        let default = "default: the current directory, as no --root and no [roots] is given";
+        roots.push(root_from_flag(".", default)?);
+    }
+    for (i, r) in roots.iter().enumerate() {
+        if roots[..i].iter().any(|o| o.name == r.name) {
+            return Err(ConfigError::Root {
+                name: r.name.clone(),
+                dir: r.dir.display().to_string(),
+                origin: "--root".into(),
+                reason: "two roots have this name; name them apart with --root NAME=DIR".into(),
+            });
+        }
+    }
+    Ok(roots)
+}
+
 /// `DIR` (named by its last component) or `NAME=DIR`, as given by `origin` (`--root DIR`,
 /// for messages).
 pub(crate) fn root_from_flag(flag: &str, origin: &str) -> Result<RootConfig, ConfigError> {

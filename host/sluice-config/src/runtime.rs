@@ -24,16 +24,10 @@
 use serde::Deserialize;
 
 use crate::file::Raw;
-use crate::{ConfigError, Overrides, boolean, integer, layered};
-
-/// The environment variable that sets `runtime.max_concurrent_calls`.
-pub const ENV_MAX_CONCURRENT_CALLS: &str = "SLUICE_RUNTIME_MAX_CONCURRENT_CALLS";
-
-/// The environment variable that sets `runtime.queue_timeout_ms`.
-pub const ENV_QUEUE_TIMEOUT_MS: &str = "SLUICE_RUNTIME_QUEUE_TIMEOUT_MS";
-
-/// The environment variable that sets `runtime.baseline_compiler`.
-pub const ENV_BASELINE_COMPILER: &str = "SLUICE_RUNTIME_BASELINE_COMPILER";
+use crate::keys::{
+    Layers, RUNTIME_BASELINE_COMPILER, RUNTIME_MAX_CONCURRENT_CALLS, RUNTIME_QUEUE_TIMEOUT_MS,
+};
+use crate::{ConfigError, Overrides};
 
 /// The largest `runtime.max_concurrent_calls`.
 pub const MAX_MAX_CONCURRENT_CALLS: u64 = 1024;
@@ -90,60 +84,26 @@ impl FileRuntime {
     pub(crate) fn resolve(
         &self,
         overrides: &Overrides,
-        env: &dyn Fn(&str) -> Option<String>,
-        file_label: &str,
+        layers: &Layers<'_>,
     ) -> Result<RuntimeConfig, ConfigError> {
-        let max_concurrent_calls = match layered(
-            overrides
-                .max_concurrent_calls
-                .as_deref()
-                .map(|v| (v, "--max-concurrent-calls")),
-            env,
-            ENV_MAX_CONCURRENT_CALLS,
-            self.max_concurrent_calls.as_ref(),
-            file_label,
-        ) {
-            Some((v, origin)) => integer(
-                "runtime.max_concurrent_calls",
-                &v,
-                &origin,
-                1,
-                MAX_MAX_CONCURRENT_CALLS,
-                " (calls)",
-            )? as usize,
-            None => default_max_concurrent_calls(),
-        };
-        let queue_timeout_ms = match layered(
-            None,
-            env,
-            ENV_QUEUE_TIMEOUT_MS,
-            self.queue_timeout_ms.as_ref(),
-            file_label,
-        ) {
-            Some((v, origin)) => integer(
-                "runtime.queue_timeout_ms",
-                &v,
-                &origin,
-                0,
-                MAX_QUEUE_TIMEOUT_MS,
-                " (ms)",
-            )?,
-            None => DEFAULT_QUEUE_TIMEOUT_MS,
-        };
-        let baseline_compiler = match layered(
-            None,
-            env,
-            ENV_BASELINE_COMPILER,
-            self.baseline_compiler.as_ref(),
-            file_label,
-        ) {
-            Some((v, origin)) => boolean("runtime.baseline_compiler", v, origin)?,
-            None => true,
-        };
         Ok(RuntimeConfig {
-            max_concurrent_calls,
-            queue_timeout_ms,
-            baseline_compiler,
+            max_concurrent_calls: RUNTIME_MAX_CONCURRENT_CALLS
+                .integer(
+                    overrides.max_concurrent_calls.as_deref(),
+                    self.max_concurrent_calls.as_ref(),
+                    layers,
+                )?
+                .map_or_else(default_max_concurrent_calls, |n| n as usize),
+            queue_timeout_ms: RUNTIME_QUEUE_TIMEOUT_MS.integer_or_default(
+                None,
+                self.queue_timeout_ms.as_ref(),
+                layers,
+            )?,
+            baseline_compiler: RUNTIME_BASELINE_COMPILER.boolean(
+                false,
+                self.baseline_compiler.as_ref(),
+                layers,
+            )?,
         })
     }
 }
@@ -182,7 +142,7 @@ mod tests {
             "[runtime]\nmax_concurrent_calls = 3\nqueue_timeout_ms = 0\n",
         )
         .unwrap();
-        let env = |k: &str| (k == ENV_MAX_CONCURRENT_CALLS).then(|| "5".to_string());
+        let env = |k: &str| (k == "SLUICE_RUNTIME_MAX_CONCURRENT_CALLS").then(|| "5".to_string());
         assert_eq!(
             resolve(Some(&file), &none, None).unwrap(),
             RuntimeConfig {
@@ -212,7 +172,7 @@ mod tests {
                 )
             );
         }
-        let env = |k: &str| (k == ENV_QUEUE_TIMEOUT_MS).then(|| "3600001".to_string());
+        let env = |k: &str| (k == "SLUICE_RUNTIME_QUEUE_TIMEOUT_MS").then(|| "3600001".to_string());
         assert_eq!(
             resolve(None, &env, None).unwrap_err().to_string(),
             "runtime.queue_timeout_ms must be an integer from 0 to 3600000 (ms); got 3600001 (from SLUICE_RUNTIME_QUEUE_TIMEOUT_MS)"
@@ -227,12 +187,12 @@ mod tests {
         );
         std::fs::write(&file, "[runtime]\nbaseline_compiler = false\n").unwrap();
         assert!(!resolve(Some(&file), &none, None).unwrap().baseline_compiler);
-        let env = |k: &str| (k == ENV_BASELINE_COMPILER).then(|| "yes".to_string());
+        let env = |k: &str| (k == "SLUICE_RUNTIME_BASELINE_COMPILER").then(|| "yes".to_string());
         assert_eq!(
             resolve(Some(&file), &env, None).unwrap_err().to_string(),
             "runtime.baseline_compiler must be true or false; got yes (from SLUICE_RUNTIME_BASELINE_COMPILER)"
         );
-        let env = |k: &str| (k == ENV_BASELINE_COMPILER).then(|| "1".to_string());
+        let env = |k: &str| (k == "SLUICE_RUNTIME_BASELINE_COMPILER").then(|| "1".to_string());
         assert!(resolve(Some(&file), &env, None).unwrap().baseline_compiler);
         std::fs::write(&file, "[runtime]\nthreads = 4\n").unwrap();
         let e = resolve(Some(&file), &none, None).unwrap_err().to_string();

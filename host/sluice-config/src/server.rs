@@ -8,11 +8,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::ConfigError;
 use crate::file::Raw;
-use crate::{ConfigError, integer};
-
-/// The environment variable that sets `server.allowed_hosts` (comma-separated).
-pub const ENV_ALLOWED_HOSTS: &str = "SLUICE_SERVER_ALLOWED_HOSTS";
+use crate::keys::{self, SERVER_ALLOWED_HOSTS, integer};
 
 /// What an allowed host may be, as messages say it.
 pub const ALLOWED_HOST_RULE: &str = "a host name (labels of 1 to 63 letters, digits, `-` or `_`, joined by `.`, at most 253 characters) or an IP address, without a scheme, port or path";
@@ -103,7 +101,7 @@ impl FileServer {
         file_label: &str,
     ) -> Result<ServerConfig, ConfigError> {
         let (hosts, origin): (Vec<String>, String) = if !flags.is_empty() {
-            (flags.to_vec(), "--allowed-host".into())
+            (flags.to_vec(), SERVER_ALLOWED_HOSTS.flag_name().into())
         } else if let Some(list) = env {
             (
                 list.split(',')
@@ -111,7 +109,7 @@ impl FileServer {
                     .filter(|h| !h.is_empty())
                     .map(str::to_string)
                     .collect(),
-                ENV_ALLOWED_HOSTS.into(),
+                keys::env_of(&SERVER_ALLOWED_HOSTS).into(),
             )
         } else {
             (
@@ -122,7 +120,7 @@ impl FileServer {
         for host in &hosts {
             if !valid_allowed_host(host) {
                 return Err(ConfigError::Value {
-                    key: "server.allowed_hosts".into(),
+                    key: SERVER_ALLOWED_HOSTS.name.into(),
                     value: format!("{host:?}"),
                     allowed: format!("a list of host names: each {ALLOWED_HOST_RULE}"),
                     origin,

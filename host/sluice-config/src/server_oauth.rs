@@ -12,7 +12,8 @@ use serde::Deserialize;
 use sluice_protocol::access::{Grant, scope_rule};
 
 use crate::file::Raw;
-use crate::{ConfigError, SecretRef, integer};
+use crate::keys::integer;
+use crate::{ConfigError, SecretRef};
 
 /// `server.oauth.leeway_secs` when not set: 60 s.
 pub const DEFAULT_LEEWAY_SECS: u64 = 60;

@@ -23,7 +23,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::file::Source;
-use crate::{Config, ConfigError, ENV_KEYS, ENV_STORE_URL, Overrides, ToolSource};
+use crate::{Config, ConfigError, ENV_KEYS, Overrides, ToolSource, keys};
 
 /// Where one value came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -93,37 +93,40 @@ pub const REDACTED: &str = "*** (redacted)";
 
 impl Overrides {
     /// The keys the given flags set, as (key, flag): `--root` sets every `roots.NAME`
-    /// (its key here is `roots`), `--model` both `model.provider` and `model.name`.
+    /// (its key here is `roots`), `--model` both `model.provider` and `model.name`; the
+    /// other flags are those of [`keys::KEYS`].
     pub fn flags_given(&self) -> Vec<(&'static str, &'static str)> {
-        let mut given = Vec::new();
+        let declared = [
+            (
+                &keys::AGENT_MAX_TOOL_RESULT_BYTES,
+                self.max_tool_result_bytes.is_some(),
+            ),
+            (&keys::TOOLS_DIR, self.tools_dir.is_some()),
+            (&keys::AGENT_MAX_TURNS, self.max_turns.is_some()),
+            (&keys::AGENT_AUTO_APPROVE, self.auto_approve),
+            (&keys::STORE_PATH, self.store.is_some()),
+            (&keys::STORE_URL, self.store_url.is_some()),
+            (
+                &keys::RUNTIME_MAX_CONCURRENT_CALLS,
+                self.max_concurrent_calls.is_some(),
+            ),
+            (&keys::SERVER_ALLOWED_HOSTS, !self.allowed_hosts.is_empty()),
+            (&keys::MCP_ALLOW_DESTRUCTIVE, self.allow_destructive),
+            (&keys::STRICT, self.strict),
+        ];
+        let mut given: Vec<_> = declared
+            .into_iter()
+            .filter(|(_, set)| *set)
+            .map(|(key, _)| (key.name, key.flag_name()))
+            .collect();
         let mut add = |set: bool, key, flag| {
             if set {
                 given.push((key, flag));
             }
         };
         add(!self.roots.is_empty(), "roots", "--root");
-        add(
-            self.max_tool_result_bytes.is_some(),
-            "agent.max_tool_result_bytes",
-            "--max-tool-result-bytes",
-        );
-        add(self.tools_dir.is_some(), "tools_dir", "--tools");
-        add(self.max_turns.is_some(), "agent.max_turns", "--max-turns");
-        add(self.auto_approve, "agent.auto_approve", "--auto-approve");
-        add(self.store.is_some(), "store.path", "--store");
-        add(self.store_url.is_some(), "store.url", "--store-url");
         add(self.model.is_some(), "model.provider", "--model");
         add(self.model.is_some(), "model.name", "--model");
-        add(
-            self.max_concurrent_calls.is_some(),
-            "runtime.max_concurrent_calls",
-            "--max-concurrent-calls",
-        );
-        add(
-            !self.allowed_hosts.is_empty(),
-            "server.allowed_hosts",
-            "--allowed-host",
-        );
         add(
             self.tls_cert.is_some(),
             "server.tls.cert_file",
@@ -134,12 +137,6 @@ impl Overrides {
             "server.tls.key_file",
             crate::FLAG_TLS_KEY,
         );
-        add(
-            self.allow_destructive,
-            "mcp.allow_destructive",
-            "--allow-destructive",
-        );
-        add(self.strict, "strict", "--strict");
         given
     }
 }
@@ -182,10 +179,10 @@ impl Config {
             if let Some((_, flag)) = flags.iter().find(|(k, _)| *k == head) {
                 return Origin::Flag((*flag).to_string());
             }
-            if let Some((var, _)) = ENV_KEYS.iter().find(|(_, k)| *k == key)
-                && env(var).is_some_and(|v| *var != ENV_STORE_URL || !v.is_empty())
+            if let Some(declared) = keys::KEYS.iter().find(|k| k.name == key)
+                && let (Some(var), Some(_)) = (declared.env, declared.env_value(env))
             {
-                return Origin::Env((*var).to_string());
+                return Origin::Env(var.to_string());
             }
             match source.as_ref().and_then(|s| Some((s, s.line_of_key(key)?))) {
                 Some((s, line)) => Origin::File {

@@ -6,20 +6,12 @@ use std::net::SocketAddr;
 
 use serde::Deserialize;
 
+use crate::ConfigError;
 use crate::file::Raw;
-use crate::{ConfigError, boolean, layered};
-
-/// The environment variable that sets `telemetry.otlp_endpoint`.
-pub const ENV_OTLP_ENDPOINT: &str = "SLUICE_TELEMETRY_OTLP_ENDPOINT";
-
-/// The environment variable that sets `telemetry.capture_content`.
-pub const ENV_CAPTURE_CONTENT: &str = "SLUICE_TELEMETRY_CAPTURE_CONTENT";
-
-/// The environment variable that sets `telemetry.metrics`.
-pub const ENV_METRICS: &str = "SLUICE_TELEMETRY_METRICS";
-
-/// The environment variable that sets `telemetry.metrics_listen`.
-pub const ENV_METRICS_LISTEN: &str = "SLUICE_TELEMETRY_METRICS_LISTEN";
+use crate::keys::{
+    Layers, TELEMETRY_CAPTURE_CONTENT, TELEMETRY_METRICS, TELEMETRY_METRICS_LISTEN,
+    TELEMETRY_OTLP_ENDPOINT,
+};
 
 /// What `telemetry.otlp_endpoint` may be, as messages say it.
 pub const OTLP_ENDPOINT_RULE: &str = "an http:// or https:// URL of an OTLP/HTTP receiver (its base, e.g. http://127.0.0.1:4318; /v1/traces is added), without credentials";
@@ -58,7 +50,7 @@ pub(crate) struct FileTelemetry {
     metrics_listen: Option<Raw>,
 }
 
-/// A string setting as [`layered`] should hand it over: a TOML string as written, without
+/// A string setting as [`crate::keys::Key::given`] should hand it over: a TOML string as written, without
 /// the quotes [`Raw::shown`] adds (carried as the one variant shown unquoted); anything
 /// else as it is, for the key's check to refuse by name.
 fn unquoted(raw: &Raw) -> Raw {
@@ -70,58 +62,30 @@ fn unquoted(raw: &Raw) -> Raw {
 
 impl FileTelemetry {
     /// Resolves `[telemetry]` with the environment above the file.
-    pub(crate) fn resolve(
-        &self,
-        env: &dyn Fn(&str) -> Option<String>,
-        file_label: &str,
-    ) -> Result<TelemetryConfig, ConfigError> {
+    pub(crate) fn resolve(&self, layers: &Layers<'_>) -> Result<TelemetryConfig, ConfigError> {
         let endpoint_raw = self.otlp_endpoint.as_ref().map(unquoted);
-        let otlp_endpoint = match layered(
-            None,
-            &|k| env(k).filter(|v| !v.is_empty()),
-            ENV_OTLP_ENDPOINT,
-            endpoint_raw.as_ref(),
-            file_label,
-        ) {
-            Some((v, origin)) => Some(endpoint(v, origin)?),
-            None => None,
-        };
-        let capture_content = match layered(
-            None,
-            env,
-            ENV_CAPTURE_CONTENT,
-            self.capture_content.as_ref(),
-            file_label,
-        ) {
-            Some((v, origin)) => boolean("telemetry.capture_content", v, origin)?,
-            None => false,
-        };
+        let otlp_endpoint = TELEMETRY_OTLP_ENDPOINT
+            .given(None, endpoint_raw.as_ref(), layers)
+            .map(|(v, origin)| endpoint(v, origin))
+            .transpose()?;
+        let capture_content =
+            TELEMETRY_CAPTURE_CONTENT.boolean(false, self.capture_content.as_ref(), layers)?;
         let listen_raw = self.metrics_listen.as_ref().map(unquoted);
-        let metrics_listen = match layered(
-            None,
-            &|k| env(k).filter(|v| !v.is_empty()),
-            ENV_METRICS_LISTEN,
-            listen_raw.as_ref(),
-            file_label,
-        ) {
-            Some((v, origin)) => {
-                Some(
-                    v.trim()
-                        .parse::<SocketAddr>()
-                        .map_err(|_| ConfigError::Value {
-                            key: "telemetry.metrics_listen".into(),
-                            value: format!("{v:?}"),
-                            allowed: METRICS_LISTEN_RULE.into(),
-                            origin,
-                        })?,
-                )
-            }
-            None => None,
-        };
-        let metrics = match layered(None, env, ENV_METRICS, self.metrics.as_ref(), file_label) {
-            Some((v, origin)) => boolean("telemetry.metrics", v, origin)?,
-            None => false,
-        } || metrics_listen.is_some();
+        let metrics_listen = TELEMETRY_METRICS_LISTEN
+            .given(None, listen_raw.as_ref(), layers)
+            .map(|(v, origin)| {
+                v.trim()
+                    .parse::<SocketAddr>()
+                    .map_err(|_| ConfigError::Value {
+                        key: TELEMETRY_METRICS_LISTEN.name.into(),
+                        value: format!("{v:?}"),
+                        allowed: METRICS_LISTEN_RULE.into(),
+                        origin,
+                    })
+            })
+            .transpose()?;
+        let metrics = TELEMETRY_METRICS.boolean(false, self.metrics.as_ref(), layers)?
+            || metrics_listen.is_some();
         Ok(TelemetryConfig {
             otlp_endpoint,
             capture_content,
@@ -135,7 +99,7 @@ impl FileTelemetry {
 /// credentials, without a trailing `/`.
 fn endpoint(value: String, origin: String) -> Result<String, ConfigError> {
     let refuse = |value: String| ConfigError::Value {
-        key: "telemetry.otlp_endpoint".into(),
+        key: TELEMETRY_OTLP_ENDPOINT.name.into(),
         value,
         allowed: OTLP_ENDPOINT_RULE.into(),
         origin: origin.clone(),
@@ -189,9 +153,9 @@ mod tests {
             }
         );
         let env = |k: &str| match k {
-            ENV_OTLP_ENDPOINT => Some("https://collector.example:4318".to_string()),
-            ENV_CAPTURE_CONTENT => Some("false".to_string()),
-            ENV_METRICS => Some("1".to_string()),
+            "SLUICE_TELEMETRY_OTLP_ENDPOINT" => Some("https://collector.example:4318".to_string()),
+            "SLUICE_TELEMETRY_CAPTURE_CONTENT" => Some("false".to_string()),
+            "SLUICE_TELEMETRY_METRICS" => Some("1".to_string()),
             _ => None,
         };
         let c = resolve(file, &env).unwrap();
@@ -223,11 +187,13 @@ mod tests {
                 "telemetry.otlp_endpoint must be {OTLP_ENDPOINT_RULE}; got \"4318\" (from <file> line 2)"
             )
         );
-        let secret =
-            |k: &str| (k == ENV_OTLP_ENDPOINT).then(|| "http://user:pw@127.0.0.1:4318".to_string());
+        let secret = |k: &str| {
+            (k == "SLUICE_TELEMETRY_OTLP_ENDPOINT")
+                .then(|| "http://user:pw@127.0.0.1:4318".to_string())
+        };
         let e = resolve("", &secret).unwrap_err();
         assert!(!e.contains("pw"), "{e}");
-        assert!(e.ends_with(&format!("(from {ENV_OTLP_ENDPOINT})")), "{e}");
+        assert!(e.ends_with("(from SLUICE_TELEMETRY_OTLP_ENDPOINT)"), "{e}");
         assert_eq!(
             resolve("[telemetry]\ncapture_content = \"yes\"\n", &|_| None).unwrap_err(),
             "telemetry.capture_content must be true or false; got \"yes\" (from <file> line 2)"

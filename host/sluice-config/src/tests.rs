@@ -34,7 +34,7 @@ fn precedence_flag_env_file_default() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("sluice.toml");
     std::fs::write(&file, "[agent]\nmax_tool_result_bytes = 4096\n").unwrap();
-    let env_set = |k: &str| (k == ENV_MAX_TOOL_RESULT_BYTES).then(|| "2048".to_string());
+    let env_set = |k: &str| (k == "SLUICE_AGENT_MAX_TOOL_RESULT_BYTES").then(|| "2048".to_string());
     let flag = Overrides {
         max_tool_result_bytes: Some("8192".into()),
         ..Overrides::default()
