@@ -197,7 +197,7 @@ pub struct Config {
     /// `run_script`'s [`ToolConfig::tool_calls`] carries.
     pub code_mode: CodeModeConfig,
     /// What a fetch reads from a registry, at most (`[registry]`).
-    pub registry: sluice_registry::Limits,
+    pub registry: sluice_registry_terms::Limits,
     /// `cache.max_bytes`: the most bytes of compiled components the cache keeps (0 to
     /// 1 TiB); `None` when unset: the cache's default, 512 MiB.
     pub cache_max_bytes: Option<u64>,
@@ -394,8 +394,10 @@ impl Config {
             }
         }
         let lock_file = match file.and_then(Path::parent) {
-            Some(dir) if !dir.as_os_str().is_empty() => dir.join(sluice_registry::LOCK_FILE_NAME),
-            _ => PathBuf::from(sluice_registry::LOCK_FILE_NAME),
+            Some(dir) if !dir.as_os_str().is_empty() => {
+                dir.join(sluice_registry_terms::LOCK_FILE_NAME)
+            }
+            _ => PathBuf::from(sluice_registry_terms::LOCK_FILE_NAME),
         };
         Ok(Config {
             tools,

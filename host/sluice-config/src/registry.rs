@@ -1,11 +1,13 @@
 //! The `[registry]` table: the bounds on what a fetch of an `oci://` component reads from a
-//! registry ([`sluice_registry::Limits`]; `docs/configuration.md#registry`).
+//! registry ([`sluice_registry_terms::Limits`]; `docs/configuration.md#registry`).
 
 use std::time::Duration;
 
 use serde::Deserialize;
-use sluice_registry::Limits;
-use sluice_registry::limits::{KEY_MAX_COMPONENT_BYTES, KEY_MAX_MANIFEST_BYTES, KEY_TIMEOUT_SECS};
+use sluice_registry_terms::Limits;
+use sluice_registry_terms::limits::{
+    KEY_MAX_COMPONENT_BYTES, KEY_MAX_MANIFEST_BYTES, KEY_TIMEOUT_SECS,
+};
 
 use crate::ConfigError;
 use crate::file::Raw;
