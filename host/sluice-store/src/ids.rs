@@ -1,11 +1,16 @@
 //! Fresh ids for sessions and runs.
 
+/// No id could be made: the OS gave no random bytes.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read random bytes for an id: {0}")]
+pub(crate) struct IdError(#[source] getrandom::Error);
+
 /// A fresh id: `prefix`, `-` and 12 characters of lowercase Crockford base32 (digits and
 /// letters without i, l, o, u), 60 random bits from the OS.
-pub(crate) fn new_id(prefix: char) -> Result<String, String> {
+pub(crate) fn new_id(prefix: char) -> Result<String, IdError> {
     const ALPHABET: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
     let mut bytes = [0u8; 8];
-    getrandom::fill(&mut bytes).map_err(|e| format!("cannot read random bytes for an id: {e}"))?;
+    getrandom::fill(&mut bytes).map_err(IdError)?;
     let mut bits = u64::from_le_bytes(bytes);
     let mut id = String::with_capacity(14);
     id.push(prefix);

@@ -184,7 +184,7 @@ impl PgStore {
         })?);
         let signals = Arc::new(Signals::default());
         let listener = tokio::spawn(listen(config, tls, signals.clone(), shown.clone()));
-        let token = crate::ids::new_id('p').map_err(fail)?;
+        let token = crate::ids::new_id('p').map_err(|e| fail(e.to_string()))?;
         let inner = Arc::new(PgInner {
             shown: shown.clone(),
             pool,

@@ -209,7 +209,7 @@ impl PgInner {
             let end = RunEnd::status(SessionStatus::Error, Some(ORPHANED_RUN));
             close_run(&tx, id, &previous, &end, &now).await?;
         }
-        let run_id = crate::ids::new_id('r').map_err(Fail::Other)?;
+        let run_id = crate::ids::new_id('r').map_err(|e| Fail::Other(e.to_string()))?;
         tx.execute(
             "INSERT INTO runs (id, session_id, started_at) VALUES ($1, $2, $3)",
             &[&run_id, &id, &now],

@@ -117,7 +117,7 @@ impl PgInner {
                 return Ok(record(name.to_owned()));
             }
             for _ in 0..8 {
-                let id = crate::ids::new_id('s').map_err(Fail::Other)?;
+                let id = crate::ids::new_id('s').map_err(|e| Fail::Other(e.to_string()))?;
                 if conn.execute(&insert, &[&id, &now, &idle, &owner]).await? == 1 {
                     return Ok(record(id));
                 }

@@ -367,7 +367,11 @@ where
     fn make_tls_connect(&mut self, host: &str) -> io::Result<RustlsConnect> {
         Ok(RustlsConnect {
             make: self.clone(),
-            name: ServerName::try_from(host.to_string()).map_err(|_| host.to_string()),
+            name: ServerName::try_from(host.to_string()).map_err(|source| NoServerName {
+                mode: self.mode.name(),
+                host: host.to_string(),
+                source,
+            }),
         })
     }
 }
@@ -376,7 +380,18 @@ where
 /// none.
 pub(crate) struct RustlsConnect {
     make: MakeRustls,
-    name: Result<ServerName<'static>, String>,
+    name: Result<ServerName<'static>, NoServerName>,
+}
+
+/// A host TLS cannot check a certificate against (empty for a Unix socket).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "TLS with sslmode={mode} needs a host name or IP address to check the certificate against; got {host:?}"
+)]
+pub(crate) struct NoServerName {
+    mode: &'static str,
+    host: String,
+    source: rustls::pki_types::InvalidDnsNameError,
 }
 
 impl<S> TlsConnect<S> for RustlsConnect
@@ -389,12 +404,7 @@ where
 
     fn connect(self, stream: S) -> Self::Future {
         Box::pin(async move {
-            let name = self.name.map_err(|host| {
-                io::Error::other(format!(
-                    "TLS with sslmode={} needs a host name or IP address to check the certificate against; got {host:?}",
-                    self.make.mode.name()
-                ))
-            })?;
+            let name = self.name.map_err(io::Error::other)?;
             let host = name.to_str().into_owned();
             tokio_rustls::TlsConnector::from(self.make.config.clone())
                 .connect(name, stream)

@@ -237,7 +237,7 @@ impl From<StoreError> for Fail {
 
 /// A fresh id with `prefix` (`s` for sessions, `r` for runs).
 fn new_id(prefix: char) -> Result<String, Fail> {
-    crate::ids::new_id(prefix).map_err(Fail::Other)
+    crate::ids::new_id(prefix).map_err(|e| Fail::Other(e.to_string()))
 }
 
 /// Fails with [`StoreError::NoSession`] unless session `id` exists.
