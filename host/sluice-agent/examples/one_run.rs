@@ -8,7 +8,10 @@
 //! cargo run -p sluice-agent --example one_run
 //! ```
 //!
-//! No network, no API key. The first run compiles the tools' components (a few seconds).
+//! No network, no API key. Each run compiles the tools' components (Winch, a few seconds; nothing
+//! is cached).
+
+#![allow(clippy::print_stdout)] // An example prints what it did.
 
 use std::sync::Arc;
 
