@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use notify::event::{AccessKind, AccessMode, EventKind, ModifyKind};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
-use sluice_config::{Config, Overrides, ToolSource};
+use sluice_config::{Config, ConfigError, Overrides, ToolSource};
 use sluice_runtime::LiveToolbox;
 use tokio::sync::mpsc;
 
@@ -330,7 +330,7 @@ impl State {
     /// failure is logged once; the reload that works after it says so.
     async fn reload(&mut self) {
         let started = Instant::now();
-        let outcome = self.try_reload().await;
+        let outcome = self.try_reload().await.map_err(|e| e.to_string());
         crate::metrics::reload_ended(&outcome);
         if outcome.is_ok()
             && let Some(reason) = self.failing.take()
@@ -357,15 +357,14 @@ impl State {
         }
     }
 
-    async fn try_reload(&mut self) -> Result<Option<(u64, String)>, String> {
+    async fn try_reload(&mut self) -> Result<Option<(u64, String)>, ReloadFailure> {
         let config = Config::resolve(
             self.options.config_file.as_deref(),
             &|k| std::env::var(k).ok(),
             &self.options.overrides,
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         if config.roots != self.boot.roots {
-            return Err("the roots changed, and roots are read at start only: restart Sluice to change them".into());
+            return Err(ReloadFailure::RootsChanged);
         }
         let restart_only: Vec<&str> = [
             ("agent", config.agent != self.boot.agent),
@@ -384,11 +383,7 @@ impl State {
                 restart_only.join("], [")
             );
         }
-        let loaded = self
-            .loader
-            .load_checked(&config, None)
-            .await
-            .map_err(|e: WiringError| e.to_string())?;
+        let loaded = self.loader.load_checked(&config, None).await?;
         let lost: Vec<&str> = loaded
             .unavailable
             .iter()
@@ -396,7 +391,7 @@ impl State {
             .map(|(_, why)| why.as_str())
             .collect();
         if !lost.is_empty() {
-            return Err(lost.join("; "));
+            return Err(ReloadFailure::Lost(lost.join("; ")));
         }
         if loaded.fingerprint == self.served.fingerprint {
             // The same tools; what is said of the components that did not load may differ.
@@ -435,6 +430,23 @@ impl State {
         self.relevant = Relevant::of(&config, self.options.config_file.as_deref());
         Ok(Some((revision, summary)))
     }
+}
+
+/// Why a reload failed, so the current tools stay.
+#[derive(Debug, thiserror::Error)]
+enum ReloadFailure {
+    /// The configuration does not resolve.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// `[roots]` changed, which only a start reads.
+    #[error("the roots changed, and roots are read at start only: restart Sluice to change them")]
+    RootsChanged,
+    /// The tools do not load.
+    #[error(transparent)]
+    Load(#[from] WiringError),
+    /// Components that serve tools now would not: why each, `; `-separated.
+    #[error("{0}")]
+    Lost(String),
 }
 
 #[cfg(test)]

@@ -6,8 +6,8 @@
 use serde::Deserialize;
 
 use super::Rejection;
-use super::keys::{error_chain, read_json};
-use super::verifier::Claims;
+use super::claims::Claims;
+use super::document::{error_chain, read_json};
 
 /// An introspection endpoint and the credentials to call it.
 pub(super) struct Introspector {
@@ -50,7 +50,7 @@ impl Introspector {
             .map_err(|e| unreachable(format!("{}: {}", self.endpoint, error_chain(&e))))?;
         let answer: Answer = read_json(&self.endpoint, response)
             .await
-            .map_err(unreachable)?;
+            .map_err(|e| unreachable(e.to_string()))?;
         if !answer.active {
             return Err(Rejection::Inactive);
         }

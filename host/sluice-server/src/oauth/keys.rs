@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey};
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use tokio::sync::{Mutex, OnceCell};
 
 use super::Rejection;
+use super::document::{DocumentError, get_json};
 
 /// How long after a failed fetch of the metadata or keys the next one may start (unless the
 /// refresh interval is shorter): an unreachable issuer is not asked on every request.
@@ -23,9 +23,6 @@ pub(super) const FAILED_FETCH_RETRY: Duration = Duration::from_secs(5);
 /// How old the key set may grow before the next token's check fetches it again (keys the
 /// issuer withdrew stop being accepted within this long).
 pub(super) const JWKS_MAX_AGE: Duration = Duration::from_secs(3600);
-
-/// The most read of a metadata document, key set or introspection answer, in bytes.
-pub(super) const MAX_DOCUMENT_BYTES: usize = 1 << 20;
 
 /// The kind of public key an algorithm verifies with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -304,7 +301,8 @@ impl KeyCache {
                 }
                 Ok(set)
             }
-            Err(reason) => {
+            Err(error) => {
+                let reason = error.to_string();
                 tracing::warn!(issuer = %self.issuer, %reason, "the OAuth issuer's keys cannot be fetched");
                 last.error = Some(reason.clone());
                 Err(Rejection::IssuerUnreachable { reason })
@@ -312,7 +310,7 @@ impl KeyCache {
         }
     }
 
-    async fn fetch(&self, generation: u64) -> Result<KeySet, String> {
+    async fn fetch(&self, generation: u64) -> Result<KeySet, DocumentError> {
         let uri = self
             .jwks_uri
             .get_or_try_init(|| discover_jwks_uri(&self.http, &self.issuer))
@@ -343,8 +341,11 @@ fn found(selected: Selected, alg_name: &str, kid: Option<&str>) -> Result<Decodi
 
 /// The metadata URLs of `issuer`, in the order tried: RFC 8414's (the well-known segment
 /// inserted before the issuer's path), then OpenID Connect Discovery's (appended to it).
-pub(super) fn metadata_urls(issuer: &str) -> Result<[String; 2], String> {
-    let url = url::Url::parse(issuer).map_err(|e| format!("the issuer {issuer:?}: {e}"))?;
+pub(super) fn metadata_urls(issuer: &str) -> Result<[String; 2], DocumentError> {
+    let url = url::Url::parse(issuer).map_err(|source| DocumentError::Issuer {
+        issuer: issuer.to_string(),
+        source,
+    })?;
     let origin = url.origin().ascii_serialization();
     let path = url.path().trim_end_matches('/');
     Ok([
@@ -355,7 +356,7 @@ pub(super) fn metadata_urls(issuer: &str) -> Result<[String; 2], String> {
 
 /// The `jwks_uri` of `issuer`'s metadata, from the first of [`metadata_urls`] that answers
 /// with metadata naming this issuer (RFC 8414 §3.3).
-async fn discover_jwks_uri(http: &reqwest::Client, issuer: &str) -> Result<String, String> {
+async fn discover_jwks_uri(http: &reqwest::Client, issuer: &str) -> Result<String, DocumentError> {
     let mut failures = Vec::new();
     for url in metadata_urls(issuer)? {
         let meta: IssuerMetadata = match get_json(http, &url).await {
@@ -366,71 +367,19 @@ async fn discover_jwks_uri(http: &reqwest::Client, issuer: &str) -> Result<Strin
             }
         };
         if meta.issuer.as_deref() != Some(issuer) {
-            return Err(format!(
-                "the metadata at {url} names the issuer {:?}, not {issuer:?} (server.oauth.issuer must be the issuer exactly)",
-                meta.issuer.unwrap_or_default()
-            ));
+            return Err(DocumentError::OtherIssuer {
+                url,
+                named: meta.issuer.unwrap_or_default(),
+                issuer: issuer.to_string(),
+            });
         }
         return match meta.jwks_uri {
             Some(uri) if sluice_config::valid_oauth_url(&uri) => Ok(uri),
-            Some(uri) => Err(format!(
-                "the metadata at {url} names the key set {uri:?}, which is not {}",
-                sluice_config::OAUTH_URL_RULE
-            )),
-            None => Err(format!(
-                "the metadata at {url} names no jwks_uri (set server.oauth.jwks_uri)"
-            )),
+            Some(uri) => Err(DocumentError::KeySetUrl { url, uri }),
+            None => Err(DocumentError::NoKeySet { url }),
         };
     }
-    Err(failures.join("; "))
-}
-
-/// GETs `url` and reads its JSON body (at most [`MAX_DOCUMENT_BYTES`]).
-async fn get_json<T: DeserializeOwned>(http: &reqwest::Client, url: &str) -> Result<T, String> {
-    let response = http
-        .get(url)
-        .header(reqwest::header::ACCEPT, "application/json")
-        .send()
-        .await
-        .map_err(|e| format!("{url}: {}", error_chain(&e)))?;
-    read_json(url, response).await
-}
-
-/// The JSON body of `response` (from `url`), when its status is 200.
-pub(super) async fn read_json<T: DeserializeOwned>(
-    url: &str,
-    mut response: reqwest::Response,
-) -> Result<T, String> {
-    let status = response.status();
-    if status != reqwest::StatusCode::OK {
-        return Err(format!("{url}: HTTP {status}"));
-    }
-    let mut body = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|e| format!("{url}: {}", error_chain(&e)))?
-    {
-        if body.len() + chunk.len() > MAX_DOCUMENT_BYTES {
-            return Err(format!(
-                "{url}: the answer is over {MAX_DOCUMENT_BYTES} bytes"
-            ));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    serde_json::from_slice(&body).map_err(|e| format!("{url}: not the JSON expected: {e}"))
-}
-
-/// `e` and its sources, joined by `: ` (reqwest's own message says little).
-pub(super) fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
+    Err(DocumentError::Unanswered(failures))
 }
 
 #[cfg(test)]

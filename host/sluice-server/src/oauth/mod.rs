@@ -16,6 +16,8 @@
 //! it, the token not asked for), saying how to authenticate instead: there is nothing at
 //! them to protect.
 
+mod claims;
+mod document;
 mod introspection;
 mod keys;
 mod metadata;

@@ -17,6 +17,7 @@ use sluice_config::{OAuthConfig, SecretRef};
 use sluice_protocol::access::{Grant, Scope};
 
 use super::Rejection;
+use super::claims::Claims;
 use super::introspection::Introspector;
 use super::keys::{KeyCache, KeySet};
 
@@ -86,39 +87,6 @@ impl std::fmt::Debug for OAuthVerifier {
     }
 }
 
-/// The claims this server reads, of a JWT or an introspection answer.
-#[derive(Debug, Default, Deserialize)]
-pub(super) struct Claims {
-    iss: Option<String>,
-    sub: Option<String>,
-    aud: Option<OneOrMany>,
-    exp: Option<f64>,
-    nbf: Option<f64>,
-    scope: Option<OneOrMany>,
-    scp: Option<OneOrMany>,
-    client_id: Option<String>,
-    azp: Option<String>,
-}
-
-/// A string or a list of strings (`aud`; `scope` and `scp` as issuers write them).
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum OneOrMany {
-    One(String),
-    Many(Vec<String>),
-}
-
-impl OneOrMany {
-    /// Each value; a single string is split at whitespace when `split`.
-    fn values(self, split: bool) -> Vec<String> {
-        match self {
-            OneOrMany::One(s) if split => s.split_whitespace().map(str::to_string).collect(),
-            OneOrMany::One(s) => vec![s],
-            OneOrMany::Many(v) => v,
-        }
-    }
-}
-
 /// The fields of a JWS header read before the signature is checked.
 #[derive(Deserialize)]
 struct JwsHeader {
@@ -143,7 +111,7 @@ impl OAuthVerifier {
             .connect_timeout(FETCH_TIMEOUT)
             .user_agent(concat!("sluice/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| SetupError::Http(super::keys::error_chain(&e)))?;
+            .map_err(|e| SetupError::Http(super::document::error_chain(&e)))?;
         let introspection = match &config.introspection {
             None => None,
             Some(i) => Some(Introspector {
@@ -430,6 +398,7 @@ fn read_secret(secret: &SecretRef) -> Result<String, SetupError> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::claims::OneOrMany;
     use super::*;
 
     fn verifier(scopes: Option<BTreeMap<String, Vec<Grant>>>) -> OAuthVerifier {
