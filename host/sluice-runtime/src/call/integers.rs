@@ -14,6 +14,8 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use crate::component::argument_error::ArgumentError;
+
 /// Integer literals of an argument text that do not fit in 64 bits, keyed by the argument
 /// path the lowering names them by (`lines`, `items[2].n`, `by.val`), as written.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -240,7 +242,7 @@ pub(crate) fn integer(
     written: Written<'_>,
     name: &str,
     b: Bounds,
-) -> Result<i128, String> {
+) -> Result<i128, ArgumentError> {
     let (given, shown) = match (json, written) {
         (Value::Number(_), Written::Literal(lit)) => (given_text(lit), lit.to_string()),
         (Value::Number(n), _) => {
@@ -264,18 +266,20 @@ pub(crate) fn integer(
     };
     let shown = sluice_text::cut_bytes(&shown, 100).into_owned();
     let at_least = || {
-        format!(
-            "{name} must be an integer of at least {}; got {shown}",
-            b.min
+        ArgumentError::expected(
+            name,
+            format!("an integer of at least {}", b.min),
+            shown.clone(),
         )
     };
     let above = || {
         if b.saturate {
             Ok(b.max)
         } else {
-            Err(format!(
-                "{name} must be an integer of at most {}; got {shown}",
-                b.max
+            Err(ArgumentError::expected(
+                name,
+                format!("an integer of at most {}", b.max),
+                shown.clone(),
             ))
         }
     };
@@ -301,7 +305,7 @@ mod tests {
     fn lower(text: &str, b: Bounds) -> Result<i128, String> {
         let v: Value = serde_json::from_str(text).unwrap();
         let lits = Literals::of(text, &v);
-        integer(&v["n"], lits.get("n"), "n", b)
+        integer(&v["n"], lits.get("n"), "n", b).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -404,7 +408,7 @@ mod tests {
         // Without the text, a float past 2^64 with no fraction is taken as too large.
         let v = serde_json::json!(1e20);
         assert_eq!(
-            integer(&v, Literals::none().get("n"), "n", U64),
+            integer(&v, Literals::none().get("n"), "n", U64).map_err(|e| e.to_string()),
             Err("n must be an integer of at most 18446744073709551615; got 1e+20".into())
         );
     }

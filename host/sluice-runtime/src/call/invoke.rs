@@ -39,7 +39,7 @@ pub(crate) struct Call {
     /// The policy's `wasi:http` grant, shared by the tool's calls.
     pub(crate) http: Arc<HttpGrant>,
     pub(crate) key_names: Arc<sluice_keys::KeyNames>,
-    pub(crate) config: Arc<crate::secrets::ComponentConfig>,
+    pub(crate) config: Arc<crate::host::config_store::ComponentConfig>,
     /// The files none of the call's opens reaches.
     pub(crate) refused: Arc<crate::host::refused::RefusedFiles>,
     pub(crate) export: ComponentExportIndex,

@@ -26,9 +26,9 @@ use crate::component::reflect::{ExportPath, ToolDef, reflect};
 use crate::component::source::{ComponentSpec, sha256_hex};
 use crate::engine::{Compilers, ToolEngine};
 use crate::error::RuntimeError;
+use crate::host::config_store::ComponentConfig;
 use crate::host::state::CallState;
 use crate::policy::ToolPolicy;
-use crate::secrets::ComponentConfig;
 
 /// The host linked into an engine's linkers, once per toolbox: the optimizing engine's, and
 /// the baseline compiler's when the engine has one.
@@ -214,11 +214,12 @@ pub(crate) fn load_component(
     }
     let digest = format!("sha256:{sha256}");
     let env = |var: &str| std::env::var_os(var);
-    let config =
-        crate::secrets::resolve_policy(&spec.policy, &env).map_err(|e| RuntimeError::Load {
+    let config = crate::host::config_store::resolve_policy(&spec.policy, &env).map_err(|e| {
+        RuntimeError::Load {
             what: what.clone(),
             reason: e.to_string(),
-        })?;
+        }
+    })?;
     let key_names =
         sluice_keys::KeyNames::new(&spec.policy.key_names).map_err(|e| RuntimeError::Tool {
             what: what.clone(),

@@ -25,6 +25,7 @@ use crate::call::observation::{DEFAULT_HINT, Draft, Observation};
 use crate::call::run::{Place, Run};
 use crate::call::script::{ScriptCalls, ScriptTools};
 use crate::call::value::object_to_fields_with;
+use crate::component::argument_error::{ArgumentError, short_json};
 use crate::component::docs::FuncDocs;
 use crate::component::reflect::{Shape, ToolInfo};
 use crate::engine::ToolEngine;
@@ -125,7 +126,7 @@ impl ToolSet {
         };
         let params = match lower_args(tool, &args, &literals) {
             Ok(p) => p,
-            Err(message) => return Err(Observation::error(&message, Some("invalid-argument"))),
+            Err(e) => return Err(Observation::error(&e.to_string(), Some("invalid-argument"))),
         };
         let linked = match tool.loaded.compiled.wait(&run.cancel).await {
             Ok(linked) => linked,
@@ -243,13 +244,10 @@ fn pool_failure(e: &PoolError, policy: &crate::policy::ToolPolicy) -> Draft {
 }
 
 /// The model's arguments as the export's parameters.
-fn lower_args(tool: &Tool, args: &Value, lits: &Literals) -> Result<Vec<Val>, String> {
-    let obj = args.as_object().ok_or_else(|| {
-        format!(
-            "arguments must be a JSON object; got {}",
-            crate::call::value::short_json(args)
-        )
-    })?;
+fn lower_args(tool: &Tool, args: &Value, lits: &Literals) -> Result<Vec<Val>, ArgumentError> {
+    let obj = args
+        .as_object()
+        .ok_or_else(|| ArgumentError::expected("arguments", "a JSON object", short_json(args)))?;
     let fields = object_to_fields_with(tool.shape.fields(), obj, Some(&tool.docs.args), lits)?;
     Ok(match tool.shape {
         Shape::Record(_) => vec![Val::Record(fields)],

@@ -238,7 +238,7 @@ impl Toolbox {
     pub fn withhold_secrets_of<'a>(&mut self, policies: impl Iterator<Item = &'a ToolPolicy>) {
         let env = |var: &str| std::env::var_os(var);
         let others: Vec<_> = policies
-            .filter_map(|p| crate::secrets::resolve_policy(p, &env).ok())
+            .filter_map(|p| crate::host::config_store::resolve_policy(p, &env).ok())
             .collect();
         if others.is_empty() {
             return;

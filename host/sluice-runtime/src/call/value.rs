@@ -9,6 +9,7 @@ use wasmtime::component::Val;
 use wasmtime::component::types::Type;
 
 use crate::call::integers::{Bounds, Literals, integer};
+use crate::component::argument_error::{ArgumentError, short_json};
 use crate::component::docs::ArgDocs;
 use crate::component::refine;
 use crate::component::schema::{integer_bounds, json_name};
@@ -19,8 +20,13 @@ use crate::component::schema::{integer_bounds, json_name};
 /// Integers are JSON integers or decimal strings ([`crate::call::integers`]).
 ///
 /// # Errors
-/// A message naming the argument, what was expected and what was given.
-pub fn to_val(ty: &Type, json: &Value, name: &str, docs: Option<&ArgDocs>) -> Result<Val, String> {
+/// [`ArgumentError`]: it names the argument, what was expected and what was given.
+pub fn to_val(
+    ty: &Type,
+    json: &Value,
+    name: &str,
+    docs: Option<&ArgDocs>,
+) -> Result<Val, ArgumentError> {
     lower(ty, json, name, docs, &Literals::none())
 }
 
@@ -30,12 +36,12 @@ fn lower(
     name: &str,
     docs: Option<&ArgDocs>,
     lits: &Literals,
-) -> Result<Val, String> {
+) -> Result<Val, ArgumentError> {
     let got = || short_json(json);
     Ok(match ty {
         Type::Bool => Val::Bool(
             json.as_bool()
-                .ok_or_else(|| format!("{name} must be true or false; got {}", got()))?,
+                .ok_or_else(|| ArgumentError::expected(name, "true or false", got()))?,
         ),
         Type::Float32 => Val::Float32(float(json, name, docs)? as f32),
         Type::Float64 => Val::Float64(float(json, name, docs)?),
@@ -44,20 +50,20 @@ fn lower(
             let mut chars = s.chars();
             match (json.is_string(), chars.next(), chars.next()) {
                 (true, Some(c), None) => Val::Char(c),
-                _ => return Err(format!("{name} must be a single character; got {}", got())),
+                _ => return Err(ArgumentError::expected(name, "a single character", got())),
             }
         }
         Type::String => {
             let s = json
                 .as_str()
-                .ok_or_else(|| format!("{name} must be a string; got {}", got()))?;
+                .ok_or_else(|| ArgumentError::expected(name, "a string", got()))?;
             refine::check_string(docs, name, s)?;
             Val::String(s.to_string())
         }
         Type::List(l) => {
             let items = json
                 .as_array()
-                .ok_or_else(|| format!("{name} must be an array; got {}", got()))?;
+                .ok_or_else(|| ArgumentError::expected(name, "an array", got()))?;
             let item_ty = l.ty();
             Val::List(
                 items
@@ -72,7 +78,7 @@ fn lower(
                 r.fields().map(|f| (f.name.to_string(), f.ty)).collect();
             let obj = json
                 .as_object()
-                .ok_or_else(|| format!("{name} must be an object; got {}", got()))?;
+                .ok_or_else(|| ArgumentError::expected(name, "an object", got()))?;
             Val::Record(lower_fields(&fields, obj, &format!("{name}."), None, lits)?)
         }
         Type::Tuple(t) => {
@@ -81,10 +87,10 @@ fn lower(
                 .as_array()
                 .filter(|a| a.len() == types.len())
                 .ok_or_else(|| {
-                    format!(
-                        "{name} must be an array of {} items; got {}",
-                        types.len(),
-                        got()
+                    ArgumentError::expected(
+                        name,
+                        format!("an array of {} items", types.len()),
+                        got(),
                     )
                 })?;
             Val::Tuple(
@@ -100,17 +106,21 @@ fn lower(
             let cases: Vec<_> = v.cases().collect();
             let names: Vec<&str> = cases.iter().map(|c| c.name).collect();
             let expected = || {
-                format!(
-                    "{name} must be an object {{\"tag\": one of {}, \"val\": …}}; got {}",
-                    names.join(", "),
-                    got()
+                ArgumentError::expected(
+                    name,
+                    format!(
+                        "an object {{\"tag\": one of {}, \"val\": …}}",
+                        names.join(", ")
+                    ),
+                    got(),
                 )
             };
             let obj = json.as_object().ok_or_else(expected)?;
             if let Some(k) = obj.keys().find(|k| *k != "tag" && *k != "val") {
-                return Err(format!(
-                    "{name} has an unknown field {k:?}; a variant has only \"tag\" and \"val\""
-                ));
+                return Err(ArgumentError::VariantField {
+                    name: name.to_string(),
+                    field: k.clone(),
+                });
             }
             let tag = obj
                 .get("tag")
@@ -121,10 +131,18 @@ fn lower(
                 (Some(t), Some(v)) => {
                     Some(Box::new(lower(t, v, &format!("{name}.val"), None, lits)?))
                 }
-                (Some(_), None) => return Err(format!("{name}.val is required for tag {tag:?}")),
+                (Some(_), None) => {
+                    return Err(ArgumentError::ValRequired {
+                        name: name.to_string(),
+                        tag: tag.to_string(),
+                    });
+                }
                 (None, None | Some(Value::Null)) => None,
                 (None, Some(_)) => {
-                    return Err(format!("{name}.val must be absent for tag {tag:?}"));
+                    return Err(ArgumentError::ValAbsent {
+                        name: name.to_string(),
+                        tag: tag.to_string(),
+                    });
                 }
             };
             Val::Variant(tag.to_string(), payload)
@@ -138,10 +156,10 @@ fn lower(
             match json.as_str() {
                 Some(s) if names.contains(&s) => Val::Enum(s.to_string()),
                 _ => {
-                    return Err(format!(
-                        "{name} must be one of: {}; got {}",
-                        names.join(", "),
-                        got()
+                    return Err(ArgumentError::expected(
+                        name,
+                        format!("one of: {}", names.join(", ")),
+                        got(),
                     ));
                 }
             }
@@ -151,54 +169,53 @@ fn lower(
             v => Val::Option(Some(Box::new(lower(&o.ty(), v, name, docs, lits)?))),
         },
         Type::Result(r) => {
-            let obj = json.as_object().filter(|o| o.len() == 1).ok_or_else(|| {
-                format!(
-                    "{name} must be {{\"ok\": …}} or {{\"err\": …}}; got {}",
-                    got()
-                )
-            })?;
-            let side = |t: Option<Type>, v: &Value, n: &str| -> Result<Option<Box<Val>>, String> {
-                match (t, v) {
-                    (Some(t), v) => Ok(Some(Box::new(lower(&t, v, n, None, lits)?))),
-                    (None, Value::Null) => Ok(None),
-                    (None, v) => Err(format!("{n} must be null; got {}", short_json(v))),
-                }
-            };
+            let either = r#"{"ok": …} or {"err": …}"#;
+            let obj = json
+                .as_object()
+                .filter(|o| o.len() == 1)
+                .ok_or_else(|| ArgumentError::expected(name, either, got()))?;
+            let side =
+                |t: Option<Type>, v: &Value, n: &str| -> Result<Option<Box<Val>>, ArgumentError> {
+                    match (t, v) {
+                        (Some(t), v) => Ok(Some(Box::new(lower(&t, v, n, None, lits)?))),
+                        (None, Value::Null) => Ok(None),
+                        (None, v) => Err(ArgumentError::expected(n, "null", short_json(v))),
+                    }
+                };
             match (obj.get("ok"), obj.get("err")) {
                 (Some(v), None) => Val::Result(Ok(side(r.ok(), v, &format!("{name}.ok"))?)),
                 (None, Some(v)) => Val::Result(Err(side(r.err(), v, &format!("{name}.err"))?)),
                 _ => {
-                    return Err(format!(
-                        "{name} must be {{\"ok\": …}} or {{\"err\": …}}; got {}",
-                        got()
-                    ));
+                    return Err(ArgumentError::expected(name, either, got()));
                 }
             }
         }
         Type::Flags(f) => {
             let names: Vec<&str> = f.names().collect();
             let obj = json.as_object().ok_or_else(|| {
-                format!(
-                    "{name} must be an object of booleans ({}); got {}",
-                    names.join(", "),
-                    got()
+                ArgumentError::expected(
+                    name,
+                    format!("an object of booleans ({})", names.join(", ")),
+                    got(),
                 )
             })?;
             let mut set = Vec::new();
             for (k, v) in obj {
                 if !names.contains(&k.as_str()) {
-                    return Err(format!(
-                        "{name} has no flag {k:?}; flags are: {}",
-                        names.join(", ")
-                    ));
+                    return Err(ArgumentError::NoFlag {
+                        name: name.to_string(),
+                        flag: k.clone(),
+                        flags: names.join(", "),
+                    });
                 }
                 match v {
                     Value::Bool(true) => set.push(k.clone()),
                     Value::Bool(false) | Value::Null => {}
                     other => {
-                        return Err(format!(
-                            "{name}.{k} must be true or false; got {}",
-                            short_json(other)
+                        return Err(ArgumentError::expected(
+                            &format!("{name}.{k}"),
+                            "true or false",
+                            short_json(other),
                         ));
                     }
                 }
@@ -207,7 +224,9 @@ fn lower(
         }
         other => {
             let Some((type_min, type_max)) = integer_bounds(other) else {
-                return Err(format!("{name} has a type that cannot be given as JSON"));
+                return Err(ArgumentError::NotJson {
+                    name: name.to_string(),
+                });
             };
             let min = docs
                 .and_then(|d| d.minimum.as_ref())
@@ -238,7 +257,7 @@ pub fn object_to_fields(
     obj: &Map<String, Value>,
     prefix: &str,
     docs: Option<&HashMap<String, ArgDocs>>,
-) -> Result<Vec<(String, Val)>, String> {
+) -> Result<Vec<(String, Val)>, ArgumentError> {
     lower_fields(fields, obj, prefix, docs, &Literals::none())
 }
 
@@ -252,7 +271,7 @@ pub fn object_to_fields_with(
     obj: &Map<String, Value>,
     docs: Option<&HashMap<String, ArgDocs>>,
     lits: &Literals,
-) -> Result<Vec<(String, Val)>, String> {
+) -> Result<Vec<(String, Val)>, ArgumentError> {
     lower_fields(fields, obj, "", docs, lits)
 }
 
@@ -262,7 +281,7 @@ fn lower_fields(
     prefix: &str,
     docs: Option<&HashMap<String, ArgDocs>>,
     lits: &Literals,
-) -> Result<Vec<(String, Val)>, String> {
+) -> Result<Vec<(String, Val)>, ArgumentError> {
     let names: Vec<String> = fields.iter().map(|(n, _)| json_name(n)).collect();
     let unknown: Vec<&str> = obj
         .keys()
@@ -270,20 +289,18 @@ fn lower_fields(
         .map(String::as_str)
         .collect();
     if !unknown.is_empty() {
-        let plural = if unknown.len() == 1 { "" } else { "s" };
         let allowed = if names.is_empty() {
             "none".to_string()
         } else {
             names.join(", ")
         };
-        return Err(format!(
-            "unknown argument{plural}: {}; allowed: {allowed}",
-            unknown
+        return Err(ArgumentError::Unknown {
+            unknown: unknown
                 .iter()
                 .map(|u| sluice_file_tools::error::quote(&format!("{prefix}{u}")))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+                .collect(),
+            allowed,
+        });
     }
     let mut out = Vec::with_capacity(fields.len());
     for ((wit, ty), name) in fields.iter().zip(&names) {
@@ -291,7 +308,7 @@ fn lower_fields(
         let value = obj.get(name).unwrap_or(&Value::Null);
         let val = match (ty, value) {
             (Type::Option(_), Value::Null) => Val::Option(None),
-            (_, Value::Null) => return Err(format!("missing required argument: {full}")),
+            (_, Value::Null) => return Err(ArgumentError::Missing { name: full }),
             (ty, v) => lower(ty, v, &full, docs.and_then(|d| d.get(wit)), lits)?,
         };
         out.push((wit.clone(), val));
@@ -549,15 +566,10 @@ fn integer_val(ty: &Type, n: i128) -> Val {
 }
 
 /// The number `json` holds, within the bounds `docs` gives.
-fn float(json: &Value, name: &str, docs: Option<&ArgDocs>) -> Result<f64, String> {
+fn float(json: &Value, name: &str, docs: Option<&ArgDocs>) -> Result<f64, ArgumentError> {
     let f = json
         .as_f64()
-        .ok_or_else(|| format!("{name} must be a number; got {}", short_json(json)))?;
+        .ok_or_else(|| ArgumentError::expected(name, "a number", short_json(json)))?;
     refine::check_float(docs, name, f, &short_json(json))?;
     Ok(f)
-}
-
-/// A value as shown in a message: compact JSON, long ones cut to 100 bytes.
-pub(crate) fn short_json(json: &Value) -> String {
-    sluice_text::cut_bytes(&json.to_string(), 100).into_owned()
 }

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use serde_json::Number;
 use wit_parser::{Docs, Resolve, Type, TypeDefKind, WorldId, WorldItem, WorldKey};
 
-use crate::component::refine::Pattern;
+use crate::component::pattern::Pattern;
 
 /// The `sluice:tools` WIT package (`wit/sluice-tools.wit`): the host's interfaces and one
 /// world per built-in tool, whose doc comments are the built-ins' descriptions

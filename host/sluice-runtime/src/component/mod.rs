@@ -5,12 +5,14 @@
 //! [`inspect`] shows all of it for `sluice tools inspect`. Components of the component
 //! model's async ABI (WASIp3) are refused by name (`async_abi`).
 
+pub mod argument_error;
 pub(crate) mod async_abi;
 pub mod docs;
 pub mod imports;
 pub mod inspect;
 pub mod mounts;
 pub mod names;
+pub mod pattern;
 pub mod refine;
 #[cfg(test)]
 mod refine_tests;

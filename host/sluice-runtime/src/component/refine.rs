@@ -11,7 +11,7 @@
 //! | `description` | any | the argument's `description` |
 //! | `minimum`, `maximum` | integers (an integer within the type's range), `f32`, `f64` (any finite number) | the least and greatest value, inclusive |
 //! | `enum` | `string` (any strings), WIT `enum` (some of its cases) | the only values allowed |
-//! | `pattern` | `string` | a regular expression the value must match ([`Pattern`]) |
+//! | `pattern` | `string` | a regular expression the value must match ([`Pattern`](crate::component::pattern::Pattern)) |
 //!
 //! An `option<T>` argument takes what `T` takes. Only top-level arguments are refined: the
 //! fields of a record argument, the items of a list and the cases of a variant are not.
@@ -22,77 +22,11 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::Number;
 use wasmtime::component::types::Type;
 
+use crate::component::argument_error::{ArgumentError, short_json};
 use crate::component::docs::{ArgDocs, FuncDocs};
+use crate::component::pattern::{PATTERN_RULE, Pattern};
 use crate::component::schema::{integer_bounds, json_name};
 use crate::policy::{ArgPolicy, toml_key};
-
-/// A regular expression of a `pattern` refinement: JSON Schema's dialect (ECMA-262), as the
-/// model is shown it, translated to the `regex` crate's syntax as the `jsonschema` crate does
-/// (`\d` is `[0-9]`, `\w` is `[A-Za-z0-9_]`, `.` matches anything but a line terminator).
-/// It matches anywhere in a string, as JSON Schema's `pattern` does: `^…$` anchors it.
-/// Matching takes time linear in the string (the `regex` crate has no backtracking).
-#[derive(Clone)]
-pub struct Pattern {
-    source: String,
-    regex: regex::Regex,
-}
-
-/// What a `pattern` may be.
-pub const PATTERN_RULE: &str = "a regular expression as JSON Schema's pattern takes it (ECMA-262 syntax, without look-around or backreferences)";
-
-impl Pattern {
-    /// Compiles `source`.
-    ///
-    /// # Errors
-    /// Why it is not [`PATTERN_RULE`], in one line (`unclosed group`; `look-around, including
-    /// look-ahead and look-behind, is not supported`).
-    pub fn new(source: &str) -> Result<Pattern, String> {
-        let reason = |e: regex::Error| match e {
-            regex::Error::Syntax(s) => s
-                .lines()
-                .last()
-                .map(|l| l.trim_start_matches("error: ").to_string())
-                .unwrap_or(s),
-            regex::Error::CompiledTooBig(n) => format!("it compiles to more than {n} bytes"),
-            other => other.to_string(),
-        };
-        let regex = match jsonschema_regex::to_rust_regex(source) {
-            Ok(rust) => regex::Regex::new(&rust).map_err(reason)?,
-            Err(()) => {
-                return Err(regex::Regex::new(source)
-                    .map_or_else(reason, |_| "it is not ECMA-262 syntax".to_string()));
-            }
-        };
-        Ok(Pattern {
-            source: source.to_string(),
-            regex,
-        })
-    }
-
-    /// The pattern as written.
-    pub fn as_str(&self) -> &str {
-        &self.source
-    }
-
-    /// True when `s` has a match.
-    pub fn is_match(&self, s: &str) -> bool {
-        self.regex.is_match(s)
-    }
-}
-
-impl PartialEq for Pattern {
-    fn eq(&self, other: &Pattern) -> bool {
-        self.source == other.source
-    }
-}
-
-impl Eq for Pattern {}
-
-impl std::fmt::Debug for Pattern {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("Pattern").field(&self.source).finish()
-    }
-}
 
 /// Checks the refinements `args` of the function the policy calls `function` against its
 /// arguments `fields` (WIT names and types) and merges them into `docs`. `key_at` says where
@@ -331,9 +265,13 @@ fn compare(a: &Number, b: &Number) -> Ordering {
 /// # Errors
 /// `<name> must be one of: "a", "b"; got "c"`, or `<name> must match the regular
 /// expression <pattern>; got "c"`; the value cut to 100 bytes.
-pub(crate) fn check_string(docs: Option<&ArgDocs>, name: &str, s: &str) -> Result<(), String> {
+pub(crate) fn check_string(
+    docs: Option<&ArgDocs>,
+    name: &str,
+    s: &str,
+) -> Result<(), ArgumentError> {
     let Some(docs) = docs else { return Ok(()) };
-    let got = || crate::call::value::short_json(&serde_json::Value::from(s));
+    let got = || short_json(&serde_json::Value::from(s));
     if let Some(values) = &docs.one_of
         && !values.iter().any(|v| v == s)
     {
@@ -341,20 +279,20 @@ pub(crate) fn check_string(docs: Option<&ArgDocs>, name: &str, s: &str) -> Resul
             .iter()
             .map(|v| serde_json::Value::from(v.as_str()).to_string())
             .collect();
-        return Err(format!(
-            "{name} must be one of: {}; got {}",
-            listed.join(", "),
-            got()
+        return Err(ArgumentError::expected(
+            name,
+            format!("one of: {}", listed.join(", ")),
+            got(),
         ));
     }
     if let Some(p) = &docs.pattern
         && !p.is_match(s)
     {
-        return Err(format!(
-            "{name} must match the regular expression {}; got {}",
-            p.as_str(),
-            got()
-        ));
+        return Err(ArgumentError::NoMatch {
+            name: name.to_string(),
+            pattern: p.as_str().to_string(),
+            got: got(),
+        });
     }
     Ok(())
 }
@@ -368,20 +306,24 @@ pub(crate) fn check_float(
     name: &str,
     f: f64,
     shown: &str,
-) -> Result<(), String> {
+) -> Result<(), ArgumentError> {
     let Some(docs) = docs else { return Ok(()) };
     if let Some(min) = &docs.minimum
         && min.as_f64().is_some_and(|m| f < m)
     {
-        return Err(format!(
-            "{name} must be a number of at least {min}; got {shown}"
+        return Err(ArgumentError::expected(
+            name,
+            format!("a number of at least {min}"),
+            shown.to_string(),
         ));
     }
     if let Some(max) = &docs.maximum
         && max.as_f64().is_some_and(|m| f > m)
     {
-        return Err(format!(
-            "{name} must be a number of at most {max}; got {shown}"
+        return Err(ArgumentError::expected(
+            name,
+            format!("a number of at most {max}"),
+            shown.to_string(),
         ));
     }
     Ok(())

@@ -8,7 +8,7 @@
 //! - `wasi:http` to the policy's allowlist only ([`http`], `http_open`,
 //!   `open_requests`, addresses judged by [`crate::address`]), or answered from recordings
 //!   ([`http_recorded`]);
-//! - `wasi:config/store` from the policy's values and secrets;
+//! - `wasi:config/store` from the policy's values and secrets (`config_store`);
 //! - the `sluice:tools` interfaces (`bindings`): `budget` and `key-policy`
 //!   (`budget`) and `listing` ([`listing`]);
 //! - `sluice:tools/tool-calls`, answered for `run_script` only (`tool_calls`);
@@ -20,6 +20,7 @@ use crate::host::state::CallState;
 
 pub(crate) mod bindings;
 mod budget;
+pub(crate) mod config_store;
 pub mod http;
 mod http_open;
 pub mod http_recorded;

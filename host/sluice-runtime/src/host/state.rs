@@ -36,7 +36,7 @@ pub struct CallState {
     pub(crate) http_ctx: WasiHttpCtx,
     pub(crate) http: HttpHooks,
     /// What the component's `wasi:config/store` holds (shared by its calls).
-    pub(crate) config: Arc<crate::secrets::ComponentConfig>,
+    pub(crate) config: Arc<crate::host::config_store::ComponentConfig>,
     /// The files none of the call's opens reaches, by name and by identity
     /// ([`crate::host::refused`]).
     pub(crate) refused: Arc<crate::host::refused::RefusedFiles>,

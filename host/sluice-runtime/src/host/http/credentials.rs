@@ -1,7 +1,7 @@
 //! `http_credentials`: headers the host adds to a tool's requests, with secrets the tool
 //! never holds (docs/configuration.md#credentials-the-tool-never-holds).
 //!
-//! A component's credentials are read when it loads ([`crate::secrets::resolve_policy`])
+//! A component's credentials are read when it loads (`host::config_store::resolve_policy`)
 //! into [`Credentials`], which only the call's `wasi:http` hooks hold: no `wasi:config`
 //! key, no environment variable. Then, for each request ([`crate::host::http`]):
 //!
