@@ -9,7 +9,6 @@
 //! repository root, and check more calls the guide does not show (errors, edge cases), which
 //! every language must answer alike, byte for byte.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
