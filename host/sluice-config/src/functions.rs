@@ -18,7 +18,7 @@ use serde_json::Number;
 
 use crate::ConfigError;
 use crate::file::Raw;
-use crate::tools::{TOOL_NAME_RULE, valid_tool_name};
+use sluice_protocol::{TOOL_NAME_RULE, valid_tool_name};
 
 /// The settings of one function of a component: `[tools.NAME.functions.FUNC]` in
 /// `sluice.toml`, `[functions.FUNC]` in a sibling policy.
@@ -103,7 +103,7 @@ pub(crate) fn functions(
     let mut out = BTreeMap::new();
     for (function, f) in files {
         if let Some(new) = &f.name
-            && !valid_tool_name(new, 64)
+            && !(new.len() <= 64 && valid_tool_name(new))
         {
             return Err(value_error(
                 &format!("functions.{function}.name"),

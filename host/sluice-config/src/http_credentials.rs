@@ -24,7 +24,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::ConfigError;
-use crate::http::{HttpEntry, HttpEntryHost, parse_entry};
+use crate::http_entry::{HttpEntry, HttpEntryHost, parse_entry};
 use crate::secrets::{SecretFile, SecretRef, secret_ref};
 
 /// Where the secret goes in [`HttpCredential::value`]: exactly once.

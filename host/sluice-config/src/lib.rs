@@ -27,6 +27,7 @@ mod file;
 mod functions;
 pub mod http;
 pub mod http_credentials;
+mod http_entry;
 pub mod keys;
 mod live_keys;
 mod mcp;

@@ -224,8 +224,8 @@ fn a_tools_directory_pairs_components_with_policies() {
     assert_eq!(resolve_strict(&file).unwrap_err().to_string(), reason);
 }
 
-/// Issue 16 item 10: the unknown-key error of a sibling policy lists the keys allowed
-/// there, without `component` and `builtin`.
+/// The unknown-key error of a sibling policy lists the keys allowed there, without
+/// `component` and `builtin`.
 #[test]
 fn a_sibling_policys_unknown_key_lists_only_its_keys() {
     let (d, file) = setup("builtins = []\ntools_dir = \"drop-in\"\n");
@@ -369,7 +369,7 @@ fn an_http_grant_that_may_write_is_destructive() {
     ));
 }
 
-/// Issue 29 item 5: `[tools.NAME.functions.FUNC.args.ARG]` refinements are read into the
+/// `[tools.NAME.functions.FUNC.args.ARG]` refinements are read into the
 /// tool's functions; one that cannot hold stops the start (naming the key and its line), or
 /// leaves out the tools-directory entry whose policy has it.
 #[test]

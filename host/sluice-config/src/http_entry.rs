@@ -1,0 +1,134 @@
+//! One entry of a tool policy's `http` allowlist (docs/configuration.md#outbound-http): a
+//! host name, `*.DOMAIN` or an IP address, with an optional port. Both the allowlist
+//! (`http`) and `http_credentials` name hosts so.
+
+use std::net::IpAddr;
+
+/// What an entry of `http` may be.
+pub const HTTP_ENTRY_RULE: &str = "a host name (`api.example.com`), `*.DOMAIN` (every name below DOMAIN), an IPv4 address as four decimal numbers (`a.b.c.d`) or a bracketed IPv6 address (`[::1]`), each optionally followed by `:PORT` (1 to 65535; without a port, only port 80 for http and 443 for https); no scheme and no path";
+
+/// Why an entry that reads as an IPv4 address in another form is refused.
+pub const IPV4_FORM_RULE: &str = "write IPv4 addresses as four decimal numbers, a.b.c.d";
+
+/// One entry of `http`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpEntry {
+    /// The host (or hosts) it covers.
+    pub host: HttpEntryHost,
+    /// Its port; `None`: the scheme's default port only.
+    pub port: Option<u16>,
+}
+
+/// The entry as `http` takes it: `api.example.com`, `*.example.com:8443`, `10.0.0.1`,
+/// `[::1]:8080`.
+impl std::fmt::Display for HttpEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.host {
+            HttpEntryHost::Name(n) => f.write_str(n)?,
+            HttpEntryHost::Subdomains(d) => write!(f, "*.{d}")?,
+            HttpEntryHost::Ip(IpAddr::V6(ip)) => write!(f, "[{ip}]")?,
+            HttpEntryHost::Ip(ip) => write!(f, "{ip}")?,
+        }
+        match self.port {
+            Some(p) => write!(f, ":{p}"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The host of an [`HttpEntry`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HttpEntryHost {
+    /// One host name, lowercase, without a trailing dot.
+    Name(String),
+    /// Every name below this domain (`*.example.com`: `Subdomains("example.com")`).
+    Subdomains(String),
+    /// One IP address.
+    Ip(IpAddr),
+}
+
+/// Parses one entry of `http`; the error says what is wrong with it.
+pub fn parse_entry(text: &str) -> Result<HttpEntry, String> {
+    let t = text.trim();
+    if t.contains("://") || t.contains('/') {
+        return Err("an entry names a host, not a URL: leave out the scheme and the path".into());
+    }
+    let (host, port) = if let Some(rest) = t.strip_prefix('[') {
+        let (ip, after) = rest.split_once(']').ok_or("a `[` without its `]`")?;
+        let port = match after {
+            "" => None,
+            p => Some(
+                p.strip_prefix(':')
+                    .ok_or("after `]` comes `:PORT` or nothing")?,
+            ),
+        };
+        let ip: std::net::Ipv6Addr = ip.parse().map_err(|_| "not an IPv6 address in `[…]`")?;
+        (HttpEntryHost::Ip(IpAddr::V6(ip)), port)
+    } else if t.matches(':').count() > 1 {
+        return Err("an IPv6 address goes in brackets: `[::1]` or `[::1]:8080`".into());
+    } else {
+        let (host, port) = match t.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (t, None),
+        };
+        // The WHATWG URL host parser reads a host whose last label is a number (decimal,
+        // `0x` hex or octal) as an IPv4 address, and so do many resolvers: only the plain
+        // `a.b.c.d` form is accepted, so that an entry means one address.
+        let bare = host.strip_prefix("*.").unwrap_or(host);
+        match url::Host::parse(bare) {
+            Ok(url::Host::Ipv4(ip)) if ip.to_string() != bare => {
+                return Err(format!(
+                    "{bare:?} reads as the IPv4 address {ip}: {IPV4_FORM_RULE}"
+                ));
+            }
+            // `example.0x10`: ends in a number, yet no address.
+            Err(_) if !bare.is_empty() && !bare.contains('*') => {
+                return Err(format!("{bare:?} is not a host name"));
+            }
+            _ => {}
+        }
+        // A trailing dot (a fully qualified name) names the same host: one is removed.
+        let host = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
+        let host = if let Ok(ip) = host.parse::<IpAddr>() {
+            HttpEntryHost::Ip(ip)
+        } else if let Some(domain) = host.strip_prefix("*.") {
+            valid_name(domain)?;
+            HttpEntryHost::Subdomains(domain.to_string())
+        } else {
+            valid_name(&host)?;
+            HttpEntryHost::Name(host)
+        };
+        (host, port)
+    };
+    let port = match port {
+        None => None,
+        Some(p) => Some(
+            p.parse::<u16>()
+                .ok()
+                .filter(|&p| p > 0)
+                .ok_or_else(|| format!("the port {p:?} is not from 1 to 65535"))?,
+        ),
+    };
+    Ok(HttpEntry { host, port })
+}
+
+/// Checks a DNS name: dot-separated labels of 1 to 63 letters, digits and `-`, not
+/// starting or ending with `-`; 253 characters at most.
+fn valid_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 253
+        && name.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        });
+    if ok {
+        Ok(())
+    } else if name.contains('*') {
+        Err("`*` may only stand first, as a whole label: `*.example.com`".into())
+    } else {
+        Err(format!("{name:?} is not a host name"))
+    }
+}
