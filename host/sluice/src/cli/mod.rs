@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
+use sluice_config::keys;
 
 pub(crate) use options::{CallArgs, ConfigArgs, Options, StoreArgs, TlsArgs, ToolArgs};
 pub(crate) use tools::{RegistryArgs, ToolsCommand};
@@ -397,9 +398,8 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "BYTES")]
     pub(crate) context_window_bytes: Option<usize>,
 
-    /// The most model requests of this run (1 to 10000; default 50; env
-    /// SLUICE_AGENT_MAX_TURNS).
-    #[arg(long, value_name = "N")]
+    /// `--max-turns`: its help, range and default from its declaration.
+    #[arg(long, value_name = "N", help = keys::AGENT_MAX_TURNS.help("The most model requests of this run"))]
     pub(crate) max_turns: Option<String>,
 
     /// Run destructive tools without waiting for approval.
@@ -447,9 +447,11 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "PROVIDER:NAME")]
     pub(crate) model: Option<String>,
 
-    /// The most model requests of a run (1 to 10000; default 50; env
-    /// SLUICE_AGENT_MAX_TURNS); PUT /agent/config changes it while serving.
-    #[arg(long, value_name = "N")]
+    /// `--max-turns`: its help, range and default from its declaration.
+    #[arg(long, value_name = "N", help = format!(
+        "{} PUT /agent/config changes it while serving.",
+        keys::AGENT_MAX_TURNS.help("The most model requests of a run"),
+    ))]
     pub(crate) max_turns: Option<String>,
 
     /// Run destructive tools without waiting for approval; PUT /agent/config changes it

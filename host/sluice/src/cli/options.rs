@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use sluice_config::keys;
 
 /// The options several commands share, in groups; each command takes the groups it uses.
 #[derive(Debug, Default, Args)]
@@ -88,15 +89,18 @@ pub(crate) struct ToolArgs {
 /// The limits of tool calls: the commands that call tools (`call`, `run`, `serve`, `mcp`).
 #[derive(Debug, Default, Args)]
 pub(crate) struct CallArgs {
-    /// The cap on every tool result stored in the transcript, in bytes (1024 to 1048576;
-    /// default 65536; env SLUICE_AGENT_MAX_TOOL_RESULT_BYTES).
-    #[arg(long, value_name = "BYTES")]
+    /// `--max-tool-result-bytes`: its help, range and default from its declaration.
+    #[arg(long, value_name = "BYTES", help = keys::AGENT_MAX_TOOL_RESULT_BYTES.help(
+        "The cap on every tool result stored in the transcript, in bytes"
+    ))]
     pub(crate) max_tool_result_bytes: Option<String>,
 
-    /// Tool calls that may run at once, on threads of their own (1 to 1024; default twice
-    /// the cores; env SLUICE_RUNTIME_MAX_CONCURRENT_CALLS). A call that finds every slot taken
-    /// waits up to `runtime.queue_timeout_ms`, then fails with a `busy` tool error.
-    #[arg(long, value_name = "N")]
+    /// `--max-concurrent-calls`: its help, range and default from its declaration.
+    #[arg(long, value_name = "N", help = format!(
+        "{} A call that finds every slot taken waits up to `{}`, then fails with a `busy` tool error.",
+        keys::RUNTIME_MAX_CONCURRENT_CALLS.help("Tool calls that may run at once, on threads of their own"),
+        keys::RUNTIME_QUEUE_TIMEOUT_MS.name,
+    ))]
     pub(crate) max_concurrent_calls: Option<String>,
 }
 
