@@ -39,6 +39,7 @@ mod metrics;
 mod model_turn;
 pub mod recovery;
 mod run;
+mod run_context;
 mod spans;
 mod tool_turn;
 mod tools;

@@ -13,7 +13,7 @@ use crate::metrics::{self, Recovery};
 use crate::recovery::{
     self, bytes_to_free, nothing_to_shrink, shrink_plan, still_too_long, tool_of_call, transcript,
 };
-use crate::run::{Run, Stop};
+use crate::run_context::{Run, Stop};
 use crate::spans;
 use crate::tool_turn::hint_of;
 use crate::{Agent, AgentError, RunEvent};

@@ -1,4 +1,4 @@
-//! One run of a session: the claim, the run's context ([`Run`]) and its loop, which
+//! One run of a session: the claim and its loop, which
 //! alternates the model's turn ([`crate::model_turn`]) and the tools' turn
 //! ([`crate::tool_turn`]).
 
@@ -10,50 +10,9 @@ use tracing::Instrument as _;
 use crate::metrics;
 use crate::model_turn::Asked;
 use crate::recovery::pending_calls;
+use crate::run_context::{Run, Stop, Tally, now};
 use crate::spans;
-use crate::{Agent, AgentError, Outcome, RunEvent, RunUsage};
-
-/// How a step of the run ended when it ends the run.
-pub(crate) enum Stop {
-    /// The model answered without tool calls (its answer), or `max_turns` ran out (none).
-    Completed(Option<String>),
-    /// The run was cancelled.
-    Aborted,
-    /// A destructive call waits for the operator's decision.
-    AwaitingApproval,
-    /// The model failed; why.
-    Failed(String),
-}
-
-/// One run in progress, as its steps see it: the session it runs, what cancels it, where
-/// its events go and what it has counted so far. [`Agent::run_claimed`] makes one per run
-/// and hands it to each step: a step that counts requests takes it `&mut`, the others `&`.
-pub(crate) struct Run<'a> {
-    /// The session's id.
-    pub(crate) session: &'a str,
-    /// Cancels the run: it drops the request in flight and stops the call in progress.
-    pub(crate) cancel: &'a CancellationToken,
-    /// Sees what happens, as it happens.
-    events: &'a (dyn Fn(RunEvent) + Send + Sync),
-    /// The requests and tokens counted so far.
-    pub(crate) tally: Tally,
-}
-
-impl Run<'_> {
-    /// Reports `event` to the run's events sink.
-    pub(crate) fn emit(&self, event: RunEvent) {
-        (self.events)(event);
-    }
-}
-
-/// What a run counts as it goes.
-#[derive(Default)]
-pub(crate) struct Tally {
-    /// Requests sent to the model ([`Outcome::requests`]).
-    pub(crate) requests: u32,
-    /// The tokens the replies reported ([`Outcome::usage`]).
-    pub(crate) usage: RunUsage,
-}
+use crate::{Agent, AgentError, Outcome, RunEvent};
 
 /// A run of a session that the store has granted to this process ([`Agent::claim`]), with
 /// its prompt (if any) accepted. Hand it to [`Agent::run_claimed`]; a claim that is never
@@ -283,9 +242,4 @@ impl Agent {
             }
         }
     }
-}
-
-/// Now, RFC 3339 UTC with milliseconds (the store's clock, so times sort as text).
-pub(crate) fn now() -> String {
-    sluice_store::now_rfc3339()
 }

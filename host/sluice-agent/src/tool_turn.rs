@@ -9,7 +9,7 @@ use sluice_store::Decision;
 use tracing::Instrument as _;
 
 use crate::recovery::pending_calls;
-use crate::run::{Run, Stop, now};
+use crate::run_context::{Run, Stop, now};
 use crate::spans;
 use crate::{Agent, AgentError, RunEvent};
 
