@@ -1,12 +1,12 @@
 //! Why a model's argument was refused ([`ArgumentError`]), in the words the model reads
 //! (docs/observations.md#arguments), and how a value it gave is shown there
-//! ([`short_json`]). The lowering of a call's arguments (`call::value`, `call::integers`)
+//! (`short_json`). The lowering of a call's arguments (`call::value`, `call::integers`)
 //! and the checks of the policy's refinements (`component::refine`) refuse with it.
 
 use serde_json::Value;
 
 /// Why an argument was refused. Each names the argument by its path (`startLine`,
-/// `items[2].name`) and, where a value was given, shows it ([`short_json`]).
+/// `items[2].name`) and, where a value was given, shows it (`short_json`).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ArgumentError {
     /// The value is not of the argument's type, or lies outside its bounds or its `enum`

@@ -11,7 +11,7 @@
 //! | `description` | any | the argument's `description` |
 //! | `minimum`, `maximum` | integers (an integer within the type's range), `f32`, `f64` (any finite number) | the least and greatest value, inclusive |
 //! | `enum` | `string` (any strings), WIT `enum` (some of its cases) | the only values allowed |
-//! | `pattern` | `string` | a regular expression the value must match ([`Pattern`](crate::component::pattern::Pattern)) |
+//! | `pattern` | `string` | a regular expression the value must match ([`Pattern`]) |
 //!
 //! An `option<T>` argument takes what `T` takes. Only top-level arguments are refined: the
 //! fields of a record argument, the items of a list and the cases of a variant are not.

@@ -1,7 +1,7 @@
 //! What the host holds for one call (its store's data): the WASI context (preopens, env,
 //! captured stderr), the memory limiter, the budget the `sluice:tools` interfaces answer
 //! from, the descriptors it holds, its `wasi:http` hooks, its configuration, and what
-//! answers its `sluice:tools/tool-calls` ([`ToolCaller`]).
+//! answers its `sluice:tools/tool-calls` (`ToolCaller`).
 
 use std::future::Future;
 use std::pin::Pin;
