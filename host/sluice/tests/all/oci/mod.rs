@@ -39,6 +39,20 @@ impl Workspace {
         self.dir.path().join(rel)
     }
 
+    /// Copies the built-ins' compiled code from the shared warm cache into this workspace's
+    /// cache, so a `--strict` server answers without compiling them first (from an empty
+    /// cache, beside the other tests on 2 cores, that took past two minutes); the
+    /// components a test adds still compile into this cache alone.
+    pub(crate) fn with_builtins_compiled(self) -> Workspace {
+        let warm = crate::warm_cache();
+        for entry in std::fs::read_dir(&warm).expect("the warm cache") {
+            let from = entry.expect("a warm cache entry").path();
+            let to = self.path("cache").join(from.file_name().expect("a file name"));
+            std::fs::copy(&from, &to).expect("copy a compiled built-in");
+        }
+        self
+    }
+
     /// Writes `sluice.toml` and returns its path.
     pub(crate) fn config(&self, body: &str) -> PathBuf {
         let path = self.path("sluice.toml");

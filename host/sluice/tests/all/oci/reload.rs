@@ -178,7 +178,7 @@ fn wait_for_file(path: &Path, limit: Duration) {
 
 #[test]
 fn a_call_in_flight_finishes_on_the_old_version_and_the_next_call_uses_the_new() {
-    let w = Workspace::new();
+    let w = Workspace::new().with_builtins_compiled();
     setup(&w);
     // Strict: every component (run_script's large one too) has compiled before the first
     // reload, so the memory measured is the reloads', not a first compile's.
@@ -290,7 +290,7 @@ fn a_hundred_replacements_under_concurrent_calls_lose_no_call_and_leak_no_memory
     const CLIENTS: usize = 4;
     const WARM_UP: u64 = 10;
     const REPLACEMENTS: u64 = 100;
-    let w = Workspace::new();
+    let w = Workspace::new().with_builtins_compiled();
     setup(&w);
     // --strict: serving starts once every component has compiled, so no background compile
     // (run_script's takes seconds) finishes between the two RSS readings and counts as a leak.
