@@ -32,6 +32,7 @@ pub mod keys;
 mod live_keys;
 mod mcp;
 mod model;
+mod policy_file;
 mod registry;
 mod roots;
 mod runtime;
@@ -241,7 +242,7 @@ struct File {
     /// A component that fails to load stops the start.
     strict: Option<bool>,
     #[serde(default)]
-    tools: BTreeMap<String, tools::PolicyFile>,
+    tools: BTreeMap<String, policy_file::PolicyFile>,
     #[serde(default)]
     store: store::FileStore,
     #[serde(default)]

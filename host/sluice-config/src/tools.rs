@@ -6,15 +6,14 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
-
 use crate::file::Raw;
-use crate::functions::{FunctionConfig, FunctionFile};
+use crate::functions::FunctionConfig;
 use crate::http::{
     DEFAULT_HTTP_MAX_RESPONSE_BYTES, HTTP_ENTRY_RULE, HttpConfig, MAX_HTTP_MAX_RESPONSE_BYTES,
 };
-use crate::http_credentials::{CredentialFile, credentials};
-use crate::secrets::{SecretFile, SecretRef, config_and_secrets};
+use crate::http_credentials::credentials;
+use crate::policy_file::{KeyList, Policy, PolicyFile, VerifyFile};
+use crate::secrets::{SecretRef, config_and_secrets};
 use crate::{ConfigError, RootConfig};
 use sluice_protocol::limits::{DEFAULT_HTTP_MAX_CONNECTIONS, MAX_OPEN_DESCRIPTORS};
 
@@ -129,125 +128,6 @@ pub const PREFIX_RULE: &str = "1 to 32 characters of A-Z, a-z, 0-9, `_` and `-`"
 /// `max` bytes.
 pub(crate) fn valid_tool_name(name: &str, max: usize) -> bool {
     name.len() <= max && sluice_protocol::valid_tool_name(name)
-}
-
-/// A `[tools.NAME]` table of `sluice.toml`: where the component comes from, then the
-/// policy keys every policy takes ([`Policy`]).
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct PolicyFile {
-    /// Path of the component, relative to the configuration file.
-    component: Option<String>,
-    /// Name of a built-in tool.
-    builtin: Option<String>,
-    #[serde(default)]
-    read: Option<Vec<String>>,
-    #[serde(default)]
-    write: Vec<String>,
-    memory_mib: Option<Raw>,
-    timeout_ms: Option<Raw>,
-    #[serde(default)]
-    env: Vec<String>,
-    sha256: Option<String>,
-    destructive: Option<bool>,
-    description: Option<String>,
-    prefix: Option<String>,
-    #[serde(default)]
-    functions: BTreeMap<String, FunctionFile>,
-    #[serde(default)]
-    http: Vec<String>,
-    #[serde(default)]
-    http_methods: Vec<String>,
-    #[serde(default)]
-    http_private: bool,
-    http_max_response_bytes: Option<Raw>,
-    http_max_connections: Option<Raw>,
-    #[serde(default)]
-    config: BTreeMap<String, Raw>,
-    #[serde(default)]
-    secrets: BTreeMap<String, SecretFile>,
-    #[serde(default)]
-    http_credentials: BTreeMap<String, CredentialFile>,
-    /// `verify.key` (oci:// components only).
-    verify: Option<VerifyFile>,
-    /// Plain HTTP to a non-loopback registry (oci:// components only).
-    insecure: Option<bool>,
-}
-
-impl PolicyFile {
-    /// The policy keys, without the source.
-    fn policy(&self) -> Policy {
-        Policy {
-            read: self.read.clone(),
-            write: self.write.clone(),
-            memory_mib: self.memory_mib.clone(),
-            timeout_ms: self.timeout_ms.clone(),
-            env: self.env.clone(),
-            sha256: self.sha256.clone(),
-            destructive: self.destructive,
-            description: self.description.clone(),
-            prefix: self.prefix.clone(),
-            functions: self.functions.clone(),
-            http: self.http.clone(),
-            http_methods: self.http_methods.clone(),
-            http_private: self.http_private,
-            http_max_response_bytes: self.http_max_response_bytes.clone(),
-            http_max_connections: self.http_max_connections.clone(),
-            config: self.config.clone(),
-            secrets: self.secrets.clone(),
-            http_credentials: self.http_credentials.clone(),
-        }
-    }
-}
-
-/// A policy as a tools directory's sibling `*.toml` holds it: the keys of a `[tools.NAME]`
-/// table but `component` and `builtin` (the component is the sibling `.wasm`), so that its
-/// unknown-key error lists only the keys allowed there.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct Policy {
-    #[serde(default)]
-    read: Option<Vec<String>>,
-    #[serde(default)]
-    write: Vec<String>,
-    memory_mib: Option<Raw>,
-    timeout_ms: Option<Raw>,
-    #[serde(default)]
-    env: Vec<String>,
-    sha256: Option<String>,
-    destructive: Option<bool>,
-    description: Option<String>,
-    prefix: Option<String>,
-    #[serde(default)]
-    functions: BTreeMap<String, FunctionFile>,
-    #[serde(default)]
-    http: Vec<String>,
-    #[serde(default)]
-    http_methods: Vec<String>,
-    #[serde(default)]
-    http_private: bool,
-    http_max_response_bytes: Option<Raw>,
-    http_max_connections: Option<Raw>,
-    #[serde(default)]
-    config: BTreeMap<String, Raw>,
-    #[serde(default)]
-    secrets: BTreeMap<String, SecretFile>,
-    #[serde(default)]
-    http_credentials: BTreeMap<String, CredentialFile>,
-}
-
-/// `verify = { key = "cosign.pub" }` or `verify.key = ["a.pub", "b.pub"]`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct VerifyFile {
-    key: KeyList,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum KeyList {
-    One(String),
-    Many(Vec<String>),
 }
 
 /// What the resolver knows when it turns a [`PolicyFile`] into a [`ToolConfig`].
@@ -388,7 +268,7 @@ impl Resolver<'_> {
             .map_err(|v| {
                 value_error(
                     "memory_mib",
-                    v,
+                    v.shown(),
                     &format!("an integer from 1 to {MAX_MEMORY_MIB} (MiB)"),
                 )
             })?;
@@ -401,7 +281,7 @@ impl Resolver<'_> {
             .map_err(|v| {
                 value_error(
                     "timeout_ms",
-                    v,
+                    v.shown(),
                     &format!("an integer from 1 to {MAX_TIMEOUT_MS} (ms)"),
                 )
             })?;
@@ -508,7 +388,7 @@ fn http_config(p: &Policy) -> Result<HttpConfig, (&'static str, String, String)>
     .map_err(|v| {
         (
             "http_max_response_bytes",
-            v,
+            v.shown(),
             format!("an integer from 1 to {MAX_HTTP_MAX_RESPONSE_BYTES} (bytes)"),
         )
     })?;
@@ -521,7 +401,7 @@ fn http_config(p: &Policy) -> Result<HttpConfig, (&'static str, String, String)>
     .map_err(|v| {
         (
             "http_max_connections",
-            v,
+            v.shown(),
             format!("an integer from 1 to {MAX_OPEN_DESCRIPTORS} (requests open at once)"),
         )
     })?;
@@ -597,15 +477,16 @@ fn only_for_oci(name: &str, p: &PolicyFile, origin: &str) -> Result<(), ConfigEr
 }
 
 /// An integer setting between `min` and `max` (inclusive), or `default` when absent; the
-/// error is the value as written.
-fn bounded(value: Option<&Raw>, default: u64, min: u64, max: u64) -> Result<u64, String> {
+/// error is the value that is not such an integer, as the file has it ([`Raw::shown`] for
+/// the message).
+fn bounded(value: Option<&Raw>, default: u64, min: u64, max: u64) -> Result<u64, &Raw> {
     match value {
         None => Ok(default),
-        Some(Raw::Integer(digits)) => digits
+        Some(raw @ Raw::Integer(digits)) => digits
             .parse::<u64>()
             .ok()
             .filter(|n| (min..=max).contains(n))
-            .ok_or_else(|| digits.clone()),
-        Some(other) => Err(other.shown()),
+            .ok_or(raw),
+        Some(other) => Err(other),
     }
 }

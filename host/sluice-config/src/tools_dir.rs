@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use crate::ConfigError;
 use crate::file::Source;
-use crate::tools::{ConfiguredBy, Policy, Resolver, ToolConfig, ToolSource};
+use crate::policy_file::Policy;
+use crate::tools::{ConfiguredBy, Resolver, ToolConfig, ToolSource};
 
 /// A tools-directory entry left out because its policy or its name is wrong; it is offered
 /// as unavailable with [`RejectedTool::reason`], as a component that fails to load is.
