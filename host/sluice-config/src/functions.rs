@@ -185,7 +185,7 @@ fn arg_config(
                 "left out when enum is set: enum already lists every value allowed",
             ));
         }
-        if let Err(why) = pattern_error(p) {
+        if let Err(why) = check_pattern(p) {
             return Err(value_error(
                 "pattern",
                 format!("{p:?}"),
@@ -228,22 +228,42 @@ fn compare(a: &Number, b: &Number) -> Ordering {
     }
 }
 
-/// Why `pattern` is not a regular expression Sluice can check: JSON Schema's dialect
+/// Why a `pattern` is not a regular expression Sluice can check (the text after
+/// [`PATTERN_RULE`] in the message).
+#[derive(Debug, thiserror::Error)]
+enum PatternSyntaxError {
+    /// It translates, but the `regex` crate's parser refuses it: the last line of its
+    /// message (which points into the pattern).
+    #[error("{}", last_line(.0))]
+    Regex(#[source] regex_syntax::Error),
+    /// The `regex` crate's syntax, which JSON Schema's dialect does not have.
+    #[error("it is not ECMA-262 syntax")]
+    NotEcma262,
+}
+
+/// The last line of `e`'s message without its `error: ` (the parser's message first prints
+/// the pattern and a caret line).
+fn last_line(e: &regex_syntax::Error) -> String {
+    let s = e.to_string();
+    s.lines()
+        .last()
+        .map(|l| l.trim_start_matches("error: ").to_string())
+        .unwrap_or(s)
+}
+
+/// Checks that `pattern` is a regular expression Sluice can check: JSON Schema's dialect
 /// (ECMA-262), translated as the `jsonschema` crate does, parsed as the `regex` crate parses
 /// it (the same messages). Only the compiled size is not checked here: the runtime checks it
 /// when it compiles the pattern, as it loads the tool.
-fn pattern_error(pattern: &str) -> Result<(), String> {
-    let reason = |e: regex_syntax::Error| {
-        let s = e.to_string();
-        s.lines()
-            .last()
-            .map(|l| l.trim_start_matches("error: ").to_string())
-            .unwrap_or(s)
-    };
+fn check_pattern(pattern: &str) -> Result<(), PatternSyntaxError> {
     match jsonschema_regex::to_rust_regex(pattern) {
-        Ok(rust) => regex_syntax::parse(&rust).map(drop).map_err(reason),
-        Err(()) => Err(regex_syntax::parse(pattern)
-            .map_or_else(reason, |_| "it is not ECMA-262 syntax".to_string())),
+        Ok(rust) => regex_syntax::parse(&rust)
+            .map(drop)
+            .map_err(PatternSyntaxError::Regex),
+        Err(()) => Err(match regex_syntax::parse(pattern) {
+            Err(e) => PatternSyntaxError::Regex(e),
+            Ok(_) => PatternSyntaxError::NotEcma262,
+        }),
     }
 }
 

@@ -3,7 +3,7 @@
 //! `http_max_connections` and `http_credentials` ([`crate::http_credentials`]).
 
 pub use crate::http_entry::{
-    HTTP_ENTRY_RULE, HttpEntry, HttpEntryHost, IPV4_FORM_RULE, parse_entry,
+    HTTP_ENTRY_RULE, HttpEntry, HttpEntryError, HttpEntryHost, IPV4_FORM_RULE, parse_entry,
 };
 
 /// `http_max_response_bytes` when not set: 10 MiB.
@@ -58,18 +58,37 @@ pub const HTTP_METHODS: [&str; 9] = [
 /// its policy says `destructive = false` (docs/configuration.md#outbound-http).
 pub const READ_ONLY_HTTP_METHODS: [&str; 3] = ["GET", "HEAD", "OPTIONS"];
 
+/// An entry of `http_methods` that is not one of [`HTTP_METHODS`] as written there; the text
+/// says so, and names the upper-case method when only the case was wrong.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{method:?} is not one of them{}", case_hint(method))]
+pub struct UnknownMethod {
+    /// The entry as written.
+    pub method: String,
+}
+
+/// `: methods are written in upper case, "GET"` when `method` upper-cased is one of
+/// [`HTTP_METHODS`]; empty otherwise.
+fn case_hint(method: &str) -> String {
+    let upper = method.to_ascii_uppercase();
+    if HTTP_METHODS.contains(&upper.as_str()) {
+        format!(": methods are written in upper case, {upper:?}")
+    } else {
+        String::new()
+    }
+}
+
 /// Checks one entry of `http_methods`: one of [`HTTP_METHODS`], as written there.
-pub fn parse_method(text: &str) -> Result<String, String> {
+///
+/// # Errors
+/// [`UnknownMethod`] for any other text.
+pub fn parse_method(text: &str) -> Result<String, UnknownMethod> {
     if HTTP_METHODS.contains(&text) {
         Ok(text.to_string())
     } else {
-        let upper = text.to_ascii_uppercase();
-        let hint = if HTTP_METHODS.contains(&upper.as_str()) {
-            format!(": methods are written in upper case, {upper:?}")
-        } else {
-            String::new()
-        };
-        Err(format!("{text:?} is not one of them{hint}"))
+        Err(UnknownMethod {
+            method: text.to_string(),
+        })
     }
 }
 
@@ -91,6 +110,16 @@ impl HttpConfig {
 mod tests {
     use super::*;
 
+    /// [`parse_entry`] with its error as the message the operator reads.
+    fn entry_text(text: &str) -> Result<HttpEntry, String> {
+        parse_entry(text).map_err(|e| e.to_string())
+    }
+
+    /// [`parse_method`] with its error as the message the operator reads.
+    fn method_text(text: &str) -> Result<String, String> {
+        parse_method(text).map_err(|e| e.to_string())
+    }
+
     fn entry(host: HttpEntryHost, port: Option<u16>) -> HttpEntry {
         HttpEntry { host, port }
     }
@@ -98,29 +127,29 @@ mod tests {
     #[test]
     fn entries_parse_to_their_host_and_port() {
         assert_eq!(
-            parse_entry("API.example.com."),
+            entry_text("API.example.com."),
             Ok(entry(HttpEntryHost::Name("api.example.com".into()), None))
         );
         assert_eq!(
-            parse_entry("*.example.com:8443"),
+            entry_text("*.example.com:8443"),
             Ok(entry(
                 HttpEntryHost::Subdomains("example.com".into()),
                 Some(8443)
             ))
         );
         assert_eq!(
-            parse_entry("127.0.0.1:8080"),
+            entry_text("127.0.0.1:8080"),
             Ok(entry(HttpEntryHost::Ip([127, 0, 0, 1].into()), Some(8080)))
         );
         assert_eq!(
-            parse_entry("[::1]:80"),
+            entry_text("[::1]:80"),
             Ok(entry(
                 HttpEntryHost::Ip(std::net::Ipv6Addr::LOCALHOST.into()),
                 Some(80)
             ))
         );
         assert_eq!(
-            parse_entry("[::1]"),
+            entry_text("[::1]"),
             Ok(entry(
                 HttpEntryHost::Ip(std::net::Ipv6Addr::LOCALHOST.into()),
                 None
@@ -131,26 +160,26 @@ mod tests {
     #[test]
     fn bad_entries_say_what_is_wrong() {
         assert_eq!(
-            parse_entry("https://example.com"),
+            entry_text("https://example.com"),
             Err("an entry names a host, not a URL: leave out the scheme and the path".into())
         );
         assert_eq!(
-            parse_entry("::1"),
+            entry_text("::1"),
             Err("an IPv6 address goes in brackets: `[::1]` or `[::1]:8080`".into())
         );
         assert_eq!(
-            parse_entry("example.com:0"),
+            entry_text("example.com:0"),
             Err("the port \"0\" is not from 1 to 65535".into())
         );
         assert_eq!(
-            parse_entry("api.*.com"),
+            entry_text("api.*.com"),
             Err("`*` may only stand first, as a whole label: `*.example.com`".into())
         );
         assert_eq!(
-            parse_entry("*"),
+            entry_text("*"),
             Err("`*` may only stand first, as a whole label: `*.example.com`".into())
         );
-        assert_eq!(parse_entry(""), Err("\"\" is not a host name".into()));
+        assert_eq!(entry_text(""), Err("\"\" is not a host name".into()));
     }
 
     #[test]
@@ -164,7 +193,7 @@ mod tests {
             ("127.0.0.1.", "127.0.0.1.", "127.0.0.1"),
             ("example.0x10", "example.0x10", "?"),
         ] {
-            let got = parse_entry(text);
+            let got = entry_text(text);
             if ip == "?" {
                 // A name whose last label is a number but the rest is not is no address
                 // and no name: the WHATWG parser fails it.
@@ -181,38 +210,38 @@ mod tests {
         }
         // Plain dotted decimal, and names with numeric labels that are not last, pass.
         assert_eq!(
-            parse_entry("10.0.0.1"),
+            entry_text("10.0.0.1"),
             Ok(entry(HttpEntryHost::Ip([10, 0, 0, 1].into()), None))
         );
         assert_eq!(
-            parse_entry("1.2.3.example.com"),
+            entry_text("1.2.3.example.com"),
             Ok(entry(HttpEntryHost::Name("1.2.3.example.com".into()), None))
         );
         // One trailing dot is removed from a name; two are refused.
         assert_eq!(
-            parse_entry("example.com."),
+            entry_text("example.com."),
             Ok(entry(HttpEntryHost::Name("example.com".into()), None))
         );
         assert_eq!(
-            parse_entry("example.com.."),
+            entry_text("example.com.."),
             Err("\"example.com.\" is not a host name".into())
         );
     }
 
     #[test]
     fn methods_are_those_of_rfc_9110_in_upper_case() {
-        assert_eq!(parse_method("GET"), Ok("GET".into()));
-        assert_eq!(parse_method("PATCH"), Ok("PATCH".into()));
+        assert_eq!(method_text("GET"), Ok("GET".into()));
+        assert_eq!(method_text("PATCH"), Ok("PATCH".into()));
         assert_eq!(
-            parse_method("get"),
+            method_text("get"),
             Err("\"get\" is not one of them: methods are written in upper case, \"GET\"".into())
         );
         assert_eq!(
-            parse_method("FETCH"),
+            method_text("FETCH"),
             Err("\"FETCH\" is not one of them".into())
         );
         assert_eq!(
-            parse_method("GET POST"),
+            method_text("GET POST"),
             Err("\"GET POST\" is not one of them".into())
         );
     }

@@ -2,7 +2,7 @@
 //! host name, `*.DOMAIN` or an IP address, with an optional port. Both the allowlist
 //! (`http`) and `http_credentials` name hosts so.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
 
 /// What an entry of `http` may be.
 pub const HTTP_ENTRY_RULE: &str = "a host name (`api.example.com`), `*.DOMAIN` (every name below DOMAIN), an IPv4 address as four decimal numbers (`a.b.c.d`) or a bracketed IPv6 address (`[::1]`), each optionally followed by `:PORT` (1 to 65535; without a port, only port 80 for http and 443 for https); no scheme and no path";
@@ -47,25 +47,66 @@ pub enum HttpEntryHost {
     Ip(IpAddr),
 }
 
-/// Parses one entry of `http`; the error says what is wrong with it.
-pub fn parse_entry(text: &str) -> Result<HttpEntry, String> {
+/// Why an entry of `http` (or a host key of `http_credentials`) is refused: the text says
+/// what is wrong with it and what to write instead; [`HTTP_ENTRY_RULE`] says what is allowed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum HttpEntryError {
+    /// A scheme (`https://`) or a path.
+    #[error("an entry names a host, not a URL: leave out the scheme and the path")]
+    Url,
+    /// `[::1` without its `]`.
+    #[error("a `[` without its `]`")]
+    UnclosedBracket,
+    /// `[::1]x`: something other than `:PORT` after the bracket.
+    #[error("after `]` comes `:PORT` or nothing")]
+    AfterBracket,
+    /// `[…]` that holds no IPv6 address.
+    #[error("not an IPv6 address in `[…]`")]
+    NotIpv6,
+    /// An IPv6 address without brackets (`::1`).
+    #[error("an IPv6 address goes in brackets: `[::1]` or `[::1]:8080`")]
+    UnbracketedIpv6,
+    /// A host that reads as an IPv4 address in a form other than `a.b.c.d`
+    /// (`2130706433`, `0x7f.1`), as the host as written.
+    #[error("{host:?} reads as the IPv4 address {ip}: {rule}", rule = IPV4_FORM_RULE)]
+    Ipv4Form {
+        /// The host as written.
+        host: String,
+        /// The address it reads as.
+        ip: Ipv4Addr,
+    },
+    /// Not a DNS name (empty, a bad character, a label too long).
+    #[error("{0:?} is not a host name")]
+    NotHostName(String),
+    /// `*` anywhere but as the whole first label.
+    #[error("`*` may only stand first, as a whole label: `*.example.com`")]
+    MisplacedWildcard,
+    /// A port that is not a number from 1 to 65535, as written.
+    #[error("the port {0:?} is not from 1 to 65535")]
+    Port(String),
+}
+
+/// Parses one entry of `http`.
+///
+/// # Errors
+/// [`HttpEntryError`]: what is wrong with the entry.
+pub fn parse_entry(text: &str) -> Result<HttpEntry, HttpEntryError> {
     let t = text.trim();
     if t.contains("://") || t.contains('/') {
-        return Err("an entry names a host, not a URL: leave out the scheme and the path".into());
+        return Err(HttpEntryError::Url);
     }
     let (host, port) = if let Some(rest) = t.strip_prefix('[') {
-        let (ip, after) = rest.split_once(']').ok_or("a `[` without its `]`")?;
+        let (ip, after) = rest
+            .split_once(']')
+            .ok_or(HttpEntryError::UnclosedBracket)?;
         let port = match after {
             "" => None,
-            p => Some(
-                p.strip_prefix(':')
-                    .ok_or("after `]` comes `:PORT` or nothing")?,
-            ),
+            p => Some(p.strip_prefix(':').ok_or(HttpEntryError::AfterBracket)?),
         };
-        let ip: std::net::Ipv6Addr = ip.parse().map_err(|_| "not an IPv6 address in `[…]`")?;
+        let ip: std::net::Ipv6Addr = ip.parse().map_err(|_| HttpEntryError::NotIpv6)?;
         (HttpEntryHost::Ip(IpAddr::V6(ip)), port)
     } else if t.matches(':').count() > 1 {
-        return Err("an IPv6 address goes in brackets: `[::1]` or `[::1]:8080`".into());
+        return Err(HttpEntryError::UnbracketedIpv6);
     } else {
         let (host, port) = match t.split_once(':') {
             Some((h, p)) => (h, Some(p)),
@@ -77,13 +118,14 @@ pub fn parse_entry(text: &str) -> Result<HttpEntry, String> {
         let bare = host.strip_prefix("*.").unwrap_or(host);
         match url::Host::parse(bare) {
             Ok(url::Host::Ipv4(ip)) if ip.to_string() != bare => {
-                return Err(format!(
-                    "{bare:?} reads as the IPv4 address {ip}: {IPV4_FORM_RULE}"
-                ));
+                return Err(HttpEntryError::Ipv4Form {
+                    host: bare.to_string(),
+                    ip,
+                });
             }
             // `example.0x10`: ends in a number, yet no address.
             Err(_) if !bare.is_empty() && !bare.contains('*') => {
-                return Err(format!("{bare:?} is not a host name"));
+                return Err(HttpEntryError::NotHostName(bare.to_string()));
             }
             _ => {}
         }
@@ -106,7 +148,7 @@ pub fn parse_entry(text: &str) -> Result<HttpEntry, String> {
             p.parse::<u16>()
                 .ok()
                 .filter(|&p| p > 0)
-                .ok_or_else(|| format!("the port {p:?} is not from 1 to 65535"))?,
+                .ok_or_else(|| HttpEntryError::Port(p.to_string()))?,
         ),
     };
     Ok(HttpEntry { host, port })
@@ -114,7 +156,7 @@ pub fn parse_entry(text: &str) -> Result<HttpEntry, String> {
 
 /// Checks a DNS name: dot-separated labels of 1 to 63 letters, digits and `-`, not
 /// starting or ending with `-`; 253 characters at most.
-fn valid_name(name: &str) -> Result<(), String> {
+fn valid_name(name: &str) -> Result<(), HttpEntryError> {
     let ok = !name.is_empty()
         && name.len() <= 253
         && name.split('.').all(|l| {
@@ -127,8 +169,8 @@ fn valid_name(name: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else if name.contains('*') {
-        Err("`*` may only stand first, as a whole label: `*.example.com`".into())
+        Err(HttpEntryError::MisplacedWildcard)
     } else {
-        Err(format!("{name:?} is not a host name"))
+        Err(HttpEntryError::NotHostName(name.to_string()))
     }
 }
