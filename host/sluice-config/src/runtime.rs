@@ -29,20 +29,12 @@ use crate::keys::{
 };
 use crate::{ConfigError, Overrides};
 
-/// The largest `runtime.max_concurrent_calls`.
-pub const MAX_MAX_CONCURRENT_CALLS: u64 = 1024;
-
-pub use sluice_protocol::limits::DEFAULT_QUEUE_TIMEOUT_MS;
+pub use sluice_protocol::limits::{
+    DEFAULT_QUEUE_TIMEOUT_MS, MAX_MAX_CONCURRENT_CALLS, default_max_concurrent_calls,
+};
 
 /// The largest `runtime.queue_timeout_ms`, in ms (one hour, as for tool timeouts).
 pub const MAX_QUEUE_TIMEOUT_MS: u64 = 3_600_000;
-
-/// `runtime.max_concurrent_calls` when not set: twice the available cores (calls spend part
-/// of their time waiting on files), at least 2 and at most [`MAX_MAX_CONCURRENT_CALLS`].
-pub fn default_max_concurrent_calls() -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    (2 * cores).clamp(2, MAX_MAX_CONCURRENT_CALLS as usize)
-}
 
 /// The `[runtime]` table, resolved.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -32,6 +32,16 @@ pub const MAX_TOOL_MEMORY_MIB: u64 = 4096;
 /// pool before it is refused as `busy`, in ms.
 pub const DEFAULT_QUEUE_TIMEOUT_MS: u64 = 10_000;
 
+/// The largest `runtime.max_concurrent_calls`: calls the call pool runs at once.
+pub const MAX_MAX_CONCURRENT_CALLS: usize = 1024;
+
+/// `runtime.max_concurrent_calls` when not set: twice the available cores (calls spend part
+/// of their time waiting on files), at least 2 and at most [`MAX_MAX_CONCURRENT_CALLS`].
+pub fn default_max_concurrent_calls() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    (2 * cores).clamp(2, MAX_MAX_CONCURRENT_CALLS)
+}
+
 /// `mcp.tools_per_page` when not set: tools in one MCP `tools/list` page.
 pub const DEFAULT_MCP_TOOLS_PER_PAGE: u32 = 100;
 

@@ -35,14 +35,13 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 use tokio_util::sync::CancellationToken;
 
-pub use sluice_protocol::limits::DEFAULT_QUEUE_TIMEOUT_MS;
+pub use sluice_protocol::limits::{
+    DEFAULT_QUEUE_TIMEOUT_MS, MAX_MAX_CONCURRENT_CALLS, default_max_concurrent_calls,
+};
 
 /// What a call cancelled while it ran says, whether the call stopped itself or its caller
 /// stopped waiting for it.
 pub const CANCELLED_WHILE_RUNNING: &str = "the call was cancelled before the tool finished (its run was cancelled); it may have done part of its work";
-
-/// The largest `runtime.max_concurrent_calls`.
-pub const MAX_MAX_CONCURRENT_CALLS: usize = 1024;
 
 /// The most threads left blocked in a system call at once (see the module docs); each holds
 /// an instance of the pooling allocator and its descriptors until it returns.
@@ -56,14 +55,6 @@ pub const WATCHDOG_GRACE: Duration = Duration::from_millis(150);
 /// How long a cancelled call's caller waits for the call to confirm that it stopped before
 /// treating its thread as stuck. Stopping takes microseconds: dropping a future.
 const CANCEL_GRACE: Duration = Duration::from_millis(50);
-
-/// `runtime.max_concurrent_calls` when not configured: twice the available cores (calls
-/// spend part of their time waiting on files), at least 2 and at most
-/// [`MAX_MAX_CONCURRENT_CALLS`].
-pub fn default_max_concurrent_calls() -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    (2 * cores).clamp(2, MAX_MAX_CONCURRENT_CALLS)
-}
 
 /// Why the pool did not return a call's result.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -146,7 +146,7 @@ pub const RUNTIME_MAX_CONCURRENT_CALLS: Key = Key {
         "runtime.max_concurrent_calls",
         Kind::Integer {
             min: 1,
-            max: crate::MAX_MAX_CONCURRENT_CALLS,
+            max: crate::MAX_MAX_CONCURRENT_CALLS as u64,
             unit: "calls",
         },
         Fallback::Described("2 × the cores"),
