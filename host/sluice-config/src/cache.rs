@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use crate::ConfigError;
 use crate::file::Raw;
-use crate::keys::integer;
+use crate::keys::CACHE_MAX_BYTES;
 
 /// The key of the bound.
 pub const KEY_CACHE_MAX_BYTES: &str = "cache.max_bytes";
@@ -24,19 +24,7 @@ impl FileCache {
     /// `cache.max_bytes` (0 to 1 TiB), or `None` when unset (the cache's own default,
     /// 512 MiB).
     pub(crate) fn resolve(&self, file_label: &str) -> Result<Option<u64>, ConfigError> {
-        self.max_bytes
-            .as_ref()
-            .map(|v| {
-                integer(
-                    KEY_CACHE_MAX_BYTES,
-                    &v.shown(),
-                    file_label,
-                    0,
-                    MAX_CACHE_BYTES,
-                    " (bytes)",
-                )
-            })
-            .transpose()
+        CACHE_MAX_BYTES.file_integer(self.max_bytes.as_ref(), file_label)
     }
 }
 

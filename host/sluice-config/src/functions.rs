@@ -235,7 +235,7 @@ enum PatternSyntaxError {
     /// It translates, but the `regex` crate's parser refuses it: the last line of its
     /// message (which points into the pattern).
     #[error("{}", last_line(.0))]
-    Regex(#[source] regex_syntax::Error),
+    Regex(#[source] Box<regex_syntax::Error>),
     /// The `regex` crate's syntax, which JSON Schema's dialect does not have.
     #[error("it is not ECMA-262 syntax")]
     NotEcma262,
@@ -259,9 +259,9 @@ fn check_pattern(pattern: &str) -> Result<(), PatternSyntaxError> {
     match jsonschema_regex::to_rust_regex(pattern) {
         Ok(rust) => regex_syntax::parse(&rust)
             .map(drop)
-            .map_err(PatternSyntaxError::Regex),
+            .map_err(|e| PatternSyntaxError::Regex(Box::new(e))),
         Err(()) => Err(match regex_syntax::parse(pattern) {
-            Err(e) => PatternSyntaxError::Regex(e),
+            Err(e) => PatternSyntaxError::Regex(Box::new(e)),
             Ok(_) => PatternSyntaxError::NotEcma262,
         }),
     }

@@ -5,13 +5,12 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use sluice_registry_terms::Limits;
-use sluice_registry_terms::limits::{
-    KEY_MAX_COMPONENT_BYTES, KEY_MAX_MANIFEST_BYTES, KEY_TIMEOUT_SECS,
-};
 
 use crate::ConfigError;
 use crate::file::Raw;
-use crate::keys::integer;
+use crate::keys::{
+    REGISTRY_MAX_COMPONENT_BYTES, REGISTRY_MAX_MANIFEST_BYTES, REGISTRY_TIMEOUT_SECS,
+};
 
 /// The largest `registry.max_manifest_bytes`: 64 MiB.
 pub(crate) const MAX_MANIFEST_BYTES: u64 = 64 << 20;
@@ -35,37 +34,15 @@ pub(crate) struct FileRegistry {
 impl FileRegistry {
     /// The limits `[registry]` sets, the defaults for the keys it does not.
     pub(crate) fn resolve(&self, file_label: &str) -> Result<Limits, ConfigError> {
-        let defaults = Limits::default();
-        let read = |key: &str, raw: &Option<Raw>, min: u64, max: u64, unit: &str, default: u64| {
-            raw.as_ref().map_or(Ok(default), |v| {
-                integer(key, &v.shown(), file_label, min, max, unit)
-            })
-        };
         Ok(Limits {
-            max_manifest_bytes: read(
-                KEY_MAX_MANIFEST_BYTES,
-                &self.max_manifest_bytes,
-                1024,
-                MAX_MANIFEST_BYTES,
-                " (bytes)",
-                defaults.max_manifest_bytes,
-            )?,
-            max_component_bytes: read(
-                KEY_MAX_COMPONENT_BYTES,
-                &self.max_component_bytes,
-                1024,
-                MAX_COMPONENT_BYTES,
-                " (bytes)",
-                defaults.max_component_bytes,
-            )?,
-            timeout: Duration::from_secs(read(
-                KEY_TIMEOUT_SECS,
-                &self.timeout_secs,
-                1,
-                MAX_TIMEOUT_SECS,
-                " (seconds)",
-                defaults.timeout.as_secs(),
-            )?),
+            max_manifest_bytes: REGISTRY_MAX_MANIFEST_BYTES
+                .file_integer_or_default(self.max_manifest_bytes.as_ref(), file_label)?,
+            max_component_bytes: REGISTRY_MAX_COMPONENT_BYTES
+                .file_integer_or_default(self.max_component_bytes.as_ref(), file_label)?,
+            timeout: Duration::from_secs(
+                REGISTRY_TIMEOUT_SECS
+                    .file_integer_or_default(self.timeout_secs.as_ref(), file_label)?,
+            ),
         })
     }
 }

@@ -10,7 +10,10 @@ use serde::Deserialize;
 
 use crate::ConfigError;
 use crate::file::Raw;
-use crate::keys::{self, SERVER_ALLOWED_HOSTS, integer};
+use crate::keys::{
+    self, SERVER_ALLOWED_HOSTS, SERVER_HEADER_READ_TIMEOUT_MS, SERVER_MAX_CONNECTIONS,
+    SERVER_MAX_EVENT_STREAMS, SERVER_MAX_UNAUTHENTICATED_CONNECTIONS,
+};
 
 /// What an allowed host may be, as messages say it.
 pub const ALLOWED_HOST_RULE: &str = "a host name (labels of 1 to 63 letters, digits, `-` or `_`, joined by `.`, at most 253 characters) or an IP address, without a scheme, port or path";
@@ -141,50 +144,20 @@ impl FileServer {
     }
 
     fn limits(&self, file_label: &str) -> Result<ServerLimits, ConfigError> {
-        let d = ServerLimits::default();
-        let int = |raw: &Option<Raw>, key: &str, (min, max): (u64, u64), unit: &str| {
-            raw.as_ref()
-                .map(|v| {
-                    integer(
-                        &format!("server.{key}"),
-                        &v.shown(),
-                        file_label,
-                        min,
-                        max,
-                        unit,
-                    )
-                })
-                .transpose()
-        };
-        let count = |raw: &Option<Raw>, key: &str, max: u64, default: usize| {
-            Ok::<usize, ConfigError>(int(raw, key, (1, max), "")?.map_or(default, |n| n as usize))
+        let count = |key: &keys::Key, raw: &Option<Raw>| {
+            Ok::<usize, ConfigError>(key.file_integer_or_default(raw.as_ref(), file_label)? as usize)
         };
         Ok(ServerLimits {
-            header_read_timeout: int(
-                &self.header_read_timeout_ms,
-                "header_read_timeout_ms",
-                (100, 600_000),
-                " (ms)",
-            )?
-            .map_or(d.header_read_timeout, Duration::from_millis),
-            max_connections: count(
-                &self.max_connections,
-                "max_connections",
-                1_000_000,
-                d.max_connections,
-            )?,
+            header_read_timeout: Duration::from_millis(
+                SERVER_HEADER_READ_TIMEOUT_MS
+                    .file_integer_or_default(self.header_read_timeout_ms.as_ref(), file_label)?,
+            ),
+            max_connections: count(&SERVER_MAX_CONNECTIONS, &self.max_connections)?,
             max_unauthenticated_connections: count(
+                &SERVER_MAX_UNAUTHENTICATED_CONNECTIONS,
                 &self.max_unauthenticated_connections,
-                "max_unauthenticated_connections",
-                1_000_000,
-                d.max_unauthenticated_connections,
             )?,
-            max_event_streams: count(
-                &self.max_event_streams,
-                "max_event_streams",
-                100_000,
-                d.max_event_streams,
-            )?,
+            max_event_streams: count(&SERVER_MAX_EVENT_STREAMS, &self.max_event_streams)?,
         })
     }
 }

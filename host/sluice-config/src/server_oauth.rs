@@ -12,7 +12,7 @@ use serde::Deserialize;
 use sluice_protocol::access::{Grant, scope_rule};
 
 use crate::file::Raw;
-use crate::keys::integer;
+use crate::keys::SERVER_OAUTH_LEEWAY_SECS;
 use crate::{ConfigError, SecretRef};
 
 /// `server.oauth.leeway_secs` when not set: 60 s.
@@ -187,17 +187,8 @@ pub(crate) fn resolve(
             Some(out)
         }
     };
-    let leeway = match &o.leeway_secs {
-        Some(raw) => integer(
-            "server.oauth.leeway_secs",
-            &raw.shown(),
-            file_label,
-            0,
-            MAX_LEEWAY_SECS,
-            " (seconds)",
-        )?,
-        None => DEFAULT_LEEWAY_SECS,
-    };
+    let leeway =
+        SERVER_OAUTH_LEEWAY_SECS.file_integer_or_default(o.leeway_secs.as_ref(), file_label)?;
     let jwks_uri = o
         .jwks_uri
         .as_deref()

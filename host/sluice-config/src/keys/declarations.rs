@@ -7,6 +7,8 @@ use sluice_protocol::limits::{
     MIN_MAX_TOOL_RESULT_BYTES,
 };
 
+use sluice_registry_terms::limits as registry_limits;
+
 use super::{Fallback, Flag, Key, Kind};
 
 /// A key with nothing set but its name and kind: the base of the declarations below.
@@ -309,6 +311,120 @@ pub const TELEMETRY_METRICS_LISTEN: Key = Key {
         Fallback::Described("none"),
     )
 };
+
+/// `server.header_read_timeout_ms`: how long a connection may take to send a request head.
+pub const SERVER_HEADER_READ_TIMEOUT_MS: Key = key(
+    "server.header_read_timeout_ms",
+    Kind::Integer {
+        min: 100,
+        max: 600_000,
+        unit: "ms",
+    },
+    Fallback::Integer(crate::server::DEFAULT_HEADER_READ_TIMEOUT_MS),
+);
+
+/// `server.max_connections`: connections open at once.
+pub const SERVER_MAX_CONNECTIONS: Key = key(
+    "server.max_connections",
+    Kind::Integer {
+        min: 1,
+        max: 1_000_000,
+        unit: "",
+    },
+    Fallback::Integer(crate::server::DEFAULT_MAX_CONNECTIONS as u64),
+);
+
+/// `server.max_unauthenticated_connections`: connections open at once before a request of
+/// theirs has passed the token check.
+pub const SERVER_MAX_UNAUTHENTICATED_CONNECTIONS: Key = key(
+    "server.max_unauthenticated_connections",
+    Kind::Integer {
+        min: 1,
+        max: 1_000_000,
+        unit: "",
+    },
+    Fallback::Integer(crate::server::DEFAULT_MAX_UNAUTHENTICATED_CONNECTIONS as u64),
+);
+
+/// `server.max_event_streams`: session event streams open at once.
+pub const SERVER_MAX_EVENT_STREAMS: Key = key(
+    "server.max_event_streams",
+    Kind::Integer {
+        min: 1,
+        max: 100_000,
+        unit: "",
+    },
+    Fallback::Integer(crate::server::DEFAULT_MAX_EVENT_STREAMS as u64),
+);
+
+/// `server.oauth.leeway_secs`: the clock skew allowed on an access token's times.
+pub const SERVER_OAUTH_LEEWAY_SECS: Key = key(
+    "server.oauth.leeway_secs",
+    Kind::Integer {
+        min: 0,
+        max: crate::server_oauth::MAX_LEEWAY_SECS,
+        unit: "seconds",
+    },
+    Fallback::Integer(crate::server_oauth::DEFAULT_LEEWAY_SECS),
+);
+
+/// `cache.max_bytes`: the compiled components the cache keeps.
+pub const CACHE_MAX_BYTES: Key = key(
+    crate::cache::KEY_CACHE_MAX_BYTES,
+    Kind::Integer {
+        min: 0,
+        max: crate::cache::MAX_CACHE_BYTES,
+        unit: "bytes",
+    },
+    Fallback::Described("512 MiB, the cache's own"),
+);
+
+/// `registry.max_manifest_bytes`: the largest manifest a fetch reads.
+pub const REGISTRY_MAX_MANIFEST_BYTES: Key = key(
+    registry_limits::KEY_MAX_MANIFEST_BYTES,
+    Kind::Integer {
+        min: 1024,
+        max: crate::registry::MAX_MANIFEST_BYTES,
+        unit: "bytes",
+    },
+    Fallback::Integer(registry_limits::DEFAULT_MAX_MANIFEST_BYTES),
+);
+
+/// `registry.max_component_bytes`: the largest component layer a fetch reads.
+pub const REGISTRY_MAX_COMPONENT_BYTES: Key = key(
+    registry_limits::KEY_MAX_COMPONENT_BYTES,
+    Kind::Integer {
+        min: 1024,
+        max: crate::registry::MAX_COMPONENT_BYTES,
+        unit: "bytes",
+    },
+    Fallback::Integer(registry_limits::DEFAULT_MAX_COMPONENT_BYTES),
+);
+
+/// `registry.timeout_secs`: every request to a registry, its body included.
+pub const REGISTRY_TIMEOUT_SECS: Key = key(
+    registry_limits::KEY_TIMEOUT_SECS,
+    Kind::Integer {
+        min: 1,
+        max: crate::registry::MAX_TIMEOUT_SECS,
+        unit: "seconds",
+    },
+    Fallback::Integer(registry_limits::DEFAULT_TIMEOUT.as_secs()),
+);
+
+/// The integer keys only `sluice.toml` sets (no variable, no flag), each read with
+/// `Key::file_integer`; their rows are in their tables' sections of docs/configuration.md.
+pub const FILE_KEYS: &[Key] = &[
+    SERVER_HEADER_READ_TIMEOUT_MS,
+    SERVER_MAX_CONNECTIONS,
+    SERVER_MAX_UNAUTHENTICATED_CONNECTIONS,
+    SERVER_MAX_EVENT_STREAMS,
+    SERVER_OAUTH_LEEWAY_SECS,
+    CACHE_MAX_BYTES,
+    REGISTRY_MAX_MANIFEST_BYTES,
+    REGISTRY_MAX_COMPONENT_BYTES,
+    REGISTRY_TIMEOUT_SECS,
+];
 
 /// Every scalar key, in the order of docs/configuration.md#precedence.
 pub const KEYS: &[Key] = &[

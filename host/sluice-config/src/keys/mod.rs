@@ -222,6 +222,33 @@ impl Key {
             .transpose()
     }
 
+    /// The integer the file sets for a key only the file sets ([`FILE_KEYS`]), checked
+    /// against its range; `None` when the file does not set it.
+    ///
+    /// # Errors
+    /// [`ConfigError::Value`] naming the key, the value, the range and `file_label`.
+    pub(crate) fn file_integer(
+        &self,
+        file: Option<&Raw>,
+        file_label: &str,
+    ) -> Result<Option<u64>, ConfigError> {
+        file.map(|v| self.check_integer(&v.shown(), file_label))
+            .transpose()
+    }
+
+    /// [`Key::file_integer`], or the key's integer default when the file does not set it.
+    pub(crate) fn file_integer_or_default(
+        &self,
+        file: Option<&Raw>,
+        file_label: &str,
+    ) -> Result<u64, ConfigError> {
+        let default = match self.default {
+            Fallback::Integer(n) => n,
+            _ => 0,
+        };
+        Ok(self.file_integer(file, file_label)?.unwrap_or(default))
+    }
+
     /// [`Key::integer`], or the key's default when none sets it.
     pub(crate) fn integer_or_default(
         &self,

@@ -94,3 +94,43 @@ fn a_bad_value_names_key_range_unit_and_origin() {
         Some(("x.db".to_string(), "--store".to_string()))
     );
 }
+
+/// The keys only the file sets: each named once (here and in [`KEYS`]), without a variable
+/// or a flag, its default in its range, and a row in docs/configuration.md whose range, when
+/// the row gives one, is the declared one; a bad value's message names key, range and unit.
+#[test]
+fn the_file_keys_are_declared_once_and_their_rows_give_their_ranges() {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/configuration.md"),
+    )
+    .unwrap();
+    for (i, k) in FILE_KEYS.iter().enumerate() {
+        let others = KEYS.iter().chain(&FILE_KEYS[..i]);
+        assert!(!others.clone().any(|o| o.name == k.name), "{}", k.name);
+        assert_eq!((k.env, k.flag), (None, None), "{}", k.name);
+        let Kind::Integer { min, max, .. } = k.kind else {
+            panic!("{} is no integer", k.name)
+        };
+        if let Fallback::Integer(n) = k.default {
+            assert!((min..=max).contains(&n), "{}", k.name);
+        }
+        let row = doc
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{}` |", k.name)))
+            .unwrap_or_else(|| panic!("no row of {} in docs/configuration.md", k.name));
+        // `| key | 1 to 1,000,000 | default |`: a second cell that starts with a number
+        // gives the range (the registry's and the cache's rows say what the key bounds).
+        let second = row.split(" | ").nth(1).unwrap_or_default();
+        if second.starts_with(|c: char| c.is_ascii_digit()) {
+            let range = format!("{} to {}", grouped(min), grouped(max));
+            assert!(second.starts_with(&range), "{row} does not give {range}");
+        }
+    }
+    assert_eq!(
+        SERVER_OAUTH_LEEWAY_SECS
+            .file_integer(Some(&Raw::Integer("301".into())), "sluice.toml line 9")
+            .unwrap_err()
+            .to_string(),
+        "server.oauth.leeway_secs must be an integer from 0 to 300 (seconds); got 301 (from sluice.toml line 9)"
+    );
+}
