@@ -1,5 +1,9 @@
 //! Errors of the runtime itself (as opposed to tool errors, which are observations).
 
+use std::sync::Arc;
+
+use crate::secrets::SecretError;
+
 /// Why the runtime could not start, load a tool, or set up a call. A tool that fails while
 /// running is not a `RuntimeError`: it becomes a tool-error observation.
 #[derive(Debug, thiserror::Error)]
@@ -13,8 +17,9 @@ pub enum RuntimeError {
     Load {
         /// The component (built-in name or file path).
         what: String,
-        /// Why, in the words of the validator or linker.
-        reason: String,
+        /// Why, in the words of the validator or linker. Not this error's `source`: its
+        /// text is already in the message, which `{e:#}` would show twice.
+        reason: LoadFailure,
     },
     /// A tool's export cannot be offered to a model.
     #[error("{what}: {reason}")]
@@ -82,6 +87,34 @@ pub enum RuntimeError {
         /// Why.
         reason: String,
     },
+}
+
+/// Why a component did not load ([`RuntimeError::Load`]): the text after `failed to load
+/// WHAT: `. A wasmtime error it holds is kept whole, but as a field rather than a `source`:
+/// the message shows its every cause already (`{:#}`), and the CLI, which prints an error
+/// with its sources (`{e:#}`), would show them twice.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadFailure {
+    /// wasmtime could not compile the component, or not link it (an import it lacks that
+    /// is not [`RuntimeError::MissingImports`]): its error with every cause.
+    #[error("{0:#}")]
+    Wasmtime(wasmtime::Error),
+    /// A secret of the component's policy (or of its `http_credentials`) cannot be read.
+    #[error(transparent)]
+    Secret(#[from] SecretError),
+    /// The bytes are not a WebAssembly component: why
+    /// ([`sluice_operator_files::not_a_component`]).
+    #[error("{0}")]
+    NotAComponent(&'static str),
+    /// The baseline compiler (Winch) was asked for by an engine built without it.
+    #[error("there is no baseline compiler")]
+    NoBaselineCompiler,
+    /// The component's code, compiled in the background while its tools were offered
+    /// (docs/components.md#compiled-components), did not load: that error, which names the
+    /// component again.
+    #[error(transparent)]
+    Compiled(Arc<RuntimeError>),
 }
 
 /// The most names a refusal lists of each kind (a WASIp3 component imports a dozen

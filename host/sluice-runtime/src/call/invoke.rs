@@ -22,7 +22,7 @@ use crate::call::failure::{Failure, explain};
 use crate::call::observation::{Draft, Observation, says_more_follows};
 use crate::call::value::{to_json, write_json_marking};
 use crate::host::http::HttpHooks;
-use crate::host::preopens::ALLOW_BLOCKING_CURRENT_THREAD;
+use crate::host::preopens::{ALLOW_BLOCKING_CURRENT_THREAD, PreopenError};
 use crate::host::state::ToolCaller;
 use crate::host::state::{CallBudget, CallState, MemoryLimiter};
 use crate::host::stderr::{STDERR_BYTES, StderrTail};
@@ -66,9 +66,9 @@ impl Call {
         let tool_caller = self.tool_caller.take();
         let mut store = match self.store(deadline, &cancel, tool_caller) {
             Ok(s) => s,
-            Err(message) => {
+            Err(e) => {
                 return (
-                    Observation::error(&message, Some("io")),
+                    Observation::error(&e.to_string(), Some("io")),
                     CallFacts::default(),
                 );
             }
@@ -157,7 +157,7 @@ impl Call {
         deadline: Instant,
         cancel: &CancellationToken,
         tool_caller: Option<Box<dyn ToolCaller>>,
-    ) -> Result<Store<CallState>, String> {
+    ) -> Result<Store<CallState>, PreopenError> {
         let policy = &self.policy;
         let mut wasi = WasiCtxBuilder::new();
         wasi.allow_blocking_current_thread(ALLOW_BLOCKING_CURRENT_THREAD);

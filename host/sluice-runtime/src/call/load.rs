@@ -25,7 +25,7 @@ use wasmtime::component::{Component, ComponentExportIndex, InstancePre, Linker};
 use crate::component::reflect::{ExportPath, ToolDef, reflect};
 use crate::component::source::{ComponentSpec, sha256_hex};
 use crate::engine::{Compilers, ToolEngine};
-use crate::error::RuntimeError;
+use crate::error::{LoadFailure, RuntimeError};
 use crate::host::config_store::ComponentConfig;
 use crate::host::state::CallState;
 use crate::policy::ToolPolicy;
@@ -68,7 +68,7 @@ pub(crate) struct Linked {
 }
 
 /// What a finished compile came to: the linked code, or why there is none.
-type Outcome = Result<Arc<Linked>, Arc<str>>;
+type Outcome = Result<Arc<Linked>, Arc<RuntimeError>>;
 
 /// A component's code: ready, or compiling in the background until it is.
 pub(crate) struct Compiled {
@@ -84,8 +84,8 @@ pub(crate) struct Compiled {
 /// Why a call did not get its component's code.
 #[derive(Debug)]
 pub(crate) enum NotCompiled {
-    /// The compile failed; its reason.
-    Failed(Arc<str>),
+    /// The compile failed; its error.
+    Failed(Arc<RuntimeError>),
     /// The call was cancelled while it waited, after `waited`.
     Cancelled {
         /// How long it waited.
@@ -217,7 +217,7 @@ pub(crate) fn load_component(
     let config = crate::host::config_store::resolve_policy(&spec.policy, &env).map_err(|e| {
         RuntimeError::Load {
             what: what.clone(),
-            reason: e.to_string(),
+            reason: LoadFailure::Secret(e),
         }
     })?;
     let key_names =
@@ -231,6 +231,8 @@ pub(crate) fn load_component(
         None => match crate::component::stand_in::stand_in(engine, wasm) {
             Ok(types) => Some(types),
             Err(why) => {
+                // Recorded as a string field (quoted in the log line).
+                let why = why.to_string();
                 tracing::debug!(component = %what, why, "no stand-in; compiling at once");
                 None
             }
@@ -365,7 +367,7 @@ impl Job {
                     component = %self.what,
                     "{e}; its tools fail until it is replaced"
                 );
-                self.compiled.finish(Err(e.to_string().into()));
+                self.compiled.finish(Err(Arc::new(e)));
             }
         }
     }
@@ -403,7 +405,7 @@ fn link_paths(
         if missing.is_empty() {
             RuntimeError::Load {
                 what: what.to_string(),
-                reason: format!("{e:#}"),
+                reason: LoadFailure::Wasmtime(e),
             }
         } else {
             RuntimeError::MissingImports {

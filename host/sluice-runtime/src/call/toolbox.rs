@@ -19,7 +19,7 @@ use crate::call::tool_set::{Tool, ToolSet};
 use crate::component::reflect::ToolInfo;
 use crate::component::source::ComponentSpec;
 use crate::engine::ToolEngine;
-use crate::error::RuntimeError;
+use crate::error::{LoadFailure, RuntimeError};
 use crate::policy::ToolPolicy;
 
 /// How one call runs: the cap and, optionally, a cancellation token.
@@ -209,9 +209,9 @@ impl Toolbox {
             loaded
                 .compiled
                 .wait_blocking()
-                .map_err(|reason| RuntimeError::Load {
+                .map_err(|e| RuntimeError::Load {
                     what: loaded.what.clone(),
-                    reason: reason.to_string(),
+                    reason: LoadFailure::Compiled(e),
                 })?;
         }
         set.secrets = Arc::new(crate::secrets::Secrets::union(

@@ -191,11 +191,11 @@ mod tests {
         assert_eq!(async_use(b"\0asm\x01\0\0\0"), None);
         let error = RuntimeError::Load {
             what: "x.wasm".into(),
-            reason: "bad".into(),
+            reason: crate::error::LoadFailure::NoBaselineCompiler,
         };
         assert_eq!(
             refusal_or(error, "x.wasm", &wasm).to_string(),
-            "failed to load x.wasm: bad"
+            "failed to load x.wasm: there is no baseline compiler"
         );
     }
 }

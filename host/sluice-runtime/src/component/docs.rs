@@ -25,6 +25,19 @@ pub struct ComponentDocs {
     funcs: HashMap<String, FuncDocs>,
 }
 
+/// Why [`ComponentDocs::from_wit`] read no documentation: wit-parser's error, shown with
+/// every cause (`{:#}`). The error is a field, not the `source`, since its text is the
+/// message.
+#[derive(Debug, thiserror::Error)]
+pub enum WitError {
+    /// The WIT source does not parse.
+    #[error("{0:#}")]
+    Parse(anyhow::Error),
+    /// The WIT source has no such world.
+    #[error("{0:#}")]
+    World(anyhow::Error),
+}
+
 /// Documentation of one function.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FuncDocs {
@@ -74,15 +87,15 @@ impl ComponentDocs {
     /// Reads the documentation of world `world` in the WIT source `wit`.
     ///
     /// # Errors
-    /// The parser's message when `wit` does not parse or has no such world.
-    pub fn from_wit(wit: &str, world: &str) -> Result<Self, String> {
+    /// [`WitError`]: the parser's message when `wit` does not parse or has no such world.
+    pub fn from_wit(wit: &str, world: &str) -> Result<Self, WitError> {
         let mut resolve = Resolve::default();
         let package = resolve
             .push_str("sluice-tools.wit", wit)
-            .map_err(|e| format!("{e:#}"))?;
+            .map_err(WitError::Parse)?;
         let world = resolve
             .select_world(&[package], Some(world))
-            .map_err(|e| format!("{e:#}"))?;
+            .map_err(WitError::World)?;
         Ok(Self::from_world(&resolve, world))
     }
 

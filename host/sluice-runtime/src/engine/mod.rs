@@ -15,7 +15,7 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 
 use crate::engine::cache::{CompiledCache, Lookup};
 use crate::engine::compile_pool::{CompilePool, Tier};
-use crate::error::RuntimeError;
+use crate::error::{LoadFailure, RuntimeError};
 use crate::pool::{CallPool, PoolOptions};
 
 pub mod cache;
@@ -242,7 +242,7 @@ impl ToolEngine {
     ) -> Result<Arc<Component>, RuntimeError> {
         let engine = self.baseline.as_ref().ok_or_else(|| RuntimeError::Load {
             what: what.to_string(),
-            reason: "there is no baseline compiler".into(),
+            reason: LoadFailure::NoBaselineCompiler,
         })?;
         let component = compile_on(
             engine,
@@ -331,7 +331,7 @@ impl ToolEngine {
         if let Some(reason) = sluice_operator_files::not_a_component(wasm) {
             return Err(RuntimeError::Load {
                 what: what.to_string(),
-                reason: reason.to_string(),
+                reason: LoadFailure::NotAComponent(reason),
             });
         }
         let component = compile_on(&self.engine, what, wasm, (shown, "cranelift"), "compiled")?;
@@ -428,7 +428,7 @@ fn compile_on(
         .increment(1);
     let component = compiled.map_err(|e| RuntimeError::Load {
         what: what.to_string(),
-        reason: format!("{e:#}"),
+        reason: LoadFailure::Wasmtime(e),
     })?;
     drop(registered);
     tracing::info!(

@@ -19,8 +19,8 @@
 //! that could not be opened is tried again by every call, which fails as before
 //! (`root NAME (DIR) is not available: …`) until it can be.
 
-use std::path::Path;
-use std::sync::{Mutex, PoisonError};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use wasmtime_wasi::filesystem::WasiFilesystemCtx;
@@ -44,11 +44,25 @@ pub(crate) struct Preopens {
 /// The roots as last opened.
 struct Opened {
     /// The filesystem context every call copies, or why a root could not be opened.
-    fs: Result<WasiFilesystemCtx, String>,
+    fs: Result<WasiFilesystemCtx, PreopenError>,
     /// Each root's identity (device, inode) when it was opened.
     ids: Vec<Option<FileId>>,
     /// When the roots were opened or last checked.
     checked: Instant,
+}
+
+/// A root that could not be opened: every call of the component fails with it (a tool error
+/// of kind `io`) until it can be.
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("root {name} ({}) is not available: {reason}", dir.display())]
+pub(crate) struct PreopenError {
+    /// The root's name.
+    name: String,
+    /// Its host directory.
+    dir: PathBuf,
+    /// wasmtime-wasi's error opening it (an I/O error). Not the `source`: its text is in
+    /// the message. Shared, since every call gets the same error.
+    reason: Arc<wasmtime::Error>,
 }
 
 /// A file's identity: (device, inode).
@@ -66,8 +80,9 @@ impl Preopens {
     /// The filesystem context of a new call: the roots, preopened at `/<name>`.
     ///
     /// # Errors
-    /// A root that cannot be opened: `root NAME (DIR) is not available: REASON`.
-    pub(crate) fn filesystem(&self) -> Result<WasiFilesystemCtx, String> {
+    /// [`PreopenError`], a root that cannot be opened: `root NAME (DIR) is not available:
+    /// REASON`.
+    pub(crate) fn filesystem(&self) -> Result<WasiFilesystemCtx, PreopenError> {
         let mut opened = self.opened.lock().unwrap_or_else(PoisonError::into_inner);
         let due = opened.checked.elapsed() >= RECHECK_INTERVAL;
         let stale = opened.fs.is_err()
@@ -102,12 +117,10 @@ fn open(roots: &[RootGrant]) -> Opened {
             builder
                 .preopened_dir(&root.dir, format!("/{}", root.name), perms)
                 .map(drop)
-                .map_err(|e| {
-                    format!(
-                        "root {} ({}) is not available: {e}",
-                        root.name,
-                        root.dir.display()
-                    )
+                .map_err(|e| PreopenError {
+                    name: root.name.clone(),
+                    dir: root.dir.clone(),
+                    reason: Arc::new(e),
                 })
         })
         .map(|()| builder.build().filesystem().clone());
@@ -150,7 +163,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("later");
         let preopens = Preopens::new(&[grant("data", &dir)]);
-        let err = preopens.filesystem().err().unwrap();
+        let err = preopens.filesystem().err().unwrap().to_string();
         assert!(
             err.starts_with(&format!("root data ({}) is not available: ", dir.display())),
             "{err}"
