@@ -24,7 +24,8 @@ use wasmtime::component::types::Type;
 
 use crate::component::argument_error::{ArgumentError, short_json};
 use crate::component::docs::{ArgDocs, FuncDocs};
-use crate::component::pattern::{PATTERN_RULE, Pattern};
+use crate::component::pattern::Pattern;
+use crate::component::refinement_error::RefinementError;
 use crate::component::schema::{integer_bounds, json_name};
 use crate::policy::{ArgPolicy, toml_key};
 
@@ -34,20 +35,20 @@ use crate::policy::{ArgPolicy, toml_key};
 /// ([`PolicyOrigin::key_at`](crate::policy::PolicyOrigin::key_at)).
 ///
 /// # Errors
-/// One line naming the key, its value and what is wrong: an argument the function does not
-/// have (with the ones it has), two keys for one argument, `minimum` or `maximum` on an
-/// argument that is not a number, outside an integer type's range, or beyond the other bound
-/// (the policy's or the WIT doc comment's), `enum` on an argument that is neither a string nor
-/// a WIT `enum`, empty, with a value twice or with a value that is not one of the enum's
-/// cases, `pattern` on an argument that is not a string, beside `enum`, or not
-/// [`PATTERN_RULE`].
+/// [`RefinementError`], one line naming the key, its value and what is wrong: an argument
+/// the function does not have (with the ones it has), two keys for one argument, `minimum`
+/// or `maximum` on an argument that is not a number, outside an integer type's range, or
+/// beyond the other bound (the policy's or the WIT doc comment's), `enum` on an argument
+/// that is neither a string nor a WIT `enum`, empty, with a value twice or with a value that
+/// is not one of the enum's cases, `pattern` on an argument that is not a string, beside
+/// `enum`, or not [`PATTERN_RULE`](crate::component::pattern::PATTERN_RULE).
 pub fn refine(
     fields: &[(String, Type)],
     docs: &mut FuncDocs,
     function: &str,
     args: &BTreeMap<String, ArgPolicy>,
     key_at: &dyn Fn(&str) -> String,
-) -> Result<(), String> {
+) -> Result<(), RefinementError> {
     let mut seen: HashMap<&str, &str> = HashMap::new();
     for (key, arg) in args {
         let path = format!("functions.{}.args.{}", toml_key(function), toml_key(key));
@@ -56,24 +57,18 @@ pub fn refine(
             .iter()
             .find(|(n, _)| n == key || json_name(n) == *key)
         else {
-            let names: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
-            let names = if names.is_empty() {
-                "none".to_string()
-            } else {
-                names.join(", ")
-            };
-            return Err(format!(
-                "{} names no argument of the function; its arguments are: {names}",
-                key_at(&path)
-            ));
+            return Err(RefinementError::NoArgument {
+                at: key_at(&path),
+                arguments: fields.iter().map(|(n, _)| n.clone()).collect(),
+            });
         };
         if let Some(first) = seen.insert(wit, key) {
             let first = format!("functions.{}.args.{}", toml_key(function), toml_key(first));
-            return Err(format!(
-                "{} and {} name one argument, {wit}: keep one",
-                key_at(&first),
-                key_at(&path)
-            ));
+            return Err(RefinementError::TwoKeys {
+                first: key_at(&first),
+                second: key_at(&path),
+                name: wit.clone(),
+            });
         }
         let mut inner = ty.clone();
         while let Type::Option(o) = inner {
@@ -93,7 +88,7 @@ fn check(
     arg: &ArgPolicy,
     docs: Option<&ArgDocs>,
     at: &dyn Fn(&str) -> String,
-) -> Result<ArgDocs, String> {
+) -> Result<ArgDocs, RefinementError> {
     let is = type_name(ty);
     for (key, bound) in [("minimum", &arg.minimum), ("maximum", &arg.maximum)] {
         let Some(n) = bound else { continue };
@@ -102,80 +97,86 @@ fn check(
             int => match integer_bounds(int) {
                 Some((min, max)) => {
                     if !as_i128(n).is_some_and(|i| (min..=max).contains(&i)) {
-                        return Err(format!(
-                            "{} is {n}, but {name} is {is}: it must be an integer from {min} to {max}",
-                            at(key)
-                        ));
+                        return Err(RefinementError::OutOfRange {
+                            at: at(key),
+                            value: n.clone(),
+                            name: name.to_string(),
+                            is,
+                            min,
+                            max,
+                        });
                     }
                 }
                 None => {
-                    return Err(format!(
-                        "{} is {n}, but {name} is {is}: minimum and maximum are for integer and float arguments",
-                        at(key)
-                    ));
+                    return Err(RefinementError::BoundNotNumber {
+                        at: at(key),
+                        value: n.clone(),
+                        name: name.to_string(),
+                        is,
+                    });
                 }
             },
         }
     }
     if let Some(values) = &arg.one_of {
-        let shown = serde_json::to_string(values).unwrap_or_default();
         match ty {
             Type::String => {}
             Type::Enum(e) => {
                 let cases: Vec<&str> = e.names().collect();
                 if let Some(v) = values.iter().find(|v| !cases.contains(&v.as_str())) {
-                    return Err(format!(
-                        "{} lists {v:?}, which is not a case of {name}: it must list cases of its enum ({})",
-                        at("enum"),
-                        cases.join(", ")
-                    ));
+                    return Err(RefinementError::NotACase {
+                        at: at("enum"),
+                        value: v.clone(),
+                        name: name.to_string(),
+                        cases: cases.iter().map(ToString::to_string).collect(),
+                    });
                 }
             }
             _ => {
-                return Err(format!(
-                    "{} is {shown}, but {name} is {is}: enum is for string and enum arguments",
-                    at("enum")
-                ));
+                return Err(RefinementError::EnumNotString {
+                    at: at("enum"),
+                    shown: serde_json::to_string(values).unwrap_or_default(),
+                    name: name.to_string(),
+                    is,
+                });
             }
         }
         if values.is_empty() {
-            return Err(format!(
-                "{} is empty: it must list at least one value",
-                at("enum")
-            ));
+            return Err(RefinementError::EnumEmpty { at: at("enum") });
         }
         if let Some((i, v)) = values
             .iter()
             .enumerate()
             .find(|(i, v)| values[..*i].contains(v))
         {
-            return Err(format!(
-                "{} lists {v:?} twice (items {} and {}): it must list each value once",
-                at("enum"),
-                values[..i].iter().position(|x| x == v).unwrap_or(0) + 1,
-                i + 1
-            ));
+            return Err(RefinementError::EnumTwice {
+                at: at("enum"),
+                value: v.clone(),
+                first: values[..i].iter().position(|x| x == v).unwrap_or(0) + 1,
+                second: i + 1,
+            });
         }
     }
     let pattern = match &arg.pattern {
         None => None,
         Some(p) if !matches!(ty, Type::String) => {
-            return Err(format!(
-                "{} is {p:?}, but {name} is {is}: pattern is for string arguments",
-                at("pattern")
-            ));
+            return Err(RefinementError::PatternNotString {
+                at: at("pattern"),
+                pattern: p.clone(),
+                name: name.to_string(),
+                is,
+            });
         }
         Some(p) if arg.one_of.is_some() => {
-            return Err(format!(
-                "{} is {p:?} beside an enum: leave it out, the enum lists every value allowed",
-                at("pattern")
-            ));
+            return Err(RefinementError::PatternBesideEnum {
+                at: at("pattern"),
+                pattern: p.clone(),
+            });
         }
-        Some(p) => Some(Pattern::new(p).map_err(|why| {
-            format!(
-                "{} is {p:?}, which is not {PATTERN_RULE}: {why}",
-                at("pattern")
-            )
+        Some(p) => Some(Pattern::new(p).map_err(|why| RefinementError::Pattern {
+            at: at("pattern"),
+            pattern: p.clone(),
+            why,
         })?),
     };
     let mut merged = docs.cloned().unwrap_or_default();
@@ -199,15 +200,19 @@ fn check(
         && compare(min, max) == Ordering::Greater
     {
         return Err(if arg.minimum.is_some() {
-            format!(
-                "{} is {min}, above the maximum of {name}, {max}: it must be at most {max}",
-                at("minimum")
-            )
+            RefinementError::MinimumAboveMaximum {
+                at: at("minimum"),
+                min: min.clone(),
+                name: name.to_string(),
+                max: max.clone(),
+            }
         } else {
-            format!(
-                "{} is {max}, below the minimum of {name}, {min}: it must be at least {min}",
-                at("maximum")
-            )
+            RefinementError::MaximumBelowMinimum {
+                at: at("maximum"),
+                max: max.clone(),
+                name: name.to_string(),
+                min: min.clone(),
+            }
         });
     }
     Ok(merged)

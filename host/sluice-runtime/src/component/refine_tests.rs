@@ -48,7 +48,9 @@ fn key_at(key: &str) -> String {
 fn refined(arg: &str, policy: ArgPolicy, docs: FuncDocs) -> Result<FuncDocs, String> {
     let mut docs = docs;
     let args = BTreeMap::from([(arg.to_string(), policy)]);
-    refine(&fields(), &mut docs, "count", &args, &key_at).map(|()| docs)
+    refine(&fields(), &mut docs, "count", &args, &key_at)
+        .map(|()| docs)
+        .map_err(|e| e.to_string())
 }
 
 fn n(v: Value) -> Option<serde_json::Number> {
@@ -226,7 +228,9 @@ fn two_keys_for_one_argument_are_refused() {
         ("startLine".to_string(), ArgPolicy::default()),
     ]);
     assert_eq!(
-        refine(&fields(), &mut docs, "count", &args, &key_at).unwrap_err(),
+        refine(&fields(), &mut docs, "count", &args, &key_at)
+            .unwrap_err()
+            .to_string(),
         "functions.count.args.start-line in /d/wc.toml and functions.count.args.startLine in /d/wc.toml name one argument, start-line: keep one"
     );
 }

@@ -268,7 +268,8 @@ impl Reflect<'_> {
                 Some(origin) => origin.key_at(k),
                 None => k.to_string(),
             };
-            refine(shape.fields(), &mut docs, key, &f.args, &key_at).map_err(fail)?;
+            refine(shape.fields(), &mut docs, key, &f.args, &key_at)
+                .map_err(|e| fail(e.to_string()))?;
         }
         let input_schema =
             object_schema(shape.fields(), Some(&docs)).map_err(|Unsupported(t)| {

@@ -48,11 +48,13 @@ use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 use crate::address::special_range;
 use crate::host::http::credentials::compressed;
 use crate::host::http::limited::LimitedBody;
+use crate::host::http::refusal::HttpRefusal;
 use crate::host::open_requests::OpenRequests;
 use crate::policy::{HttpGrant, HttpHost};
 
 pub(crate) mod credentials;
 mod limited;
+pub mod refusal;
 mod scrubbed;
 
 pub(crate) use credentials::Credentials;
@@ -215,10 +217,10 @@ struct Target {
     tls: bool,
 }
 
-/// Why a request was not sent: refused by the policy (a message for the tool error) or
-/// failed (a `wasi:http` error for the guest).
+/// Why a request was not sent: refused by the policy (the tool error's message) or failed
+/// (a `wasi:http` error for the guest).
 enum NotSent {
-    Refused(String),
+    Refused(HttpRefusal),
     Failed(Error),
 }
 
@@ -239,27 +241,30 @@ struct Allowed {
 }
 
 /// Checks a request to `host` (as in the URI: brackets around IPv6) port `port` against
-/// `grant`'s methods and hosts; the refusal's message when it is not allowed.
+/// `grant`'s methods and hosts; the refusal when it is not allowed.
 fn allowed(
     grant: &HttpGrant,
     method: &str,
     host: &str,
     port: u16,
     tls: bool,
-) -> Result<Allowed, String> {
+) -> Result<Allowed, HttpRefusal> {
     let authority = format!("{host}:{port}");
     if !grant.methods.is_empty() && !grant.methods.iter().any(|m| m == method) {
-        return Err(format!(
-            "the tool's {method} request to {authority} was refused: its policy allows only {} (policy key http_methods)",
-            grant.methods.join(", ")
-        ));
+        return Err(HttpRefusal::Method {
+            method: method.to_string(),
+            authority,
+            methods: grant.methods.clone(),
+        });
     }
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     let literal: Option<IpAddr> = bare.parse().ok();
     if literal.is_none() && is_other_ipv4_form(bare) {
-        return Err(format!(
-            "the tool's {method} request to {authority} was refused: the host {bare} is an IPv4 address written in another form than four decimal numbers a.b.c.d, which the policy does not match (write the address as a.b.c.d, and list it in the policy key http)"
-        ));
+        return Err(HttpRefusal::OtherIpv4Form {
+            method: method.to_string(),
+            authority,
+            host: bare.to_string(),
+        });
     }
     // A trailing dot (a fully qualified name) names the same host.
     let name = bare.strip_suffix('.').unwrap_or(bare).to_ascii_lowercase();
@@ -278,12 +283,6 @@ fn allowed(
         .filter(host_matches)
         .any(|a| a.port.unwrap_or(default_port) == port);
     if !listed {
-        let allowed = if grant.allow.is_empty() {
-            "it grants no host".to_string()
-        } else {
-            let list: Vec<String> = grant.allow.iter().map(ToString::to_string).collect();
-            format!("it allows {}", list.join(", "))
-        };
         // The note on ports applies where an entry without a port names this host.
         let portless_same_host = port != default_port
             && grant
@@ -291,17 +290,13 @@ fn allowed(
                 .iter()
                 .filter(host_matches)
                 .any(|a| a.port.is_none());
-        let note = if portless_same_host {
-            format!(
-                "; an entry without a port allows port {default_port} only for {}",
-                if tls { "https" } else { "http" }
-            )
-        } else {
-            String::new()
-        };
-        return Err(format!(
-            "the tool's {method} request to {authority} was refused: {authority} is not in its policy key http ({allowed}{note})"
-        ));
+        return Err(HttpRefusal::NotListed {
+            method: method.to_string(),
+            authority,
+            allows: grant.allow.clone(),
+            portless: portless_same_host
+                .then_some((default_port, if tls { "https" } else { "http" })),
+        });
     }
     Ok(Allowed {
         bare: bare.to_string(),
@@ -344,9 +339,13 @@ async fn target(
             .iter()
             .find_map(|a| special_range(a.ip()).map(|r| (a.ip(), r)))
     {
-        return Err(NotSent::Refused(format!(
-            "the tool's {method} request to {authority} was refused: {name} resolves to {bad}, in {range}, an address that is not globally reachable, which a host name may reach only with http_private = true in its policy (or list the address itself in http)"
-        )));
+        return Err(NotSent::Refused(HttpRefusal::NotGlobal {
+            method: method.to_string(),
+            authority,
+            name,
+            address: bad,
+            range,
+        }));
     }
     Ok(Target {
         addrs,
@@ -435,19 +434,20 @@ impl WasiHttpHooks for HttpHooks {
             if host.is_empty() {
                 return Err(fail(Error::HttpRequestUriInvalid));
             }
-            let refuse = |message: String| {
+            let refuse = |why: HttpRefusal| {
                 record(&log, index, |l, i| {
                     l.requests[i].error = Some("refused by the policy".into());
                     l.requests[i].denied = true;
-                    l.refuse(message, HTTP_DENIED_KIND);
+                    l.refuse(why.to_string(), HTTP_DENIED_KIND);
                 });
                 Error::HttpRequestDenied
             };
             // Userinfo would go out in the Host header; it is refused and never echoed.
             if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
-                return Err(refuse(format!(
-                    "the tool's {method} request to {host}:{port} was refused: credentials in the URL are not sent; use an Authorization header"
-                )));
+                return Err(refuse(HttpRefusal::Userinfo {
+                    method,
+                    authority: format!("{host}:{port}"),
+                }));
             }
             let allowed = allowed(&grant, &method, &host, port, tls).map_err(refuse)?;
             record(&log, index, |l, i| l.requests[i].listed = true);
@@ -489,7 +489,7 @@ impl WasiHttpHooks for HttpHooks {
             {
                 Err(_) => return Err(fail(Error::DnsTimeout)),
                 Ok(Err(NotSent::Failed(e))) => return Err(fail(e)),
-                Ok(Err(NotSent::Refused(message))) => return Err(refuse(message)),
+                Ok(Err(NotSent::Refused(why))) => return Err(refuse(why)),
                 Ok(Ok(t)) => t,
             };
             let credential = credentials
@@ -547,9 +547,10 @@ impl WasiHttpHooks for HttpHooks {
             if credential.is_some()
                 && let Some(coding) = compressed(response.headers())
             {
-                return Err(refuse(format!(
-                    "the response to the tool's {request_line} request was refused: it is compressed (content-encoding: {coding}) although the host asked for none, and the host must read a response to a request carrying a credential (policy key http_credentials) to withhold the credential from it"
-                )));
+                return Err(refuse(HttpRefusal::Compressed {
+                    request: request_line,
+                    coding,
+                }));
             }
             let response = scrubbed::deliver(response, &credentials, request_line, |incoming| {
                 LimitedBody::new(incoming, limit, log.clone(), index)

@@ -18,6 +18,35 @@ use std::sync::{Arc, Mutex, PoisonError};
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, StatusCode, Uri};
 
+use crate::host::http::refusal::HttpRefusal;
+
+/// Why a recording cannot be ([`HttpRecording::new`]): the field that is wrong, and how.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecordingError {
+    /// The method is not an HTTP token.
+    #[error("`method` {0:?} is not an HTTP method")]
+    Method(String),
+    /// The URL is not absolute `http://` or `https://` with a host.
+    #[error("`url` {0:?} is not an absolute http:// or https:// URL")]
+    NotUrl(String),
+    /// The URL has a fragment, which a request never sends.
+    #[error("`url` {0:?} has a fragment (#…), which is never sent: leave it out")]
+    Fragment(String),
+    /// The URL has credentials (`user:pw@`), which the host never sends.
+    #[error("`url` {0:?} has credentials, which the host never sends")]
+    Credentials(String),
+    /// The status is not from 200 to 599.
+    #[error("`status` {0} is not from 200 to 599")]
+    Status(i64),
+    /// A header name HTTP does not allow.
+    #[error("`headers`: {0:?} is not a header name")]
+    HeaderName(String),
+    /// A header value HTTP does not allow (of the header named).
+    #[error("`headers`: the value of {0:?} is not a header value")]
+    HeaderValue(String),
+}
+
 /// One recorded exchange: the request it answers (method and URL) and the response.
 #[derive(Clone, PartialEq, Eq)]
 pub struct HttpRecording {
@@ -53,50 +82,45 @@ impl HttpRecording {
     /// `https://a.example/x`), an empty path written `/`.
     ///
     /// # Errors
-    /// Why the recording cannot be, naming the field: `` `method` "G T" is not an HTTP
-    /// method``, `` `url` "…" is not an absolute http:// or https:// URL ``, a URL with
-    /// credentials or a fragment, `` `status` 700 is not from 200 to 599``, a header name or
-    /// value HTTP does not allow.
+    /// [`RecordingError`], naming the field: `` `method` "G T" is not an HTTP method``,
+    /// `` `url` "…" is not an absolute http:// or https:// URL ``, a URL with credentials or
+    /// a fragment, `` `status` 700 is not from 200 to 599``, a header name or value HTTP
+    /// does not allow.
     pub fn new(
         method: &str,
         url: &str,
         status: i64,
         headers: &[(String, String)],
         body: Vec<u8>,
-    ) -> Result<HttpRecording, String> {
+    ) -> Result<HttpRecording, RecordingError> {
         let method = method.to_ascii_uppercase();
         if http::Method::from_bytes(method.as_bytes()).is_err() {
-            return Err(format!("`method` {method:?} is not an HTTP method"));
+            return Err(RecordingError::Method(method));
         }
-        let not_url = || format!("`url` {url:?} is not an absolute http:// or https:// URL");
+        let not_url = || RecordingError::NotUrl(url.to_string());
         if url.contains('#') {
-            return Err(format!(
-                "`url` {url:?} has a fragment (#…), which is never sent: leave it out"
-            ));
+            return Err(RecordingError::Fragment(url.to_string()));
         }
         let uri: Uri = url.parse().map_err(|_| not_url())?;
         if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
-            return Err(format!(
-                "`url` {url:?} has credentials, which the host never sends"
-            ));
+            return Err(RecordingError::Credentials(url.to_string()));
         }
         let url = normal_url(&uri).ok_or_else(not_url)?;
         let status = u16::try_from(status)
             .ok()
             .filter(|s| (200..=599).contains(s))
             .and_then(|s| StatusCode::from_u16(s).ok())
-            .ok_or_else(|| format!("`status` {status} is not from 200 to 599"))?;
+            .ok_or(RecordingError::Status(status))?;
         let headers = headers
             .iter()
             .map(|(name, value)| {
                 let n = HeaderName::from_bytes(name.as_bytes())
-                    .map_err(|_| format!("`headers`: {name:?} is not a header name"))?;
-                let v = HeaderValue::from_str(value).map_err(|_| {
-                    format!("`headers`: the value of {name:?} is not a header value")
-                })?;
+                    .map_err(|_| RecordingError::HeaderName(name.clone()))?;
+                let v = HeaderValue::from_str(value)
+                    .map_err(|_| RecordingError::HeaderValue(name.clone()))?;
                 Ok((n, v))
             })
-            .collect::<Result<_, String>>()?;
+            .collect::<Result<_, RecordingError>>()?;
         Ok(HttpRecording {
             method,
             url,
@@ -218,11 +242,11 @@ impl HttpRecordings {
         self.set.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The recording of `method` to `uri`, or the message of the refusal: `the tool's GET
-    /// request to https://a.example/x was refused: no recording in [[http]] of tests.toml
-    /// matches it (it records GET https://a.example/y, …); under recordings the host sends
-    /// no request to the network`.
-    pub(crate) fn answer(&self, method: &str, uri: &Uri) -> Result<HttpRecording, String> {
+    /// The recording of `method` to `uri`, or the refusal
+    /// ([`HttpRefusal::NotRecorded`]): `the tool's GET request to https://a.example/x was
+    /// refused: no recording in [[http]] of tests.toml matches it (it records GET
+    /// https://a.example/y, …); under recordings the host sends no request to the network`.
+    pub(crate) fn answer(&self, method: &str, uri: &Uri) -> Result<HttpRecording, HttpRefusal> {
         let url = normal_url(uri).unwrap_or_else(|| uri.to_string());
         let set = self.lock();
         if let Some(r) = set
@@ -232,20 +256,16 @@ impl HttpRecordings {
         {
             return Ok(r.clone());
         }
-        let recorded = if set.recordings.is_empty() {
-            "it records no request".to_string()
-        } else {
-            let list: Vec<String> = set
+        Err(HttpRefusal::NotRecorded {
+            method: method.to_string(),
+            url,
+            origin: set.origin.clone(),
+            recorded: set
                 .recordings
                 .iter()
                 .map(|r| format!("{} {}", r.method, r.url))
-                .collect();
-            format!("it records {}", list.join(", "))
-        };
-        Err(format!(
-            "the tool's {method} request to {url} was refused: no recording in {} matches it ({recorded}); under recordings the host sends no request to the network",
-            set.origin
-        ))
+                .collect(),
+        })
     }
 }
 
@@ -256,7 +276,9 @@ mod tests {
     #[test]
     fn a_recording_keeps_its_url_in_normal_form_and_refuses_what_http_does_not_allow() {
         let r = |method: &str, url: &str, status: i64| {
-            HttpRecording::new(method, url, status, &[], Vec::new()).map(|r| r.url().to_string())
+            HttpRecording::new(method, url, status, &[], Vec::new())
+                .map(|r| r.url().to_string())
+                .map_err(|e| e.to_string())
         };
         assert_eq!(
             r("get", "HTTPS://API.Example.com:443/v1?q=1", 200).unwrap(),
@@ -298,7 +320,7 @@ mod tests {
             Vec::new(),
         );
         assert_eq!(
-            bad_header.unwrap_err(),
+            bad_header.unwrap_err().to_string(),
             "`headers`: \"content type\" is not a header name"
         );
     }
@@ -323,14 +345,14 @@ mod tests {
         assert_eq!(response.headers()["content-type"], "application/json");
         assert_eq!(response.body().as_ref(), b"{\"sky\":\"clear\"}");
         assert_eq!(
-            handle.answer("POST", &uri).unwrap_err(),
+            handle.answer("POST", &uri).unwrap_err().to_string(),
             "the tool's POST request to https://api.example.com/weather?city=paris was refused: no recording in [[http]] of tests.toml matches it (it records GET https://api.example.com/weather?city=paris); under recordings the host sends no request to the network"
         );
         // A clone sees what replaces the set.
         let clone = handle.clone();
         handle.replace(Vec::new(), "the `http` of case `offline`");
         assert_eq!(
-            clone.answer("GET", &uri).unwrap_err(),
+            clone.answer("GET", &uri).unwrap_err().to_string(),
             "the tool's GET request to https://api.example.com/weather?city=paris was refused: no recording in the `http` of case `offline` matches it (it records no request); under recordings the host sends no request to the network"
         );
         assert_eq!(clone, handle);

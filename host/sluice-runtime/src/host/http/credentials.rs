@@ -32,6 +32,7 @@ use std::sync::Arc;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use wasmtime_wasi_http::Error;
 
+use crate::host::http::refusal::HttpRefusal;
 use crate::policy::{HttpAllow, HttpCredential, HttpHost};
 use crate::secrets::{Secret, SecretError, Secrets, forms, withheld_marker};
 
@@ -157,13 +158,13 @@ impl Credentials {
     /// name returned.
     ///
     /// # Errors
-    /// The refusal's message for a plain-`http` request to an address that is not loopback
-    /// (`addrs`, the checked addresses it goes to).
+    /// [`HttpRefusal::CredentialInClear`] for a plain-`http` request to an address that is
+    /// not loopback (`addrs`, the checked addresses it goes to).
     pub(crate) fn attach(
         &self,
         request: Request<'_>,
         headers: &mut HeaderMap,
-    ) -> Result<Option<String>, String> {
+    ) -> Result<Option<String>, HttpRefusal> {
         let Request {
             method,
             authority,
@@ -177,10 +178,11 @@ impl Credentials {
             return Ok(None);
         };
         if !tls && !addrs.iter().all(|a| a.ip().is_loopback()) {
-            return Err(format!(
-                "the tool's {method} request to {authority} was refused: its policy attaches a credential to {} (policy key http_credentials), which is sent over https only, or over plain http to a loopback address",
-                c.entry
-            ));
+            return Err(HttpRefusal::CredentialInClear {
+                method: method.to_string(),
+                authority: authority.to_string(),
+                entry: c.entry.clone(),
+            });
         }
         headers.insert(c.header.clone(), c.value.clone());
         headers.insert(
@@ -485,8 +487,8 @@ mod tests {
             &mut headers,
         );
         assert_eq!(
-            got,
-            Err("the tool's GET request to 127.0.0.1:8080 was refused: its policy attaches a credential to 127.0.0.1:8080 (policy key http_credentials), which is sent over https only, or over plain http to a loopback address".to_string())
+            got.unwrap_err().to_string(),
+            "the tool's GET request to 127.0.0.1:8080 was refused: its policy attaches a credential to 127.0.0.1:8080 (policy key http_credentials), which is sent over https only, or over plain http to a loopback address"
         );
         assert!(headers.is_empty());
     }
