@@ -177,7 +177,7 @@ impl TestPlan {
         let base = std::path::absolute(base).map_err(|e| plan(e.to_string()))?;
         let caps = match &file.caps {
             None => DEFAULT_CAPS.to_vec(),
-            Some(caps) => valid_caps(caps).map_err(plan)?,
+            Some(caps) => valid_caps(caps).map_err(|e| plan(e.to_string()))?,
         };
         let config = match file.config {
             Some(c) => Some(base.join(c)),
@@ -210,8 +210,8 @@ impl TestPlan {
             || path.display().to_string(),
             |f| f.to_string_lossy().into(),
         );
-        let recordings =
-            PlanRecordings::read(&file_name, &base, &file.http, &file.case).map_err(plan)?;
+        let recordings = PlanRecordings::read(&file_name, &base, &file.http, &file.case)
+            .map_err(|e| plan(e.to_string()))?;
         Ok(TestPlan {
             recordings,
             config,
@@ -244,17 +244,28 @@ impl TestPlan {
     }
 }
 
+/// Why a plan's (or a case's) `caps` are not valid ([`TestsError::Plan`] says so).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+enum CapsError {
+    /// `caps` lists none.
+    #[error("`caps` is empty")]
+    Empty,
+    /// A cap is not from 1,024 to 1,048,576.
+    #[error("cap {0} is not from 1024 to 1048576")]
+    OutOfRange(i64),
+}
+
 /// `caps` checked: not empty, each from 1,024 to 1,048,576.
-fn valid_caps(caps: &[i64]) -> Result<Vec<u32>, String> {
+fn valid_caps(caps: &[i64]) -> Result<Vec<u32>, CapsError> {
     if caps.is_empty() {
-        return Err("`caps` is empty".into());
+        return Err(CapsError::Empty);
     }
     caps.iter()
         .map(|&c| {
             u32::try_from(c)
                 .ok()
                 .filter(|c| (1024..=1_048_576).contains(c))
-                .ok_or_else(|| format!("cap {c} is not from 1024 to 1048576"))
+                .ok_or(CapsError::OutOfRange(c))
         })
         .collect()
 }

@@ -24,7 +24,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Deserialize;
-use sluice_runtime::host::http_recorded::{HttpRecording, HttpRecordings};
+use sluice_operator_files::RegularFileError;
+use sluice_runtime::host::http_recorded::{HttpRecording, HttpRecordings, RecordingError};
 
 use crate::cases::Case;
 
@@ -62,22 +63,85 @@ fn ok() -> i64 {
     200
 }
 
+/// Why an `[[http]]` table (or an entry of a case's `http`) makes no recording
+/// ([`HttpTable::recording`]), naming the key.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HttpTableError {
+    /// Both `body` and `body_file`.
+    #[error("it has both `body` and `body_file`: give one")]
+    BothBodies,
+    /// The `body_file` cannot be read.
+    #[error("`body_file` {file:?} cannot be read: {reason}")]
+    BodyFile {
+        /// The file, as written.
+        file: String,
+        /// Why. Not the `source`: its text is in the message.
+        reason: RegularFileError,
+    },
+    /// What [`HttpRecording::new`] refuses (`method`, `url`, `status`, `headers`).
+    #[error(transparent)]
+    Recording(RecordingError),
+}
+
+/// Why a plan's recordings cannot be read ([`PlanRecordings::read`]): the first table that
+/// is wrong, named (`[[http]] #2`, `` case `NAME`: http #1 ``).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum RecordingsError {
+    /// A table makes no recording.
+    #[error("{key} #{number}: {reason}")]
+    Table {
+        /// What the tables are called: `[[http]]`, or `http` for a case's.
+        key: &'static str,
+        /// The table's number, from 1.
+        number: usize,
+        /// Why. Not the `source`: its text is in the message.
+        reason: HttpTableError,
+    },
+    /// Two tables record the same method and URL.
+    #[error("{key} #{first} and #{second} both record {method} {url}")]
+    Twice {
+        /// What the tables are called: `[[http]]`, or `http` for a case's.
+        key: &'static str,
+        /// The first table's number, from 1.
+        first: usize,
+        /// The second's.
+        second: usize,
+        /// The method they record.
+        method: String,
+        /// The URL, in normal form.
+        url: String,
+    },
+    /// A case's `http` is not valid.
+    #[error("case `{case}`: {reason}")]
+    Case {
+        /// The case's name.
+        case: String,
+        /// Why (a [`RecordingsError::Table`] or [`RecordingsError::Twice`]). Not the
+        /// `source`: its text is in the message.
+        reason: Box<RecordingsError>,
+    },
+}
+
 impl HttpTable {
     /// The recording this table makes, its `body_file` read relative to `base`.
     ///
     /// # Errors
-    /// What is wrong, naming the key: both `body` and `body_file`, a `body_file` that cannot
-    /// be read, or what [`HttpRecording::new`] refuses (`method`, `url`, `status`,
+    /// [`HttpTableError`], naming the key: both `body` and `body_file`, a `body_file` that
+    /// cannot be read, or what [`HttpRecording::new`] refuses (`method`, `url`, `status`,
     /// `headers`).
-    pub fn recording(&self, base: &Path) -> Result<HttpRecording, String> {
+    pub fn recording(&self, base: &Path) -> Result<HttpRecording, HttpTableError> {
         let body = match (&self.body, &self.body_file) {
-            (Some(_), Some(_)) => {
-                return Err("it has both `body` and `body_file`: give one".into());
-            }
+            (Some(_), Some(_)) => return Err(HttpTableError::BothBodies),
             (Some(text), None) => text.clone().into_bytes(),
             (None, Some(file)) => {
-                sluice_operator_files::read_regular(&base.join(file), MAX_BODY_FILE_BYTES)
-                    .map_err(|e| format!("`body_file` {file:?} cannot be read: {e}"))?
+                sluice_operator_files::read_regular(&base.join(file), MAX_BODY_FILE_BYTES).map_err(
+                    |reason| HttpTableError::BodyFile {
+                        file: file.clone(),
+                        reason,
+                    },
+                )?
             }
             (None, None) => Vec::new(),
         };
@@ -87,6 +151,7 @@ impl HttpTable {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         HttpRecording::new(&self.method, &self.url, self.status, &headers, body)
+            .map_err(HttpTableError::Recording)
     }
 }
 
@@ -109,15 +174,15 @@ impl PlanRecordings {
     /// `cases`; `None` when neither has any (`[[http]]` or a case's `http`).
     ///
     /// # Errors
-    /// What is wrong with the first table that is wrong, naming it: `[[http]] #2: …` or
-    /// `case `NAME`: http #1: …` (see [`HttpTable::recording`]), or two tables recording
-    /// the same method and URL.
+    /// [`RecordingsError`], what is wrong with the first table that is wrong, naming it:
+    /// `[[http]] #2: …` or `case `NAME`: http #1: …` (see [`HttpTable::recording`]), or two
+    /// tables recording the same method and URL.
     pub(crate) fn read(
         file: &str,
         base: &Path,
         tables: &[HttpTable],
         cases: &[Case],
-    ) -> Result<Option<PlanRecordings>, String> {
+    ) -> Result<Option<PlanRecordings>, RecordingsError> {
         if tables.is_empty() && cases.iter().all(|c| c.http.is_none()) {
             return Ok(None);
         }
@@ -125,8 +190,10 @@ impl PlanRecordings {
         let mut by_case = BTreeMap::new();
         for case in cases {
             if let Some(tables) = &case.http {
-                let own = recordings(base, tables, "http")
-                    .map_err(|e| format!("case `{}`: {e}", case.name))?;
+                let own = recordings(base, tables, "http").map_err(|e| RecordingsError::Case {
+                    case: case.name.clone(),
+                    reason: Box::new(e),
+                })?;
                 by_case.insert(case.name.clone(), own);
             }
         }
@@ -160,23 +227,31 @@ impl PlanRecordings {
 
 /// The recordings of `tables` (called `key` in messages: `[[http]] #2`), none recording the
 /// method and URL of another.
-fn recordings(base: &Path, tables: &[HttpTable], key: &str) -> Result<Vec<HttpRecording>, String> {
+fn recordings(
+    base: &Path,
+    tables: &[HttpTable],
+    key: &'static str,
+) -> Result<Vec<HttpRecording>, RecordingsError> {
     let mut made: Vec<HttpRecording> = Vec::new();
     for (i, table) in tables.iter().enumerate() {
         let r = table
             .recording(base)
-            .map_err(|e| format!("{key} #{}: {e}", i + 1))?;
+            .map_err(|reason| RecordingsError::Table {
+                key,
+                number: i + 1,
+                reason,
+            })?;
         if let Some(j) = made
             .iter()
             .position(|m| m.method() == r.method() && m.url() == r.url())
         {
-            return Err(format!(
-                "{key} #{} and #{} both record {} {}",
-                j + 1,
-                i + 1,
-                r.method(),
-                r.url()
-            ));
+            return Err(RecordingsError::Twice {
+                key,
+                first: j + 1,
+                second: i + 1,
+                method: r.method().to_string(),
+                url: r.url().to_string(),
+            });
         }
         made.push(r);
     }
