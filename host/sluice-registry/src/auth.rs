@@ -3,6 +3,7 @@
 //! else `~/.docker/config.json`, with its credential helpers), else anonymous. Secrets are
 //! never logged: [`Credentials`]'s `Debug` shows only the kind and the user name.
 
+use docker_credential::{CredentialRetrievalError, DockerCredential};
 use oci_client::secrets::RegistryAuth;
 
 /// The variable holding the user name for every registry Sluice pulls from.
@@ -10,6 +11,10 @@ pub const ENV_USERNAME: &str = "SLUICE_REGISTRY_USERNAME";
 
 /// The variable holding the password (or token) that goes with [`ENV_USERNAME`].
 pub const ENV_PASSWORD: &str = "SLUICE_REGISTRY_PASSWORD";
+
+/// How [`Credentials::lookup`] reads the docker config file (with its credential helpers)
+/// for a registry: `docker_credential::get_credential` in production.
+pub type DockerLookup = dyn Fn(&str) -> Result<DockerCredential, CredentialRetrievalError>;
 
 /// How Sluice authenticates to one registry.
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -54,7 +59,7 @@ impl Credentials {
     pub fn lookup(
         registry: &str,
         env: &dyn Fn(&str) -> Option<String>,
-        docker: &dyn Fn(&str) -> Result<docker_credential::DockerCredential, String>,
+        docker: &DockerLookup,
     ) -> Credentials {
         if let (Some(username), Some(password)) = (env(ENV_USERNAME), env(ENV_PASSWORD))
             && !username.is_empty()
@@ -66,21 +71,21 @@ impl Credentials {
             };
         }
         match docker(registry) {
-            Ok(docker_credential::DockerCredential::UsernamePassword(username, password)) => {
-                Credentials::Basic {
-                    username,
-                    password,
-                    origin: "the docker config file",
-                }
-            }
-            Ok(docker_credential::DockerCredential::IdentityToken(_)) => {
+            Ok(DockerCredential::UsernamePassword(username, password)) => Credentials::Basic {
+                username,
+                password,
+                origin: "the docker config file",
+            },
+            Ok(DockerCredential::IdentityToken(_)) => {
                 tracing::warn!(
                     registry,
                     "the docker config file holds an identity token for this registry, which Sluice does not use; pulling anonymously (set SLUICE_REGISTRY_USERNAME and SLUICE_REGISTRY_PASSWORD instead)"
                 );
                 Credentials::Anonymous
             }
-            Err(reason) => {
+            Err(e) => {
+                // Recorded as a string field (quoted in the log line).
+                let reason = e.to_string();
                 tracing::debug!(
                     registry,
                     reason,
@@ -93,9 +98,11 @@ impl Credentials {
 
     /// The credentials of the process: its environment and the docker config file.
     pub fn from_process(registry: &str) -> Credentials {
-        Credentials::lookup(registry, &|k| std::env::var(k).ok(), &|server| {
-            docker_credential::get_credential(server).map_err(|e| e.to_string())
-        })
+        Credentials::lookup(
+            registry,
+            &|k| std::env::var(k).ok(),
+            &docker_credential::get_credential,
+        )
     }
 
     pub(crate) fn to_client(&self) -> RegistryAuth {
@@ -114,9 +121,8 @@ mod tests {
 
     const CONFIG: &str = r#"{"auths":{"registry.example":{"auth":"dXNlcjpzM2NyZXQ="}}}"#;
 
-    fn docker(server: &str) -> Result<docker_credential::DockerCredential, String> {
+    fn docker(server: &str) -> Result<DockerCredential, CredentialRetrievalError> {
         docker_credential::get_credential_from_reader(CONFIG.as_bytes(), server)
-            .map_err(|e| e.to_string())
     }
 
     #[test]

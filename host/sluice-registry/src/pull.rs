@@ -34,8 +34,10 @@ pub(crate) enum Failure {
         body: String,
     },
     /// The registry (or its token service) answered another error status, or the
-    /// connection failed, or the sink refused the bytes.
+    /// connection failed.
     Other(String),
+    /// The sink could not take the bytes (writing them to the cache failed).
+    Sink(std::io::Error),
 }
 
 impl From<reqwest::Error> for Failure {
@@ -108,7 +110,7 @@ impl Http {
         path: &str,
         accept: &str,
         limit: u64,
-        sink: &mut (dyn FnMut(&[u8]) -> Result<(), String> + Send),
+        sink: &mut (dyn FnMut(&[u8]) -> std::io::Result<()> + Send),
     ) -> Result<(), Failure> {
         let url = format!("{}/v2/{}/{path}", self.base, self.repository);
         let work = async {
@@ -281,7 +283,7 @@ impl Http {
 async fn read_bounded(
     mut response: reqwest::Response,
     limit: u64,
-    sink: &mut (dyn FnMut(&[u8]) -> Result<(), String> + Send),
+    sink: &mut (dyn FnMut(&[u8]) -> std::io::Result<()> + Send),
 ) -> Result<(), Failure> {
     if response.content_length().is_some_and(|n| n > limit) {
         return Err(Failure::TooLarge { limit });
@@ -292,7 +294,7 @@ async fn read_bounded(
         if read > limit {
             return Err(Failure::TooLarge { limit });
         }
-        sink(&chunk).map_err(Failure::Other)?;
+        sink(&chunk).map_err(Failure::Sink)?;
     }
     Ok(())
 }

@@ -184,9 +184,7 @@ impl Remote {
                 size,
                 &mut |chunk| {
                     hasher.update(chunk);
-                    staged
-                        .write_all(chunk)
-                        .map_err(|e| format!("writing it to the cache failed: {e}"))
+                    staged.write_all(chunk)
                 },
             )
             .await
@@ -264,6 +262,10 @@ impl Remote {
             Failure::Other(reason) => RegistryError::Fetch {
                 reference,
                 reason: format!("{what}: {reason}"),
+            },
+            Failure::Sink(e) => RegistryError::Fetch {
+                reference,
+                reason: format!("{what}: writing it to the cache failed: {e}"),
             },
         }
     }
