@@ -12,6 +12,11 @@ use std::time::Duration;
 use crate::call::observation::Observation;
 use crate::call::status::{CallStatus, STATUSES, status_name};
 
+/// The target of a call's log line, as docs/telemetry.md#sandbox-facts names it for
+/// `SLUICE_LOG` filters: the facts' module, where the line was written before `report`
+/// moved here.
+const LOG_TARGET: &str = "sluice_runtime::call::facts";
+
 /// Reports a finished call of tool `tool` (`None` for a name no tool has) that took
 /// `elapsed` in all: one log line (at `info` when it made HTTP requests or passed a host
 /// limit, else at `debug`), the `sluice.*` fields of the current span, and the metrics
@@ -51,9 +56,10 @@ pub(crate) fn report(
     let ms = elapsed.as_secs_f64() * 1000.0;
     let outcome = facts.outcome.as_str();
     if facts.http_requests > 0 {
-        tracing::info!(tool = name, status, outcome, bytes, full_bytes = full, ms, http = %facts.http_summary, "tool call");
+        tracing::info!(target: LOG_TARGET, tool = name, status, outcome, bytes, full_bytes = full, ms, http = %facts.http_summary, "tool call");
     } else if outcome == "resource-limit" {
         tracing::info!(
+            target: LOG_TARGET,
             tool = name,
             status,
             outcome,
@@ -63,7 +69,7 @@ pub(crate) fn report(
             "tool call"
         );
     } else {
-        tracing::debug!(tool = name, status, outcome, bytes, full_bytes = full, ms, withheld = ?observation.withheld(), "tool call");
+        tracing::debug!(target: LOG_TARGET, tool = name, status, outcome, bytes, full_bytes = full, ms, withheld = ?observation.withheld(), "tool call");
     }
 
     let metrics = metrics.get_or_init(|| ToolMetrics::new(name));
