@@ -47,7 +47,9 @@ impl Workspace {
         let warm = crate::warm_cache();
         for entry in std::fs::read_dir(&warm).expect("the warm cache") {
             let from = entry.expect("a warm cache entry").path();
-            let to = self.path("cache").join(from.file_name().expect("a file name"));
+            let to = self
+                .path("cache")
+                .join(from.file_name().expect("a file name"));
             std::fs::copy(&from, &to).expect("copy a compiled built-in");
         }
         self
