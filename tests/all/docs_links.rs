@@ -320,11 +320,19 @@ fn symbol_references(text: &str) -> Vec<(String, String)> {
     out
 }
 
-/// True when `source` defines `symbol` (a function, type, trait, constant, static or
-/// module of that name).
+/// True when `source` defines `symbol` (a function, type, trait, constant, static, module
+/// or `macro_rules!` macro of that name).
 fn defines(source: &str, symbol: &str) -> bool {
     [
-        "fn ", "struct ", "enum ", "trait ", "const ", "static ", "type ", "mod ",
+        "fn ",
+        "struct ",
+        "enum ",
+        "trait ",
+        "const ",
+        "static ",
+        "type ",
+        "mod ",
+        "macro_rules! ",
     ]
     .iter()
     .any(|kind| {
