@@ -312,103 +312,94 @@ pub const TELEMETRY_METRICS_LISTEN: Key = Key {
     )
 };
 
+/// An integer key only `sluice.toml` sets ([`FILE_KEYS`]): its name, range, unit and default.
+const fn file_integer(
+    name: &'static str,
+    range: std::ops::RangeInclusive<u64>,
+    unit: &'static str,
+    default: Fallback,
+) -> Key {
+    key(
+        name,
+        Kind::Integer {
+            min: *range.start(),
+            max: *range.end(),
+            unit,
+        },
+        default,
+    )
+}
+
 /// `server.header_read_timeout_ms`: how long a connection may take to send a request head.
-pub const SERVER_HEADER_READ_TIMEOUT_MS: Key = key(
+pub const SERVER_HEADER_READ_TIMEOUT_MS: Key = file_integer(
     "server.header_read_timeout_ms",
-    Kind::Integer {
-        min: 100,
-        max: 600_000,
-        unit: "ms",
-    },
+    100..=600_000,
+    "ms",
     Fallback::Integer(crate::server::DEFAULT_HEADER_READ_TIMEOUT_MS),
 );
 
 /// `server.max_connections`: connections open at once.
-pub const SERVER_MAX_CONNECTIONS: Key = key(
+pub const SERVER_MAX_CONNECTIONS: Key = file_integer(
     "server.max_connections",
-    Kind::Integer {
-        min: 1,
-        max: 1_000_000,
-        unit: "",
-    },
+    1..=1_000_000,
+    "",
     Fallback::Integer(crate::server::DEFAULT_MAX_CONNECTIONS as u64),
 );
 
 /// `server.max_unauthenticated_connections`: connections open at once before a request of
 /// theirs has passed the token check.
-pub const SERVER_MAX_UNAUTHENTICATED_CONNECTIONS: Key = key(
+pub const SERVER_MAX_UNAUTHENTICATED_CONNECTIONS: Key = file_integer(
     "server.max_unauthenticated_connections",
-    Kind::Integer {
-        min: 1,
-        max: 1_000_000,
-        unit: "",
-    },
+    1..=1_000_000,
+    "",
     Fallback::Integer(crate::server::DEFAULT_MAX_UNAUTHENTICATED_CONNECTIONS as u64),
 );
 
 /// `server.max_event_streams`: session event streams open at once.
-pub const SERVER_MAX_EVENT_STREAMS: Key = key(
+pub const SERVER_MAX_EVENT_STREAMS: Key = file_integer(
     "server.max_event_streams",
-    Kind::Integer {
-        min: 1,
-        max: 100_000,
-        unit: "",
-    },
+    1..=100_000,
+    "",
     Fallback::Integer(crate::server::DEFAULT_MAX_EVENT_STREAMS as u64),
 );
 
 /// `server.oauth.leeway_secs`: the clock skew allowed on an access token's times.
-pub const SERVER_OAUTH_LEEWAY_SECS: Key = key(
+pub const SERVER_OAUTH_LEEWAY_SECS: Key = file_integer(
     "server.oauth.leeway_secs",
-    Kind::Integer {
-        min: 0,
-        max: crate::server_oauth::MAX_LEEWAY_SECS,
-        unit: "seconds",
-    },
+    0..=crate::server_oauth::MAX_LEEWAY_SECS,
+    "seconds",
     Fallback::Integer(crate::server_oauth::DEFAULT_LEEWAY_SECS),
 );
 
 /// `cache.max_bytes`: the compiled components the cache keeps.
-pub const CACHE_MAX_BYTES: Key = key(
+pub const CACHE_MAX_BYTES: Key = file_integer(
     crate::cache::KEY_CACHE_MAX_BYTES,
-    Kind::Integer {
-        min: 0,
-        max: crate::cache::MAX_CACHE_BYTES,
-        unit: "bytes",
-    },
+    0..=crate::cache::MAX_CACHE_BYTES,
+    "bytes",
     Fallback::Described("512 MiB, the cache's own"),
 );
 
 /// `registry.max_manifest_bytes`: the largest manifest a fetch reads.
-pub const REGISTRY_MAX_MANIFEST_BYTES: Key = key(
+pub const REGISTRY_MAX_MANIFEST_BYTES: Key = file_integer(
     registry_limits::KEY_MAX_MANIFEST_BYTES,
-    Kind::Integer {
-        min: 1024,
-        max: crate::registry::MAX_MANIFEST_BYTES,
-        unit: "bytes",
-    },
+    1024..=crate::registry::MAX_MANIFEST_BYTES,
+    "bytes",
     Fallback::Integer(registry_limits::DEFAULT_MAX_MANIFEST_BYTES),
 );
 
 /// `registry.max_component_bytes`: the largest component layer a fetch reads.
-pub const REGISTRY_MAX_COMPONENT_BYTES: Key = key(
+pub const REGISTRY_MAX_COMPONENT_BYTES: Key = file_integer(
     registry_limits::KEY_MAX_COMPONENT_BYTES,
-    Kind::Integer {
-        min: 1024,
-        max: crate::registry::MAX_COMPONENT_BYTES,
-        unit: "bytes",
-    },
+    1024..=crate::registry::MAX_COMPONENT_BYTES,
+    "bytes",
     Fallback::Integer(registry_limits::DEFAULT_MAX_COMPONENT_BYTES),
 );
 
 /// `registry.timeout_secs`: every request to a registry, its body included.
-pub const REGISTRY_TIMEOUT_SECS: Key = key(
+pub const REGISTRY_TIMEOUT_SECS: Key = file_integer(
     registry_limits::KEY_TIMEOUT_SECS,
-    Kind::Integer {
-        min: 1,
-        max: crate::registry::MAX_TIMEOUT_SECS,
-        unit: "seconds",
-    },
+    1..=crate::registry::MAX_TIMEOUT_SECS,
+    "seconds",
     Fallback::Integer(registry_limits::DEFAULT_TIMEOUT.as_secs()),
 );
 
