@@ -5,8 +5,7 @@
 //! host's `wasi:http` hooks hold them ([`crate::host::http`]), and the scan withholds them as
 //! well. The `wasi:config/store` they go in is the host's (`host::config_store`).
 
-use std::path::PathBuf;
-
+pub use sluice_grants::SecretSource;
 use sluice_operator_files::{MAX_SECRET_FILE_BYTES, read_regular};
 
 /// The `wasi:config` release the host provides (wasmtime-wasi-config 48).
@@ -43,27 +42,6 @@ impl Secret {
 impl std::fmt::Debug for Secret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Secret(***)")
-    }
-}
-
-/// Where a secret comes from, as a policy names it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SecretSource {
-    /// `{ env = "VAR" }`: the operator's environment variable `VAR`, as it is.
-    Env(String),
-    /// `{ file = "path" }`: the file's contents (UTF-8), read at load, with one trailing
-    /// `\n` (or `\r\n`) removed; the path is already resolved against the policy file. It
-    /// must be a regular file of at most [`MAX_SECRET_FILE_BYTES`] (64 KiB); a FIFO, a device
-    /// or a directory is refused without being read.
-    File(PathBuf),
-}
-
-impl std::fmt::Display for SecretSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SecretSource::Env(var) => write!(f, "environment variable {var}"),
-            SecretSource::File(path) => write!(f, "file {}", path.display()),
-        }
     }
 }
 

@@ -313,7 +313,6 @@ fn http_grant(c: &sluice_config::http::HttpConfig) -> HttpGrant {
         private: c.private,
         max_response_bytes: c.max_response_bytes,
         max_connections: c.max_connections,
-        recordings: None,
         credentials: c
             .credentials
             .iter()

@@ -92,8 +92,9 @@ impl ToolLoader {
         }
     }
 
-    /// This loader, every tool it loads answering its HTTP requests from `recordings`
-    /// in place of the network ([`HttpGrant::recordings`](sluice_runtime::HttpGrant::recordings):
+    /// This loader, every tool it loads answering its HTTP requests from `recordings` in
+    /// place of the network
+    /// ([`ToolPolicy::http_recordings`](sluice_runtime::ToolPolicy::http_recordings):
     /// `sluice test`'s `[[http]]`); the policies' HTTP checks still apply first.
     #[must_use]
     pub fn with_http_recordings(mut self, recordings: HttpRecordings) -> ToolLoader {
@@ -194,8 +195,7 @@ impl ToolLoader {
                     // not loaded now included (docs/keys.md#secret-files).
                     spec.policy.refused_files.clone_from(&secret_files);
                     spec.policy
-                        .http
-                        .recordings
+                        .http_recordings
                         .clone_from(&self.http_recordings);
                     configured.insert(spec.source.describe(), source_of(t));
                     specs.push(spec);

@@ -184,7 +184,12 @@ impl Call {
             descriptors: Vec::new(),
             peak_descriptors: 0,
             http_ctx: WasiHttpCtx::new(),
-            http: HttpHooks::new(self.http.clone(), self.config.credentials.clone(), deadline),
+            http: HttpHooks::new(
+                self.http.clone(),
+                policy.http_recordings.clone(),
+                self.config.credentials.clone(),
+                deadline,
+            ),
             config: self.config.clone(),
             refused: self.refused.clone(),
             tool_caller,

@@ -23,7 +23,8 @@
 //! requests to one host, after steps 1 and 2, and withhold the secrets from every response
 //! and error the guest sees (docs/configuration.md#credentials-the-tool-never-holds).
 //!
-//! Under recordings ([`HttpGrant::recordings`], `sluice test`'s `[[http]]`), a request that
+//! Under recordings ([`ToolPolicy::http_recordings`](crate::policy::ToolPolicy::http_recordings),
+//! `sluice test`'s `[[http]]`), a request that
 //! passes the checks of step 1 (and the IPv4-form and userinfo checks of step 2) is answered
 //! by the recording of its method and URL, or refused when none matches
 //! ([`crate::host::http_recorded`]): no name is resolved, so `http_private` plays no part,
@@ -49,6 +50,7 @@ use crate::address::special_range;
 use crate::host::http::credentials::compressed;
 use crate::host::http::limited::LimitedBody;
 use crate::host::http::refusal::HttpRefusal;
+use crate::host::http_recorded::HttpRecordings;
 use crate::host::open_requests::OpenRequests;
 use crate::policy::{HttpGrant, HttpHost};
 
@@ -65,6 +67,8 @@ pub const HTTP_DENIED_KIND: &str = "http-denied";
 /// What the host's `wasi:http` hooks know during one call.
 pub(crate) struct HttpHooks {
     grant: Arc<HttpGrant>,
+    /// The policy's recorded responses, which answer in place of the network when set.
+    recordings: Option<HttpRecordings>,
     /// The component's resolved `http_credentials`.
     credentials: Arc<Credentials>,
     deadline: Instant,
@@ -74,15 +78,17 @@ pub(crate) struct HttpHooks {
 }
 
 impl HttpHooks {
-    /// The hooks of a call under `grant`, with the component's `credentials`, that ends at
-    /// `deadline`.
+    /// The hooks of a call under `grant` (answered from `recordings` when set), with the
+    /// component's `credentials`, that ends at `deadline`.
     pub(crate) fn new(
         grant: Arc<HttpGrant>,
+        recordings: Option<HttpRecordings>,
         credentials: Arc<Credentials>,
         deadline: Instant,
     ) -> Self {
         HttpHooks {
             grant,
+            recordings,
             credentials,
             deadline,
             log: Arc::default(),
@@ -399,6 +405,7 @@ impl WasiHttpHooks for HttpHooks {
         _fut: Boxed<Result<(), Error>>,
     ) -> Boxed<Result<(http::Response<WasiBody>, Boxed<Result<(), Error>>), Error>> {
         let grant = self.grant.clone();
+        let recordings = self.recordings.clone();
         let credentials = self.credentials.clone();
         let scrub = self.credentials.clone();
         let log = self.log.clone();
@@ -455,7 +462,7 @@ impl WasiHttpHooks for HttpHooks {
             let request_line = format!("{method} {host}:{port}");
             // Under recordings, the answer is the recording's: nothing is resolved or sent
             // (and no credential added).
-            if let Some(recordings) = &grant.recordings {
+            if let Some(recordings) = &recordings {
                 let recording = recordings.answer(&method, &uri).map_err(refuse)?;
                 let response = recording.response();
                 record(&log, index, |l, i| {
@@ -603,6 +610,7 @@ mod tests {
         };
         let mut hooks = HttpHooks::new(
             Arc::new(grant),
+            None,
             Arc::default(),
             Instant::now() + std::time::Duration::from_secs(5),
         );

@@ -1,8 +1,8 @@
 //! Recorded HTTP responses the host answers a call's `wasi:http` requests from, in place of
 //! the network: `sluice test`'s `[[http]]` tables (docs/authoring.md#recorded-http-responses).
 //!
-//! A policy whose [`HttpGrant::recordings`](crate::policy::HttpGrant::recordings) is set sends
-//! nothing to the network. Each request is checked by the policy first, as any request
+//! A policy whose [`ToolPolicy::http_recordings`](crate::policy::ToolPolicy::http_recordings) is
+//! set sends nothing to the network. Each request is checked by the policy first, as any request
 //! (`http_methods`, the host and port in `http`, credentials in the URL; [`crate::host::http`]):
 //! a recording never lets a tool reach a host its policy does not grant. No name is resolved,
 //! so `http_private` plays no part. A request the policy allows is then answered by the
@@ -385,11 +385,11 @@ mod tests {
             }],
             methods: vec!["GET".into()],
             max_response_bytes: limit,
-            recordings: Some(recordings.clone()),
             ..HttpGrant::default()
         };
         let mut hooks = HttpHooks::new(
             Arc::new(grant),
+            Some(recordings.clone()),
             Arc::default(),
             std::time::Instant::now() + std::time::Duration::from_secs(5),
         );

@@ -80,7 +80,7 @@ impl std::fmt::Debug for Patterns {
 
 /// The label of a credential of `entry`: `http_credentials.api.example.com:8443`.
 fn label(entry: &HttpAllow) -> String {
-    format!("http_credentials.{entry}")
+    format!("http_credentials.{}", entry.as_host_port())
 }
 
 impl Credentials {

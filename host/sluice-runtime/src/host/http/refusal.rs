@@ -86,7 +86,8 @@ pub enum HttpRefusal {
     /// A request that would carry a credential over plain `http` to an address that is not
     /// loopback.
     #[error(
-        "the tool's {method} request to {authority} was refused: its policy attaches a credential to {entry} (policy key http_credentials), which is sent over https only, or over plain http to a loopback address"
+        "the tool's {method} request to {authority} was refused: its policy attaches a credential to {} (policy key http_credentials), which is sent over https only, or over plain http to a loopback address",
+        entry.as_host_port()
     )]
     CredentialInClear {
         /// The request's method.
@@ -130,7 +131,7 @@ fn allowed(allows: &[HttpAllow]) -> String {
     if allows.is_empty() {
         "it grants no host".to_string()
     } else {
-        let list: Vec<String> = allows.iter().map(ToString::to_string).collect();
+        let list: Vec<String> = allows.iter().map(HttpAllow::as_host_port).collect();
         format!("it allows {}", list.join(", "))
     }
 }
