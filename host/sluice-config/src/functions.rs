@@ -18,42 +18,8 @@ use serde_json::Number;
 
 use crate::ConfigError;
 use crate::file::Raw;
+use sluice_grants::{ArgPolicy, FunctionPolicy};
 use sluice_protocol::{TOOL_NAME_RULE, valid_tool_name};
-
-/// The settings of one function of a component: `[tools.NAME.functions.FUNC]` in
-/// `sluice.toml`, `[functions.FUNC]` in a sibling policy.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct FunctionConfig {
-    /// The tool's name instead of the derived one (no prefix is added): [`TOOL_NAME_RULE`].
-    pub name: Option<String>,
-    /// What the model is told the tool does (replaces its WIT doc comment and the policy's
-    /// `description`).
-    pub description: Option<String>,
-    /// `args.<a>`: refinements of single arguments, by the argument's WIT name (`start-line`)
-    /// or the name the model gives it (`startLine`). Top-level arguments only: the fields of
-    /// a record argument are not addressed.
-    pub args: BTreeMap<String, ArgConfig>,
-}
-
-/// The refinements of one argument (`[tools.NAME.functions.FUNC.args.ARG]`). Each narrows
-/// what the argument's WIT type allows; the schema the model sees shows them and a call that
-/// breaks one is an `invalid-argument` error before the component runs.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ArgConfig {
-    /// `description`: what the model is told the argument is (replaces its WIT doc comment).
-    pub description: Option<String>,
-    /// `minimum`: the least value of a number argument, inclusive (an integer for an integer
-    /// argument; any finite number for an `f32` or `f64`).
-    pub minimum: Option<Number>,
-    /// `maximum`: the greatest value of a number argument, inclusive; at least `minimum`.
-    pub maximum: Option<Number>,
-    /// `enum`: the only values a `string` argument may take, or the cases of a WIT `enum`
-    /// argument it may take; not empty, each once.
-    pub one_of: Option<Vec<String>>,
-    /// `pattern`: a regular expression a `string` argument must match somewhere (JSON
-    /// Schema's `pattern`: ECMA-262 syntax, not anchored; `^…$` for the whole string).
-    pub pattern: Option<String>,
-}
 
 /// What `minimum` and `maximum` take.
 pub const BOUND_RULE: &str = "a number (an integer; a float only for an f32 or f64 argument)";
@@ -99,7 +65,7 @@ pub(crate) struct ArgFile {
 pub(crate) fn functions(
     files: &BTreeMap<String, FunctionFile>,
     value_error: &dyn Fn(&str, String, &str) -> ConfigError,
-) -> Result<BTreeMap<String, FunctionConfig>, ConfigError> {
+) -> Result<BTreeMap<String, FunctionPolicy>, ConfigError> {
     let mut out = BTreeMap::new();
     for (function, f) in files {
         if let Some(new) = &f.name
@@ -116,14 +82,14 @@ pub(crate) fn functions(
             let at = |key: &str| format!("functions.{function}.args.{arg}.{key}");
             args.insert(
                 arg.clone(),
-                arg_config(a, &|key, value, allowed| {
+                arg_policy(a, &|key, value, allowed| {
                     value_error(&at(key), value, allowed)
                 })?,
             );
         }
         out.insert(
             function.clone(),
-            FunctionConfig {
+            FunctionPolicy {
                 name: f.name.clone(),
                 description: f.description.clone(),
                 args,
@@ -134,10 +100,10 @@ pub(crate) fn functions(
 }
 
 /// Checks one `[functions.FUNC.args.ARG]`; `value_error` takes the key within it.
-fn arg_config(
+fn arg_policy(
     a: &ArgFile,
     value_error: &dyn Fn(&str, String, &str) -> ConfigError,
-) -> Result<ArgConfig, ConfigError> {
+) -> Result<ArgPolicy, ConfigError> {
     let bound = |key: &str, raw: Option<&Raw>| -> Result<Option<Number>, ConfigError> {
         raw.map(|raw| number(raw).ok_or_else(|| value_error(key, raw.shown(), BOUND_RULE)))
             .transpose()
@@ -193,7 +159,7 @@ fn arg_config(
             ));
         }
     }
-    Ok(ArgConfig {
+    Ok(ArgPolicy {
         description: a.description.clone(),
         minimum,
         maximum,
@@ -271,7 +237,7 @@ fn check_pattern(pattern: &str) -> Result<(), PatternSyntaxError> {
 mod tests {
     use super::*;
 
-    fn check(toml_text: &str) -> Result<BTreeMap<String, FunctionConfig>, String> {
+    fn check(toml_text: &str) -> Result<BTreeMap<String, FunctionPolicy>, String> {
         let files: BTreeMap<String, FunctionFile> = toml::from_str(toml_text).unwrap();
         let error = |key: &str, value: String, allowed: &str| ConfigError::Value {
             key: format!("tools.wc.{key}"),
@@ -292,7 +258,7 @@ mod tests {
         assert_eq!(count.description.as_deref(), Some("Count"));
         assert_eq!(
             count.args["top"],
-            ArgConfig {
+            ArgPolicy {
                 description: Some("How many".into()),
                 minimum: Some(1.into()),
                 maximum: Some(100.into()),

@@ -1,51 +1,15 @@
 //! The outbound-HTTP keys of a tool policy (docs/configuration.md#outbound-http): `http`
 //! (the allowlist), `http_methods`, `http_private`, `http_max_response_bytes`,
-//! `http_max_connections` and `http_credentials` ([`crate::http_credentials`]).
+//! `http_max_connections` and `http_credentials` ([`crate::http_credentials`]), read into a
+//! [`HttpGrant`].
 
-pub use crate::http_entry::{
-    HTTP_ENTRY_RULE, HttpEntry, HttpEntryError, HttpEntryHost, IPV4_FORM_RULE, parse_entry,
-};
+pub use crate::http_entry::{HTTP_ENTRY_RULE, HttpEntryError, IPV4_FORM_RULE, parse_entry};
+pub use sluice_grants::DEFAULT_HTTP_MAX_RESPONSE_BYTES;
 
-/// `http_max_response_bytes` when not set: 10 MiB.
-pub const DEFAULT_HTTP_MAX_RESPONSE_BYTES: u64 = 10 << 20;
+use sluice_grants::HttpGrant;
 
 /// The largest `http_max_response_bytes`: 1 GiB.
 pub const MAX_HTTP_MAX_RESPONSE_BYTES: u64 = 1 << 30;
-
-/// A tool's outbound HTTP grant; the default grants no host.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HttpConfig {
-    /// `http`: the hosts its requests may go to.
-    pub allow: Vec<HttpEntry>,
-    /// `http_methods`: the methods allowed, uppercase; empty: any.
-    pub methods: Vec<String>,
-    /// `http_private`: host names may resolve to loopback, private and link-local
-    /// addresses (default false).
-    pub private: bool,
-    /// `http_max_response_bytes`: the most body bytes of one response, 1 to
-    /// [`MAX_HTTP_MAX_RESPONSE_BYTES`] (default [`DEFAULT_HTTP_MAX_RESPONSE_BYTES`]).
-    pub max_response_bytes: u64,
-    /// `http_max_connections`: the most requests one call may have open at once, 1 to
-    /// [`MAX_OPEN_DESCRIPTORS`](sluice_protocol::limits::MAX_OPEN_DESCRIPTORS) (default
-    /// [`DEFAULT_HTTP_MAX_CONNECTIONS`](sluice_protocol::limits::DEFAULT_HTTP_MAX_CONNECTIONS)).
-    pub max_connections: usize,
-    /// `http_credentials`: headers the host adds to requests to single hosts of `allow`,
-    /// with secrets the tool never holds, in key order (default: none).
-    pub credentials: Vec<crate::http_credentials::HttpCredential>,
-}
-
-impl Default for HttpConfig {
-    fn default() -> Self {
-        HttpConfig {
-            allow: Vec::new(),
-            methods: Vec::new(),
-            private: false,
-            max_response_bytes: DEFAULT_HTTP_MAX_RESPONSE_BYTES,
-            max_connections: sluice_protocol::limits::DEFAULT_HTTP_MAX_CONNECTIONS,
-            credentials: Vec::new(),
-        }
-    }
-}
 
 /// The methods `http_methods` may list, as written there (upper case): those of RFC 9110
 /// (section 9) and `PATCH` (RFC 5789).
@@ -92,26 +56,25 @@ pub fn parse_method(text: &str) -> Result<String, UnknownMethod> {
     }
 }
 
-impl HttpConfig {
-    /// True when a request this grant allows may change something: some host is granted,
-    /// and `http_methods` is empty (any method) or lists one not in
-    /// [`READ_ONLY_HTTP_METHODS`].
-    pub fn may_write(&self) -> bool {
-        !self.allow.is_empty()
-            && (self.methods.is_empty()
-                || self
-                    .methods
-                    .iter()
-                    .any(|m| !READ_ONLY_HTTP_METHODS.contains(&m.as_str())))
-    }
+/// True when a request `grant` allows may change something: some host is granted, and
+/// `http_methods` is empty (any method) or lists one not in [`READ_ONLY_HTTP_METHODS`]. A
+/// policy that leaves `destructive` unset is destructive when this holds.
+pub fn may_write(grant: &HttpGrant) -> bool {
+    !grant.allow.is_empty()
+        && (grant.methods.is_empty()
+            || grant
+                .methods
+                .iter()
+                .any(|m| !READ_ONLY_HTTP_METHODS.contains(&m.as_str())))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sluice_grants::{HttpAllow, HttpHost};
 
     /// [`parse_entry`] with its error as the message the operator reads.
-    fn entry_text(text: &str) -> Result<HttpEntry, String> {
+    fn entry_text(text: &str) -> Result<HttpAllow, String> {
         parse_entry(text).map_err(|e| e.to_string())
     }
 
@@ -120,38 +83,38 @@ mod tests {
         parse_method(text).map_err(|e| e.to_string())
     }
 
-    fn entry(host: HttpEntryHost, port: Option<u16>) -> HttpEntry {
-        HttpEntry { host, port }
+    fn entry(host: HttpHost, port: Option<u16>) -> HttpAllow {
+        HttpAllow { host, port }
     }
 
     #[test]
     fn entries_parse_to_their_host_and_port() {
         assert_eq!(
             entry_text("API.example.com."),
-            Ok(entry(HttpEntryHost::Name("api.example.com".into()), None))
+            Ok(entry(HttpHost::Name("api.example.com".into()), None))
         );
         assert_eq!(
             entry_text("*.example.com:8443"),
             Ok(entry(
-                HttpEntryHost::Subdomains("example.com".into()),
+                HttpHost::Subdomains("example.com".into()),
                 Some(8443)
             ))
         );
         assert_eq!(
             entry_text("127.0.0.1:8080"),
-            Ok(entry(HttpEntryHost::Ip([127, 0, 0, 1].into()), Some(8080)))
+            Ok(entry(HttpHost::Ip([127, 0, 0, 1].into()), Some(8080)))
         );
         assert_eq!(
             entry_text("[::1]:80"),
             Ok(entry(
-                HttpEntryHost::Ip(std::net::Ipv6Addr::LOCALHOST.into()),
+                HttpHost::Ip(std::net::Ipv6Addr::LOCALHOST.into()),
                 Some(80)
             ))
         );
         assert_eq!(
             entry_text("[::1]"),
             Ok(entry(
-                HttpEntryHost::Ip(std::net::Ipv6Addr::LOCALHOST.into()),
+                HttpHost::Ip(std::net::Ipv6Addr::LOCALHOST.into()),
                 None
             ))
         );
@@ -211,16 +174,16 @@ mod tests {
         // Plain dotted decimal, and names with numeric labels that are not last, pass.
         assert_eq!(
             entry_text("10.0.0.1"),
-            Ok(entry(HttpEntryHost::Ip([10, 0, 0, 1].into()), None))
+            Ok(entry(HttpHost::Ip([10, 0, 0, 1].into()), None))
         );
         assert_eq!(
             entry_text("1.2.3.example.com"),
-            Ok(entry(HttpEntryHost::Name("1.2.3.example.com".into()), None))
+            Ok(entry(HttpHost::Name("1.2.3.example.com".into()), None))
         );
         // One trailing dot is removed from a name; two are refused.
         assert_eq!(
             entry_text("example.com."),
-            Ok(entry(HttpEntryHost::Name("example.com".into()), None))
+            Ok(entry(HttpHost::Name("example.com".into()), None))
         );
         assert_eq!(
             entry_text("example.com.."),
@@ -248,14 +211,14 @@ mod tests {
 
     #[test]
     fn a_grant_of_a_method_that_writes_may_write() {
-        let grant = |methods: &[&str]| HttpConfig {
-            allow: vec![entry(HttpEntryHost::Name("api.example.com".into()), None)],
+        let grant = |methods: &[&str]| HttpGrant {
+            allow: vec![entry(HttpHost::Name("api.example.com".into()), None)],
             methods: methods.iter().map(|m| m.to_string()).collect(),
-            ..HttpConfig::default()
+            ..HttpGrant::default()
         };
-        assert!(!grant(&["GET", "HEAD", "OPTIONS"]).may_write());
-        assert!(grant(&["GET", "POST"]).may_write());
-        assert!(grant(&[]).may_write(), "no http_methods: any method");
-        assert!(!HttpConfig::default().may_write(), "no host granted");
+        assert!(!may_write(&grant(&["GET", "HEAD", "OPTIONS"])));
+        assert!(may_write(&grant(&["GET", "POST"])));
+        assert!(may_write(&grant(&[])), "no http_methods: any method");
+        assert!(!may_write(&HttpGrant::default()), "no host granted");
     }
 }

@@ -22,10 +22,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Deserialize;
+use sluice_grants::{HttpAllow, HttpCredential, HttpHost, SecretSource};
 
 use crate::ConfigError;
-use crate::http_entry::{HttpEntry, HttpEntryHost, parse_entry};
-use crate::secrets::{SecretFile, SecretRef, secret_ref};
+use crate::http_entry::parse_entry;
+use crate::secrets::{SecretFile, secret_source};
 
 /// Where the secret goes in [`HttpCredential::value`]: exactly once.
 pub const SECRET_PLACEHOLDER: &str = "{secret}";
@@ -56,23 +57,6 @@ pub const HEADER_RULE: &str = "an HTTP header name (1 to 64 of the token charact
 /// What `value` may be.
 pub const VALUE_RULE: &str = "the header's value with {secret} exactly once where the secret goes (\"Bearer {secret}\"), otherwise printable ASCII characters, spaces and tabs";
 
-/// A header the host adds to a tool's requests to one host of its allowlist, with a secret
-/// the tool never holds: after the allowlist, method and address checks pass, a request to
-/// [`HttpCredential::entry`]'s host and port gets `header: value` (the guest's header of
-/// that name replaced).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HttpCredential {
-    /// The entry of `http` it goes to: one host name or IP address (never `*.DOMAIN`), and
-    /// its port as the entry has it (`None`: the scheme's default port).
-    pub entry: HttpEntry,
-    /// The header's name, lowercase (`authorization`).
-    pub header: String,
-    /// The header's value, with [`SECRET_PLACEHOLDER`] once where the secret goes.
-    pub value: String,
-    /// Where the secret is read from when the component loads.
-    pub secret: SecretRef,
-}
-
 /// `[http_credentials."HOST"]` as written: `{ header, value, secret }`.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -88,15 +72,15 @@ pub(crate) struct CredentialFile {
 /// naming the key. A credential's secret may not be one the tool is given too.
 pub(crate) fn credentials(
     raw: &BTreeMap<String, CredentialFile>,
-    allow: &[HttpEntry],
-    (env, secrets): (&[String], &BTreeMap<String, SecretRef>),
+    allow: &[HttpAllow],
+    (env, secrets): (&[String], &BTreeMap<String, SecretSource>),
     base: &Path,
     value_error: &dyn Fn(&str, String, &str) -> ConfigError,
 ) -> Result<Vec<HttpCredential>, ConfigError> {
     let listed = if allow.is_empty() {
         "it lists none".to_string()
     } else {
-        let list: Vec<String> = allow.iter().map(ToString::to_string).collect();
+        let list: Vec<String> = allow.iter().map(HttpAllow::as_written).collect();
         format!("it lists {}", list.join(", "))
     };
     let mut out: Vec<(&str, HttpCredential)> = Vec::new();
@@ -111,7 +95,7 @@ pub(crate) fn credentials(
             )
         };
         let entry = parse_entry(key).map_err(|why| key_error(&format!("; {why}")))?;
-        if matches!(entry.host, HttpEntryHost::Subdomains(_)) {
+        if matches!(entry.host, HttpHost::Subdomains(_)) {
             return Err(key_error(
                 "; a wildcard `*.DOMAIN` covers many hosts and a credential goes to one: list that host in http and key the credential by it",
             ));
@@ -147,9 +131,9 @@ pub(crate) fn credentials(
                 VALUE_RULE,
             ));
         }
-        let secret = secret_ref(&c.secret, &field("secret"), base, value_error)?;
+        let secret = secret_source(&c.secret, &field("secret"), base, value_error)?;
         let also = match &secret {
-            SecretRef::Env(var) if env.contains(var) => Some(format!("env lists {var}")),
+            SecretSource::Env(var) if env.contains(var) => Some(format!("env lists {var}")),
             _ => secrets
                 .iter()
                 .find(|(_, s)| **s == secret)
@@ -176,10 +160,10 @@ pub(crate) fn credentials(
 }
 
 /// `s` as a policy writes it: `env = "VAR"` or `file = "path"` (the path resolved).
-fn shown(s: &SecretRef) -> String {
+fn shown(s: &SecretSource) -> String {
     match s {
-        SecretRef::Env(var) => format!("env = {var:?}"),
-        SecretRef::File(path) => format!("file = {:?}", path.display().to_string()),
+        SecretSource::Env(var) => format!("env = {var:?}"),
+        SecretSource::File(path) => format!("file = {:?}", path.display().to_string()),
     }
 }
 
@@ -197,7 +181,7 @@ mod tests {
 
     fn check(toml_text: &str, http: &[&str]) -> Result<Vec<HttpCredential>, String> {
         let raw: BTreeMap<String, CredentialFile> = toml::from_str(toml_text).unwrap();
-        let allow: Vec<HttpEntry> = http.iter().map(|e| parse_entry(e).unwrap()).collect();
+        let allow: Vec<HttpAllow> = http.iter().map(|e| parse_entry(e).unwrap()).collect();
         let value_error = |field: &str, value: String, allowed: &str| ConfigError::Value {
             key: format!("tools.t.{field}"),
             value,
@@ -222,7 +206,7 @@ mod tests {
                 entry: parse_entry("api.example.com").unwrap(),
                 header: "x-api-key".into(),
                 value: "{secret}".into(),
-                secret: SecretRef::File("/etc/sluice/key.txt".into()),
+                secret: SecretSource::File("/etc/sluice/key.txt".into()),
             }]
         );
     }

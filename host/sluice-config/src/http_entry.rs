@@ -1,51 +1,16 @@
 //! One entry of a tool policy's `http` allowlist (docs/configuration.md#outbound-http): a
-//! host name, `*.DOMAIN` or an IP address, with an optional port. Both the allowlist
-//! (`http`) and `http_credentials` name hosts so.
+//! host name, `*.DOMAIN` or an IP address, with an optional port, parsed into a
+//! [`HttpAllow`]. Both the allowlist (`http`) and `http_credentials` name hosts so.
 
 use std::net::{IpAddr, Ipv4Addr};
+
+use sluice_grants::{HttpAllow, HttpHost};
 
 /// What an entry of `http` may be.
 pub const HTTP_ENTRY_RULE: &str = "a host name (`api.example.com`), `*.DOMAIN` (every name below DOMAIN), an IPv4 address as four decimal numbers (`a.b.c.d`) or a bracketed IPv6 address (`[::1]`), each optionally followed by `:PORT` (1 to 65535; without a port, only port 80 for http and 443 for https); no scheme and no path";
 
 /// Why an entry that reads as an IPv4 address in another form is refused.
 pub const IPV4_FORM_RULE: &str = "write IPv4 addresses as four decimal numbers, a.b.c.d";
-
-/// One entry of `http`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HttpEntry {
-    /// The host (or hosts) it covers.
-    pub host: HttpEntryHost,
-    /// Its port; `None`: the scheme's default port only.
-    pub port: Option<u16>,
-}
-
-/// The entry as `http` takes it: `api.example.com`, `*.example.com:8443`, `10.0.0.1`,
-/// `[::1]:8080`.
-impl std::fmt::Display for HttpEntry {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.host {
-            HttpEntryHost::Name(n) => f.write_str(n)?,
-            HttpEntryHost::Subdomains(d) => write!(f, "*.{d}")?,
-            HttpEntryHost::Ip(IpAddr::V6(ip)) => write!(f, "[{ip}]")?,
-            HttpEntryHost::Ip(ip) => write!(f, "{ip}")?,
-        }
-        match self.port {
-            Some(p) => write!(f, ":{p}"),
-            None => Ok(()),
-        }
-    }
-}
-
-/// The host of an [`HttpEntry`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum HttpEntryHost {
-    /// One host name, lowercase, without a trailing dot.
-    Name(String),
-    /// Every name below this domain (`*.example.com`: `Subdomains("example.com")`).
-    Subdomains(String),
-    /// One IP address.
-    Ip(IpAddr),
-}
 
 /// Why an entry of `http` (or a host key of `http_credentials`) is refused: the text says
 /// what is wrong with it and what to write instead; [`HTTP_ENTRY_RULE`] says what is allowed.
@@ -86,11 +51,11 @@ pub enum HttpEntryError {
     Port(String),
 }
 
-/// Parses one entry of `http`.
+/// Parses one entry of `http` (what [`HttpAllow::as_written`] shows again).
 ///
 /// # Errors
 /// [`HttpEntryError`]: what is wrong with the entry.
-pub fn parse_entry(text: &str) -> Result<HttpEntry, HttpEntryError> {
+pub fn parse_entry(text: &str) -> Result<HttpAllow, HttpEntryError> {
     let t = text.trim();
     if t.contains("://") || t.contains('/') {
         return Err(HttpEntryError::Url);
@@ -104,7 +69,7 @@ pub fn parse_entry(text: &str) -> Result<HttpEntry, HttpEntryError> {
             p => Some(p.strip_prefix(':').ok_or(HttpEntryError::AfterBracket)?),
         };
         let ip: std::net::Ipv6Addr = ip.parse().map_err(|_| HttpEntryError::NotIpv6)?;
-        (HttpEntryHost::Ip(IpAddr::V6(ip)), port)
+        (HttpHost::Ip(IpAddr::V6(ip)), port)
     } else if t.matches(':').count() > 1 {
         return Err(HttpEntryError::UnbracketedIpv6);
     } else {
@@ -132,13 +97,13 @@ pub fn parse_entry(text: &str) -> Result<HttpEntry, HttpEntryError> {
         // A trailing dot (a fully qualified name) names the same host: one is removed.
         let host = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
         let host = if let Ok(ip) = host.parse::<IpAddr>() {
-            HttpEntryHost::Ip(ip)
+            HttpHost::Ip(ip)
         } else if let Some(domain) = host.strip_prefix("*.") {
             valid_name(domain)?;
-            HttpEntryHost::Subdomains(domain.to_string())
+            HttpHost::Subdomains(domain.to_string())
         } else {
             valid_name(&host)?;
-            HttpEntryHost::Name(host)
+            HttpHost::Name(host)
         };
         (host, port)
     };
@@ -151,7 +116,7 @@ pub fn parse_entry(text: &str) -> Result<HttpEntry, HttpEntryError> {
                 .ok_or_else(|| HttpEntryError::Port(p.to_string()))?,
         ),
     };
-    Ok(HttpEntry { host, port })
+    Ok(HttpAllow { host, port })
 }
 
 /// Checks a DNS name: dot-separated labels of 1 to 63 letters, digits and `-`, not

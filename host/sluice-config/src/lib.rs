@@ -57,7 +57,7 @@ use crate::file::{Raw, Source};
 pub use cache::KEY_CACHE_MAX_BYTES;
 pub use code_mode::{CodeModeConfig, SCRIPT_TOOL};
 pub use error::ConfigError;
-pub use functions::{ArgConfig, BOUND_RULE, ENUM_RULE, FunctionConfig, PATTERN_RULE};
+pub use functions::{BOUND_RULE, ENUM_RULE, PATTERN_RULE};
 pub use live_keys::{
     Allowed, BOOT_ONLY_KEYS, RUNTIME_KEYS, RUNTIME_ORIGIN, RuntimeKey, RuntimeSetting, runtime_key,
     runtime_value,
@@ -69,7 +69,7 @@ pub use runtime::{
     DEFAULT_QUEUE_TIMEOUT_MS, MAX_MAX_CONCURRENT_CALLS, MAX_QUEUE_TIMEOUT_MS, RuntimeConfig,
     default_max_concurrent_calls,
 };
-pub use secrets::{CONFIG_KEY_RULE, SecretRef};
+pub use secrets::CONFIG_KEY_RULE;
 pub use server::{
     ALLOWED_HOST_RULE, DEFAULT_HEADER_READ_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_EVENT_STREAMS, DEFAULT_MAX_UNAUTHENTICATED_CONNECTIONS, ServerConfig, ServerLimits,
@@ -85,8 +85,8 @@ pub use sources::{Explained, Origin, REDACTED, Setting};
 pub use store::STORE_URL_RULE;
 pub use telemetry::TelemetryConfig;
 pub use tools::{
-    BUILTIN_TOOLS, ConfiguredBy, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_MS, MAX_MEMORY_MIB,
-    MAX_TIMEOUT_MS, OciSource, PREFIX_RULE, TOOL_NAME_RULE, ToolConfig, ToolSource,
+    BUILTIN_TOOLS, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_MS, MAX_MEMORY_MIB, MAX_TIMEOUT_MS,
+    OciSource, PREFIX_RULE, TOOL_NAME_RULE, ToolConfig, ToolSource,
 };
 pub use tools_dir::RejectedTool;
 

@@ -8,19 +8,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use sluice_grants::SecretSource;
+
 use crate::ConfigError;
 use crate::file::Raw;
-
-/// Where a secret is read from when its component loads (never when the configuration is
-/// read): `{ env = "VAR" }` or `{ file = "path" }`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SecretRef {
-    /// The operator's environment variable of this name.
-    Env(String),
-    /// This file, resolved against the directory of the file that names it; one trailing
-    /// newline is removed from its contents.
-    File(PathBuf),
-}
 
 /// What a config or secret key may be.
 pub const CONFIG_KEY_RULE: &str = "1 to 128 characters of A-Z, a-z, 0-9, `_`, `.` and `-`";
@@ -42,7 +33,7 @@ pub(crate) struct SecretFile {
 }
 
 /// A policy's checked config values and secret sources, by config key.
-pub(crate) type ConfigAndSecrets = (BTreeMap<String, String>, BTreeMap<String, SecretRef>);
+pub(crate) type ConfigAndSecrets = (BTreeMap<String, String>, BTreeMap<String, SecretSource>);
 
 /// The checked `config` and `secrets` of a policy (secret files resolved against `base`);
 /// `value_error(field, value, allowed)` makes the error naming the key.
@@ -90,25 +81,25 @@ pub(crate) fn config_and_secrets(
                 "a key set in either config or secrets, not both",
             ));
         }
-        secrets.insert(key.clone(), secret_ref(s, &field, base, value_error)?);
+        secrets.insert(key.clone(), secret_source(s, &field, base, value_error)?);
     }
     Ok((config, secrets))
 }
 
 /// The source `s` names (a file resolved against `base`); the error names `field` (as
 /// `value_error` takes it) and what is allowed.
-pub(crate) fn secret_ref(
+pub(crate) fn secret_source(
     s: &SecretFile,
     field: &str,
     base: &Path,
     value_error: &dyn Fn(&str, String, &str) -> ConfigError,
-) -> Result<SecretRef, ConfigError> {
+) -> Result<SecretSource, ConfigError> {
     let allowed = "{ env = \"VAR\" } (an environment variable of the operator) or { file = \"path\" } (relative to this file)";
     match (&s.env, &s.file) {
         (Some(var), None) if !var.is_empty() && !var.contains(['=', '\0']) => {
-            Ok(SecretRef::Env(var.clone()))
+            Ok(SecretSource::Env(var.clone()))
         }
-        (None, Some(file)) if !file.trim().is_empty() => Ok(SecretRef::File(base.join(file))),
+        (None, Some(file)) if !file.trim().is_empty() => Ok(SecretSource::File(base.join(file))),
         (Some(var), None) => Err(value_error(field, format!("env = {var:?}"), allowed)),
         (None, Some(file)) => Err(value_error(field, format!("file = {file:?}"), allowed)),
         (Some(_), Some(_)) => Err(value_error(field, "both env and file".into(), allowed)),
@@ -134,8 +125,8 @@ impl crate::Config {
                 t.secrets.values().chain(credentials)
             })
             .filter_map(|s| match s {
-                SecretRef::File(path) => Some(path),
-                SecretRef::Env(_) => None,
+                SecretSource::File(path) => Some(path),
+                SecretSource::Env(_) => None,
             })
             .chain(self.model.api_key_file.as_ref())
             .chain(self.server.tls.as_ref().map(|t| &t.key_file));

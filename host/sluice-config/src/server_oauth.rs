@@ -9,11 +9,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde::Deserialize;
+use sluice_grants::SecretSource;
 use sluice_protocol::access::{Grant, scope_rule};
 
+use crate::ConfigError;
 use crate::file::Raw;
 use crate::keys::SERVER_OAUTH_LEEWAY_SECS;
-use crate::{ConfigError, SecretRef};
 
 /// `server.oauth.leeway_secs` when not set: 60 s.
 pub const DEFAULT_LEEWAY_SECS: u64 = 60;
@@ -60,7 +61,7 @@ pub struct IntrospectionConfig {
     pub client_id: String,
     /// `client_secret`: `{ env = "VAR" }` or `{ file = "path" }` (relative to the
     /// configuration file), read when the server starts.
-    pub client_secret: SecretRef,
+    pub client_secret: SecretSource,
 }
 
 /// `[server.oauth]` as written.
@@ -224,10 +225,10 @@ pub(crate) fn resolve(
             let key = "introspection.client_secret";
             let client_secret = match i.client_secret.as_ref().map(|s| (&s.env, &s.file)) {
                 Some((Some(var), None)) if !var.is_empty() && !var.contains(['=', '\0']) => {
-                    SecretRef::Env(var.clone())
+                    SecretSource::Env(var.clone())
                 }
                 Some((None, Some(file))) if !file.trim().is_empty() => {
-                    SecretRef::File(base.join(file))
+                    SecretSource::File(base.join(file))
                 }
                 Some((Some(var), None)) => return Err(bad(key, format!("env = {var:?}"), allowed)),
                 Some((None, Some(file))) => {
@@ -323,7 +324,7 @@ client_secret = { file = "secrets/introspection" }
                 introspection: Some(IntrospectionConfig {
                     endpoint: "https://as.example/introspect".into(),
                     client_id: "sluice".into(),
-                    client_secret: SecretRef::File(PathBuf::from("conf/secrets/introspection")),
+                    client_secret: SecretSource::File(PathBuf::from("conf/secrets/introspection")),
                 }),
                 jwks_uri: Some("http://localhost:9000/jwks".into()),
             })
@@ -430,7 +431,7 @@ client_secret = { file = "secrets/introspection" }
             .unwrap();
         assert_eq!(
             ok.introspection.unwrap().client_secret,
-            SecretRef::Env("SLUICE_INTROSPECTION_SECRET".into())
+            SecretSource::Env("SLUICE_INTROSPECTION_SECRET".into())
         );
     }
 }

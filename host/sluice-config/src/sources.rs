@@ -318,7 +318,9 @@ fn values(c: &Config, redact_url: &dyn Fn(&str) -> String) -> Vec<(String, Strin
     v.push((
         "builtins".into(),
         list(c.tools.iter().filter_map(|t| match &t.source {
-            ToolSource::Builtin(b) if t.configured_by == crate::ConfiguredBy::Builtins => {
+            ToolSource::Builtin(b)
+                if matches!(t.origin, sluice_grants::PolicyOrigin::Builtins(_)) =>
+            {
                 Some(b.clone())
             }
             _ => None,

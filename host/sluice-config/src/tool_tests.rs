@@ -383,7 +383,7 @@ fn argument_refinements_are_read_and_checked() {
     assert_eq!(count.description.as_deref(), Some("Count words"));
     assert_eq!(
         count.args["top"],
-        crate::ArgConfig {
+        sluice_grants::ArgPolicy {
             description: Some("How many words to list".into()),
             minimum: Some(1.into()),
             maximum: Some(100.into()),

@@ -6,16 +6,17 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use sluice_grants::{FunctionPolicy, HttpGrant, PolicyOrigin, SecretSource};
+use sluice_protocol::limits::{DEFAULT_HTTP_MAX_CONNECTIONS, MAX_OPEN_DESCRIPTORS};
+
 use crate::file::Raw;
-use crate::functions::FunctionConfig;
 use crate::http::{
-    DEFAULT_HTTP_MAX_RESPONSE_BYTES, HTTP_ENTRY_RULE, HttpConfig, MAX_HTTP_MAX_RESPONSE_BYTES,
+    DEFAULT_HTTP_MAX_RESPONSE_BYTES, HTTP_ENTRY_RULE, MAX_HTTP_MAX_RESPONSE_BYTES, may_write,
 };
 use crate::http_credentials::credentials;
 use crate::policy_file::{KeyList, Policy, PolicyFile, VerifyFile};
-use crate::secrets::{SecretRef, config_and_secrets};
+use crate::secrets::config_and_secrets;
 use crate::{ConfigError, RootConfig};
-use sluice_protocol::limits::{DEFAULT_HTTP_MAX_CONNECTIONS, MAX_OPEN_DESCRIPTORS};
 
 /// The built-in tools, in the order they are offered: the four file tools and `run_script`
 /// (code mode, [`crate::SCRIPT_TOOL`]).
@@ -77,7 +78,7 @@ pub struct ToolConfig {
     pub sha256: Option<String>,
     /// Calls need the operator's approval (also implied by any `write` root): `destructive`
     /// as the policy sets it, else true when its HTTP grant allows a method that may write
-    /// ([`HttpConfig::may_write`]).
+    /// ([`may_write`](crate::http::may_write)).
     pub destructive: bool,
     /// Description for tools whose WIT has no doc comment.
     pub description: Option<String>,
@@ -86,36 +87,28 @@ pub struct ToolConfig {
     pub prefix: Option<String>,
     /// `[functions.<f>]` tables: settings of single functions, by the function's name as
     /// exported (`read-file`) or the tool name it would get (`read_file`).
-    pub functions: BTreeMap<String, FunctionConfig>,
+    pub functions: BTreeMap<String, FunctionPolicy>,
     /// Outbound HTTP through `wasi:http`: `http`, `http_methods`, `http_private`,
     /// `http_max_response_bytes`, `http_max_connections` ([`crate::http`]) and
     /// `http_credentials` ([`crate::http_credentials`]); the default grants no host.
-    pub http: HttpConfig,
+    pub http: HttpGrant,
     /// `[config]`: plain values of the component's `wasi:config/store`, by config key
     /// ([`CONFIG_KEY_RULE`](crate::CONFIG_KEY_RULE)).
     pub config: BTreeMap<String, String>,
     /// `[secrets]`: secret values of its `wasi:config/store`, by config key, and where each
     /// is read from when the component loads.
-    pub secrets: BTreeMap<String, SecretRef>,
-    /// Where this entry was configured (for messages).
-    pub origin: String,
-    /// What kind of place configured it, so messages can name the key to change.
-    pub configured_by: ConfiguredBy,
+    pub secrets: BTreeMap<String, SecretSource>,
+    /// Where this entry is configured, so that messages can name the key to change: its
+    /// `[tools.NAME]` table, `builtins` (a built-in without a table), or the sibling `*.toml`
+    /// of a component of the tools directory.
+    pub origin: PolicyOrigin,
+    /// Where this entry was configured, as messages name it: the configuration file and the
+    /// table (`sluice.toml [tools.fs]`), the configuration file (a built-in without a
+    /// table), or the sibling policy (the component when it has none).
+    pub configured_in: String,
     /// Its calls may call the other tools, within these limits: the built-in `run_script`
     /// only (`[code_mode]`); `None` for every other tool.
     pub tool_calls: Option<crate::CodeModeConfig>,
-}
-
-/// Where a [`ToolConfig`] comes from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ConfiguredBy {
-    /// A `[tools.NAME]` table.
-    Table,
-    /// A built-in listed in `builtins` (or offered by default) without a table.
-    Builtins,
-    /// A component of the tools directory; its policy is this sibling `*.toml` (which may
-    /// not exist).
-    Sibling(PathBuf),
 }
 
 /// What a tool name may be: [`sluice_protocol::TOOL_NAME_RULE`].
@@ -166,7 +159,7 @@ impl Resolver<'_> {
                     b,
                     ToolSource::Builtin(b.clone()),
                     &Policy::default(),
-                    (ConfiguredBy::Builtins, base),
+                    (PolicyOrigin::Builtins(b.clone()), base),
                     origin,
                 )?);
             }
@@ -210,14 +203,14 @@ impl Resolver<'_> {
                 name,
                 source,
                 &table.policy(),
-                (ConfiguredBy::Table, base),
+                (PolicyOrigin::Table(name.clone()), base),
                 &format!("{origin} [{key}]"),
             )?);
         }
         Ok(out)
     }
 
-    /// Checks one policy, configured by `configured_by` in a file in directory `base` (the
+    /// Checks one policy, configured at `policy_origin` in a file in directory `base` (the
     /// base of its secret files). Built-ins read every root unless `read` says otherwise;
     /// other components read only what `read` names.
     pub(crate) fn entry(
@@ -225,7 +218,7 @@ impl Resolver<'_> {
         name: &str,
         source: ToolSource,
         p: &Policy,
-        (configured_by, base): (ConfiguredBy, &Path),
+        (policy_origin, base): (PolicyOrigin, &Path),
         origin: &str,
     ) -> Result<ToolConfig, ConfigError> {
         let builtin = matches!(source, ToolSource::Builtin(_));
@@ -320,7 +313,7 @@ impl Resolver<'_> {
         }
         let functions = crate::functions::functions(&p.functions, &value_error)?;
         let mut http =
-            http_config(p).map_err(|(field, v, allowed)| value_error(field, v, &allowed))?;
+            http_grant(p).map_err(|(field, v, allowed)| value_error(field, v, &allowed))?;
         let (config, secrets) = config_and_secrets(&p.config, &p.secrets, base, &value_error)?;
         let given = (p.env.as_slice(), &secrets);
         http.credentials =
@@ -334,22 +327,22 @@ impl Resolver<'_> {
             timeout_ms,
             env,
             sha256,
-            destructive: p.destructive.unwrap_or_else(|| http.may_write()),
+            destructive: p.destructive.unwrap_or_else(|| may_write(&http)),
             description: p.description.clone(),
             prefix: p.prefix.clone(),
             functions,
             http,
             config,
             secrets,
-            origin: origin.to_string(),
-            configured_by,
+            origin: policy_origin,
+            configured_in: origin.to_string(),
             tool_calls: None,
         })
     }
 }
 
 /// The HTTP keys of `p`; the error is (key, value as written, what is allowed).
-fn http_config(p: &Policy) -> Result<HttpConfig, (&'static str, String, String)> {
+fn http_grant(p: &Policy) -> Result<HttpGrant, (&'static str, String, String)> {
     let allow = p
         .http
         .iter()
@@ -405,7 +398,7 @@ fn http_config(p: &Policy) -> Result<HttpConfig, (&'static str, String, String)>
             format!("an integer from 1 to {MAX_OPEN_DESCRIPTORS} (requests open at once)"),
         )
     })?;
-    Ok(HttpConfig {
+    Ok(HttpGrant {
         allow,
         methods,
         private: p.http_private,

@@ -6,10 +6,12 @@
 
 use std::path::{Path, PathBuf};
 
+use sluice_grants::PolicyOrigin;
+
 use crate::ConfigError;
 use crate::file::Source;
 use crate::policy_file::Policy;
-use crate::tools::{ConfiguredBy, Resolver, ToolConfig, ToolSource};
+use crate::tools::{Resolver, ToolConfig, ToolSource};
 
 /// A tools-directory entry left out because its policy or its name is wrong; it is offered
 /// as unavailable with [`RejectedTool::reason`], as a component that fails to load is.
@@ -90,7 +92,7 @@ impl Resolver<'_> {
         } else {
             (Policy::default(), path.display().to_string())
         };
-        let by = (ConfiguredBy::Sibling(policy_path.clone()), dir);
+        let by = (PolicyOrigin::Sibling(policy_path.clone()), dir);
         let source = ToolSource::Component(path.to_path_buf());
         self.entry(name, source, &policy, by, &origin)
     }
@@ -98,25 +100,25 @@ impl Resolver<'_> {
 
 /// Why component `second` (named `name`) cannot be an entry: `first` has its name.
 fn collision(first: &ToolConfig, second: &Path, name: &str) -> ConfigError {
-    let (first_is, also) = match (&first.configured_by, &first.source) {
-        (ConfiguredBy::Builtins, _) => (
+    let (first_is, also) = match (&first.origin, &first.source) {
+        (PolicyOrigin::Builtins(_), _) => (
             format!("the built-in tool {name}"),
             format!(", or leave {name} out of `builtins` in sluice.toml"),
         ),
-        (ConfiguredBy::Table, _) => (
+        (PolicyOrigin::Table(_), _) => (
             format!(
                 "[tools.{name}] of {}",
                 first
-                    .origin
+                    .configured_in
                     .strip_suffix(&format!(" [tools.{name}]"))
-                    .unwrap_or(&first.origin)
+                    .unwrap_or(&first.configured_in)
             ),
             format!(", or rename the table [tools.{name}]"),
         ),
-        (ConfiguredBy::Sibling(_), ToolSource::Component(path)) => {
+        (PolicyOrigin::Sibling(_), ToolSource::Component(path)) => {
             (path.display().to_string(), String::new())
         }
-        (ConfiguredBy::Sibling(_), _) => (first.origin.clone(), String::new()),
+        (PolicyOrigin::Sibling(_), _) => (first.configured_in.clone(), String::new()),
     };
     ConfigError::Collision {
         name: name.to_string(),

@@ -17,15 +17,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sluice_agent::Settings;
-use sluice_config::{
-    Config, ConfiguredBy, ModelConfig, ProviderName, SecretRef, ToolConfig, ToolSource,
-};
+use sluice_config::{Config, ModelConfig, ProviderName, ToolConfig, ToolSource};
 use sluice_models::Backend;
 use sluice_models::provider::{ProviderConfig, Secret};
 use sluice_registry::RegistryError;
 use sluice_runtime::{
-    ArgPolicy, Compilers, ComponentSpec, EngineOptions, FunctionPolicy, HttpAllow, HttpCredential,
-    HttpGrant, HttpHost, PolicyOrigin, PoolOptions, RootGrant, RuntimeError, SecretSource, Source,
+    Compilers, ComponentSpec, EngineOptions, PoolOptions, RootGrant, RuntimeError, Source,
     ToolCallLimits, ToolEngine, ToolPolicy, Toolbox,
 };
 use sluice_store::{PgStore, SqliteStore, Store, StoreError};
@@ -233,7 +230,10 @@ pub(crate) fn spec_with(t: &ToolConfig, source: Source) -> ComponentSpec {
     }
 }
 
-/// The runtime's policy of `t`.
+/// The runtime's policy of `t`: the shared values (`sluice_grants`: functions, HTTP,
+/// secret sources, origin) cloned as they are; what the runtime holds in another form
+/// converted (roots merged with their write flag, MiB to bytes, ms to a duration, the code-mode
+/// limits).
 pub(crate) fn policy_of(t: &ToolConfig) -> ToolPolicy {
     let mut roots: Vec<RootGrant> = t
         .read
@@ -259,91 +259,17 @@ pub(crate) fn policy_of(t: &ToolConfig) -> ToolPolicy {
         description: t.description.clone(),
         destructive: t.destructive,
         prefix: t.prefix.clone(),
-        functions: t
-            .functions
-            .iter()
-            .map(|(k, f)| {
-                let f = FunctionPolicy {
-                    name: f.name.clone(),
-                    description: f.description.clone(),
-                    args: f
-                        .args
-                        .iter()
-                        .map(|(a, r)| {
-                            let r = ArgPolicy {
-                                description: r.description.clone(),
-                                minimum: r.minimum.clone(),
-                                maximum: r.maximum.clone(),
-                                one_of: r.one_of.clone(),
-                                pattern: r.pattern.clone(),
-                            };
-                            (a.clone(), r)
-                        })
-                        .collect(),
-                };
-                (k.clone(), f)
-            })
-            .collect(),
-        origin: Some(match &t.configured_by {
-            ConfiguredBy::Table => PolicyOrigin::Table(t.name.clone()),
-            ConfiguredBy::Builtins => PolicyOrigin::Builtins(t.name.clone()),
-            ConfiguredBy::Sibling(file) => PolicyOrigin::Sibling(file.clone()),
-        }),
-        http: http_grant(&t.http),
+        functions: t.functions.clone(),
+        origin: Some(t.origin.clone()),
+        http: t.http.clone(),
         config: t.config.clone(),
-        secrets: t
-            .secrets
-            .iter()
-            .map(|(k, s)| (k.clone(), secret_source(s)))
-            .collect(),
+        secrets: t.secrets.clone(),
         tool_calls: t.tool_calls.map(|c| ToolCallLimits {
             inner_max_result_bytes: c.inner_max_result_bytes,
             max_calls: c.max_inner_calls,
             max_bytes: c.max_inner_bytes,
         }),
         ..ToolPolicy::default()
-    }
-}
-
-/// The runtime's form of the HTTP keys of a policy.
-fn http_grant(c: &sluice_config::http::HttpConfig) -> HttpGrant {
-    HttpGrant {
-        allow: c.allow.iter().map(http_allow).collect(),
-        methods: c.methods.clone(),
-        private: c.private,
-        max_response_bytes: c.max_response_bytes,
-        max_connections: c.max_connections,
-        credentials: c
-            .credentials
-            .iter()
-            .map(|cred| HttpCredential {
-                entry: http_allow(&cred.entry),
-                header: cred.header.clone(),
-                value: cred.value.clone(),
-                secret: secret_source(&cred.secret),
-            })
-            .collect(),
-    }
-}
-
-/// The runtime's form of an entry of `http`.
-fn http_allow(e: &sluice_config::http::HttpEntry) -> HttpAllow {
-    use sluice_config::http::HttpEntryHost;
-    HttpAllow {
-        host: match &e.host {
-            HttpEntryHost::Name(n) => HttpHost::Name(n.clone()),
-            HttpEntryHost::Subdomains(d) => HttpHost::Subdomains(d.clone()),
-            HttpEntryHost::Ip(ip) => HttpHost::Ip(*ip),
-        },
-        port: e.port,
-    }
-}
-
-/// The runtime's form of where a secret is read from.
-fn secret_source(s: &SecretRef) -> SecretSource {
-    match s {
-        SecretRef::Env(var) => SecretSource::Env(var.clone()),
-        SecretRef::File(path) => SecretSource::File(path.clone()),
     }
 }
 

@@ -7,8 +7,8 @@ use std::sync::{Arc, RwLock};
 use serde::Serialize;
 use sluice_config::{ToolConfig, ToolSource};
 use sluice_registry::SignatureStatus;
-use sluice_runtime::ToolInfo;
 use sluice_runtime::call::toolbox::Unavailable;
+use sluice_runtime::{HttpAllow, ToolInfo};
 
 /// One tool (or one component that did not load).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -149,23 +149,9 @@ fn grants(t: &ToolConfig) -> Grants {
             .map(root)
             .collect(),
         write: t.write.iter().map(root).collect(),
-        http: t.http.allow.iter().map(http_entry).collect(),
+        http: t.http.allow.iter().map(HttpAllow::as_written).collect(),
         http_methods: t.http.methods.clone(),
         tool_calls: t.tool_calls.is_some(),
-    }
-}
-
-fn http_entry(e: &sluice_config::http::HttpEntry) -> String {
-    use sluice_config::http::HttpEntryHost;
-    let host = match &e.host {
-        HttpEntryHost::Name(n) => n.clone(),
-        HttpEntryHost::Subdomains(d) => format!("*.{d}"),
-        HttpEntryHost::Ip(std::net::IpAddr::V6(ip)) => format!("[{ip}]"),
-        HttpEntryHost::Ip(ip) => ip.to_string(),
-    };
-    match e.port {
-        Some(p) => format!("{host}:{p}"),
-        None => host,
     }
 }
 

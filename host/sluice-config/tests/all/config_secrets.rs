@@ -7,7 +7,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use sluice_config::{Config, ConfigError, Overrides, SecretRef};
+use sluice_config::{Config, ConfigError, Overrides};
+use sluice_grants::SecretSource;
 
 /// `sluice.toml` holding `body` in a temporary directory.
 fn file(body: &str) -> (tempfile::TempDir, PathBuf) {
@@ -49,9 +50,9 @@ fn values_and_secret_sources_are_read_from_the_table() {
         BTreeMap::from([
             (
                 "key".to_string(),
-                SecretRef::File(dir.path().join("secrets/key.txt"))
+                SecretSource::File(dir.path().join("secrets/key.txt"))
             ),
-            ("token".to_string(), SecretRef::Env("X_TOKEN".into())),
+            ("token".to_string(), SecretSource::Env("X_TOKEN".into())),
         ])
     );
 }
@@ -170,7 +171,7 @@ fn a_tools_directory_policy_takes_config_and_secrets_relative_to_itself() {
         reader.secrets,
         BTreeMap::from([(
             "token".to_string(),
-            SecretRef::File(tools.join("reader.token"))
+            SecretSource::File(tools.join("reader.token"))
         )])
     );
     // Both: refused, naming the policy file (`strict`; without it the component is left

@@ -355,7 +355,7 @@ fn bad_http_policy_values_name_the_key_the_line_and_what_is_allowed() {
 
 #[test]
 fn http_policy_keys_reach_the_tool_config() {
-    use sluice_config::http::{HttpConfig, HttpEntry, HttpEntryHost};
+    use sluice_grants::{HttpAllow, HttpGrant, HttpHost};
     let (dir, path) = file(
         "[roots]\nlogs = \"logs\"\n\n[tools.x]\ncomponent = \"x.wasm\"\nhttp = [\"api.example.com\", \"*.example.org:8443\", \"127.0.0.1:8080\"]\nhttp_methods = [\"GET\"]\nhttp_private = true\nhttp_max_response_bytes = 4096\nhttp_max_connections = 3\n",
     );
@@ -364,18 +364,18 @@ fn http_policy_keys_reach_the_tool_config() {
     let x = config.tools.iter().find(|t| t.name == "x").unwrap();
     assert_eq!(
         x.http,
-        HttpConfig {
+        HttpGrant {
             allow: vec![
-                HttpEntry {
-                    host: HttpEntryHost::Name("api.example.com".into()),
+                HttpAllow {
+                    host: HttpHost::Name("api.example.com".into()),
                     port: None
                 },
-                HttpEntry {
-                    host: HttpEntryHost::Subdomains("example.org".into()),
+                HttpAllow {
+                    host: HttpHost::Subdomains("example.org".into()),
                     port: Some(8443)
                 },
-                HttpEntry {
-                    host: HttpEntryHost::Ip([127, 0, 0, 1].into()),
+                HttpAllow {
+                    host: HttpHost::Ip([127, 0, 0, 1].into()),
                     port: Some(8080)
                 },
             ],

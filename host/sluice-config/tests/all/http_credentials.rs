@@ -8,8 +8,8 @@
 use std::path::{Path, PathBuf};
 
 use sluice_config::http::parse_entry;
-use sluice_config::http_credentials::HttpCredential;
-use sluice_config::{Config, Overrides, SecretRef};
+use sluice_config::{Config, Overrides};
+use sluice_grants::{HttpCredential, SecretSource};
 
 /// `sluice.toml` holding `body` in a temporary directory.
 fn file(body: &str) -> (tempfile::TempDir, PathBuf) {
@@ -41,13 +41,13 @@ fn credentials_reach_the_tool_config_keyed_by_their_entry() {
                 entry: parse_entry("127.0.0.1:8080").unwrap(),
                 header: "x-api-key".into(),
                 value: "{secret}".into(),
-                secret: SecretRef::File(dir.path().join("keys/local.txt")),
+                secret: SecretSource::File(dir.path().join("keys/local.txt")),
             },
             HttpCredential {
                 entry: parse_entry("api.example.com").unwrap(),
                 header: "authorization".into(),
                 value: "Bearer {secret}".into(),
-                secret: SecretRef::Env("API_TOKEN".into()),
+                secret: SecretSource::Env("API_TOKEN".into()),
             },
         ]
     );
@@ -76,7 +76,7 @@ fn a_tools_directory_policy_takes_http_credentials_tables() {
             entry: parse_entry("[::1]:8443").unwrap(),
             header: "authorization".into(),
             value: "token {secret}".into(),
-            secret: SecretRef::File(tools.join("fetch.key")),
+            secret: SecretSource::File(tools.join("fetch.key")),
         }]
     );
 }

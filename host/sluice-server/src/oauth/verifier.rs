@@ -13,7 +13,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, Validation};
 use serde::Deserialize;
-use sluice_config::{OAuthConfig, SecretRef};
+use sluice_config::OAuthConfig;
+use sluice_grants::SecretSource;
 use sluice_protocol::access::{Grant, Scope};
 
 use super::Rejection;
@@ -370,13 +371,13 @@ fn jws_header(token: &str) -> Option<JwsHeader> {
 }
 
 /// The value of `secret`, one trailing newline removed from a file's.
-fn read_secret(secret: &SecretRef) -> Result<String, SetupError> {
+fn read_secret(secret: &SecretSource) -> Result<String, SetupError> {
     match secret {
-        SecretRef::Env(var) => std::env::var(var).map_err(|e| SetupError::Secret {
+        SecretSource::Env(var) => std::env::var(var).map_err(|e| SetupError::Secret {
             from: format!("environment variable {var}"),
             reason: e.to_string(),
         }),
-        SecretRef::File(path) => {
+        SecretSource::File(path) => {
             let error = |reason: String| SetupError::Secret {
                 from: format!("file {}", path.display()),
                 reason,

@@ -5,7 +5,8 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::json;
-use sluice_config::{IntrospectionConfig, SecretRef};
+use sluice_config::IntrospectionConfig;
+use sluice_grants::SecretSource;
 use sluice_protocol::access::{Grant, Scope};
 use sluice_server::oauth::{
     Challenge, OAuthVerifier, Rejection, Verified, resource_metadata_url, www_authenticate,
@@ -26,7 +27,7 @@ async fn an_opaque_token_is_introspected_with_the_client_credentials() {
     config.introspection = Some(IntrospectionConfig {
         endpoint: format!("{}/introspect", mock.issuer),
         client_id: "sluice rs".into(),
-        client_secret: SecretRef::File(secret),
+        client_secret: SecretSource::File(secret),
     });
     let v = OAuthVerifier::new(&config, RESOURCE).unwrap();
     let exp = now() + 300;
