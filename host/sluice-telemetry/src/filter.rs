@@ -53,11 +53,15 @@ fn is_level(word: &str) -> bool {
         .any(|l| word.eq_ignore_ascii_case(l))
 }
 
+/// The most verbose level the exporter takes: `info`.
+pub(crate) const EXPORTED_LEVEL: tracing::level_filters::LevelFilter =
+    tracing::level_filters::LevelFilter::INFO;
+
 /// True when the exporter takes a span or event of `meta`: Sluice's own (a target starting
-/// `sluice`) at `info` or above, the content target only when `capture_content`.
+/// `sluice`) at [`EXPORTED_LEVEL`] or above, the content target only when `capture_content`.
 pub(crate) fn exported(meta: &Metadata<'_>, capture_content: bool) -> bool {
     let target = meta.target();
-    *meta.level() <= tracing::Level::INFO
+    EXPORTED_LEVEL >= *meta.level()
         && target.starts_with("sluice")
         && (capture_content || !is_content(target))
 }

@@ -34,7 +34,7 @@ use std::str::FromStr;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing::Metadata;
-use tracing_subscriber::filter::FilterExt as _;
+use tracing_subscriber::filter::{FilterExt as _, LevelFilter};
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::{EnvFilter, Layer as _, Registry};
@@ -200,7 +200,13 @@ pub fn install(logging: &Logging, traces: &Traces) -> Result<Telemetry, Telemetr
     }
     let log_filter =
         EnvFilter::try_new(&spec).unwrap_or_else(|_| EnvFilter::new(DEFAULT_LOG_FILTER));
-    let log_filter = log_filter.and(tracing_subscriber::filter::filter_fn(may_log));
+    // Each filter states the most verbose level it can pass, so that `try_init` below gives
+    // the `log` crate (Cranelift's and wasmtime's records) that level as its maximum: with no
+    // hint it is `trace`, and every `log::trace!` of a compile went through this filter
+    // (two thirds of a component's compile time in a debug build).
+    let log_hint = log_filter.max_level_hint().unwrap_or(LevelFilter::TRACE);
+    let log_filter = log_filter
+        .and(tracing_subscriber::filter::filter_fn(may_log).with_max_level_hint(log_hint));
     let log = match logging.format {
         LogFormat::Text => tracing_subscriber::fmt::layer()
             .with_writer(std::io::stderr)
@@ -227,9 +233,12 @@ pub fn install(logging: &Logging, traces: &Traces) -> Result<Telemetry, Telemetr
             .with_tracer(p.tracer("sluice"))
             .with_location(false)
             .with_threads(false)
-            .with_filter(tracing_subscriber::filter::filter_fn(move |m| {
-                may_log(m) && filter::exported(m, capture)
-            }))
+            .with_filter(
+                tracing_subscriber::filter::filter_fn(move |m| {
+                    may_log(m) && filter::exported(m, capture)
+                })
+                .with_max_level_hint(filter::EXPORTED_LEVEL),
+            )
             .boxed()
     });
     let layers: Vec<Box<dyn tracing_subscriber::Layer<Registry> + Send + Sync>> =
