@@ -203,7 +203,7 @@ pub fn install(logging: &Logging, traces: &Traces) -> Result<Telemetry, Telemetr
     // Each filter states the most verbose level it can pass, so that `try_init` below gives
     // the `log` crate (Cranelift's and wasmtime's records) that level as its maximum: with no
     // hint it is `trace`, and every `log::trace!` of a compile went through this filter
-    // (two thirds of a component's compile time in a debug build).
+    // (over four fifths of a component's compile time in a debug build).
     let log_hint = log_filter.max_level_hint().unwrap_or(LevelFilter::TRACE);
     let log_filter = log_filter
         .and(tracing_subscriber::filter::filter_fn(may_log).with_max_level_hint(log_hint));
