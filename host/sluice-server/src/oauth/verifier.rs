@@ -374,12 +374,12 @@ fn jws_header(token: &str) -> Option<JwsHeader> {
 fn read_secret(secret: &SecretSource) -> Result<String, SetupError> {
     match secret {
         SecretSource::Env(var) => std::env::var(var).map_err(|e| SetupError::Secret {
-            from: format!("environment variable {var}"),
+            from: secret.to_string(),
             reason: e.to_string(),
         }),
         SecretSource::File(path) => {
             let error = |reason: String| SetupError::Secret {
-                from: format!("file {}", path.display()),
+                from: secret.to_string(),
                 reason,
             };
             let bytes = sluice_operator_files::read_regular(
