@@ -22,4 +22,4 @@ mod secret_source;
 pub use functions::{ArgPolicy, FunctionPolicy};
 pub use http::{DEFAULT_HTTP_MAX_RESPONSE_BYTES, HttpAllow, HttpCredential, HttpGrant, HttpHost};
 pub use origin::{PolicyOrigin, toml_key};
-pub use secret_source::SecretSource;
+pub use secret_source::{SecretReadError, SecretSource};

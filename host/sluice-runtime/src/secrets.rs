@@ -6,7 +6,6 @@
 //! well. The `wasi:config/store` they go in is the host's (`host::config_store`).
 
 pub use sluice_grants::SecretSource;
-use sluice_operator_files::{MAX_SECRET_FILE_BYTES, read_regular};
 
 /// The `wasi:config` release the host provides (wasmtime-wasi-config 48).
 pub const WASI_CONFIG_VERSION: &str = "0.2.0-rc.1";
@@ -213,25 +212,7 @@ pub(crate) fn read(
         from: source.clone(),
         reason,
     };
-    let value = match source {
-        SecretSource::Env(var) => env(var)
-            .ok_or_else(|| fail("it is not set".into()))?
-            .into_string()
-            .map_err(|_| fail("it is not UTF-8".into()))?,
-        SecretSource::File(path) => {
-            // Opened without blocking, refused unless a regular file, read up to
-            // MAX_SECRET_FILE_BYTES: a FIFO or a device named here cannot hang the load.
-            let bytes =
-                read_regular(path, MAX_SECRET_FILE_BYTES).map_err(|e| fail(e.to_string()))?;
-            let mut text = String::from_utf8(bytes).map_err(|_| fail("it is not UTF-8".into()))?;
-            if text.ends_with("\r\n") {
-                text.truncate(text.len() - 2);
-            } else if text.ends_with('\n') {
-                text.truncate(text.len() - 1);
-            }
-            text
-        }
-    };
+    let value = source.read(env).map_err(|e| fail(e.to_string()))?;
     if value.len() < MIN_SECRET_BYTES {
         return Err(fail(format!(
             "it is {} bytes; a secret must be at least {MIN_SECRET_BYTES} bytes so that it can be withheld from observations (put a shorter value that is not secret in `config`)",

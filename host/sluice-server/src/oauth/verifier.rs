@@ -370,31 +370,14 @@ fn jws_header(token: &str) -> Option<JwsHeader> {
     serde_json::from_slice(&bytes).ok()
 }
 
-/// The value of `secret`, one trailing newline removed from a file's.
+/// The value of `secret` ([`SecretSource::read`] over the process's environment).
 fn read_secret(secret: &SecretSource) -> Result<String, SetupError> {
-    match secret {
-        SecretSource::Env(var) => std::env::var(var).map_err(|e| SetupError::Secret {
+    secret
+        .read(&|var| std::env::var_os(var))
+        .map_err(|e| SetupError::Secret {
             from: secret.to_string(),
             reason: e.to_string(),
-        }),
-        SecretSource::File(path) => {
-            let error = |reason: String| SetupError::Secret {
-                from: secret.to_string(),
-                reason,
-            };
-            let bytes = sluice_operator_files::read_regular(
-                path,
-                sluice_operator_files::MAX_SECRET_FILE_BYTES,
-            )
-            .map_err(|e| error(e.to_string()))?;
-            let text = String::from_utf8(bytes).map_err(|_| error("it is not UTF-8".into()))?;
-            let text = text
-                .strip_suffix("\r\n")
-                .or_else(|| text.strip_suffix('\n'))
-                .unwrap_or(&text);
-            Ok(text.to_string())
-        }
-    }
+        })
 }
 
 #[cfg(test)]
