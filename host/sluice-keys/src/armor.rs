@@ -77,7 +77,7 @@ pub(crate) fn any(bytes: &[u8]) -> bool {
 /// form of armor starts with one ([`SPLIT_BEGIN`], [`SPLIT_END`]). One scan for `-----`,
 /// so that text without armor (nearly all of it) costs a single pass instead of one per
 /// marker.
-fn has_marker(bytes: &[u8]) -> bool {
+pub(crate) fn has_marker(bytes: &[u8]) -> bool {
     static DASHES: LazyLock<memmem::Finder<'static>> =
         LazyLock::new(|| memmem::Finder::new(b"-----"));
     let mut from = 0;

@@ -86,6 +86,17 @@ pub(crate) fn indent_end(bytes: &[u8], mut at: usize) -> usize {
     }
 }
 
+/// `bytes` up to and including its last byte that can be no part of a line break (any but
+/// `\\`, `\n`, `\r`, `n`, `r` and NUL): the breaks, and so the lines, of what it returns are
+/// the same whatever bytes follow it, since a break is made of those bytes only.
+pub(crate) fn settled(bytes: &[u8]) -> &[u8] {
+    let end = bytes
+        .iter()
+        .rposition(|b| !matches!(b, b'\\' | b'\n' | b'\r' | b'n' | b'r' | 0))
+        .map_or(0, |i| i + 1);
+    &bytes[..end]
+}
+
 /// The lines of `bytes` split at every [`next_break`], each with whether a break ends it
 /// (only the last can be unterminated; an empty `bytes` has no line).
 pub(crate) fn lines(bytes: &[u8]) -> impl Iterator<Item = (&[u8], bool)> {

@@ -25,8 +25,11 @@
 
 mod armor;
 mod breaks;
+mod carry;
 mod cut;
 mod lines;
+
+pub use carry::{MARKER_BYTES, holds_no_marker, scan_after_clean_look_back};
 
 pub use lines::{LineClass, classify_line, is_key_body_line, look_back_fails_closed};
 

@@ -169,6 +169,18 @@ pub fn look_back_fails_closed(look_back: &[u8], at_line_start: bool) -> bool {
     body
 }
 
+/// True when `bytes`, the start of a look-back (`at_line_start` as in
+/// [`look_back_fails_closed`]), holds a whole ordinary line: then the fail-closed rule is false
+/// for every look-back that starts with `bytes`. The caller passes bytes whose breaks the
+/// bytes after them cannot change ([`breaks::settled`]).
+pub(crate) fn has_whole_ordinary_line(bytes: &[u8], at_line_start: bool) -> bool {
+    breaks::lines(bytes)
+        .enumerate()
+        .any(|(i, (line, terminated))| {
+            terminated && (i > 0 || at_line_start) && classify_line(line) == LineClass::Ordinary
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
