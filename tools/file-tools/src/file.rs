@@ -12,6 +12,8 @@ pub(crate) struct TextFile {
     file: OpenFile,
     /// Size in bytes when opened.
     pub(crate) size: u64,
+    /// The version of its bytes when opened, where the system tells.
+    pub(crate) version: Option<crate::carry::FileVersion>,
     shown: String,
 }
 
@@ -43,6 +45,7 @@ impl TextFile {
         // The size the kind check read: no second stat.
         let mut text = TextFile {
             size: meta.size,
+            version: meta.version,
             file,
             shown,
         };

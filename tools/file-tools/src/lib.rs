@@ -27,15 +27,18 @@ pub use sluice_keys as keys;
 pub mod root;
 
 mod args;
+mod carry;
 mod file;
 mod grep;
 mod list;
+mod page_read;
 mod read;
 mod sys;
 mod tail;
 mod text;
 
 pub use budget::Limits;
+pub use carry::{FileVersion, KeyCarries, KeyCarry};
 pub use error::{ErrorKind, ToolError};
 pub use file::BINARY_SNIFF_BYTES;
 pub use grep::{
@@ -61,6 +64,9 @@ pub struct Context {
     pub limits: Limits,
     /// Names refused as key material.
     pub keys: std::sync::Arc<dyn KeyNamePolicy>,
+    /// Where `read_file` keeps what a page knew where it ended, for the next page
+    /// ([`KeyCarries`]); `None` (the default) judges every page on its whole look-back.
+    pub carries: Option<std::sync::Arc<dyn KeyCarries>>,
 }
 
 impl Context {
@@ -70,6 +76,15 @@ impl Context {
             roots,
             limits,
             keys: std::sync::Arc::new(KeyNames::default()),
+            carries: None,
+        }
+    }
+
+    /// This context with `carries` kept between `read_file` pages.
+    pub fn with_key_carries(self, carries: std::sync::Arc<dyn KeyCarries>) -> Self {
+        Context {
+            carries: Some(carries),
+            ..self
         }
     }
 }

@@ -6,11 +6,8 @@ use crate::Context;
 use crate::budget::escaped_char_len;
 use crate::error::{ErrorKind, Result, ToolError};
 use crate::file::TextFile;
-use crate::keys::{KeyScan, LOOK_BACK_BYTES, Window};
-use crate::text::end_of_char_at;
-
-/// Bytes read past a page's end so that an armor line the page cuts is still recognised.
-const ARMOR_TAIL_BYTES: u64 = 1024;
+use crate::keys::KeyScan;
+use crate::page_read::{LookBack, PageRead};
 
 /// Arguments of `read_file`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -94,7 +91,6 @@ pub fn read_file(ctx: &Context, args: &ReadFileArgs) -> Result<ReadFilePage> {
     let mut file = TextFile::open(&target)?;
     let size = file.size;
 
-    let line_numbers = args.offset.is_none() || args.start_line.is_some();
     let first_line = args.start_line.unwrap_or(1);
     let asked = match args.offset {
         Some(o) if o > size => {
@@ -115,47 +111,58 @@ pub fn read_file(ctx: &Context, args: &ReadFileArgs) -> Result<ReadFilePage> {
         None => 0,
     };
 
-    // One read: the byte before the key look-back (is the look-back's first line whole?),
-    // the look-back, the page (which starts up to 3 bytes after an `offset` inside a
-    // character), and a little more to judge the page's end.
-    let read_start = asked.saturating_sub(LOOK_BACK_BYTES + 1);
-    let want = (asked - read_start) + 3 + page + 4 + ARMOR_TAIL_BYTES;
-    // Nothing past the size we reported is read, and a file cut short meanwhile (a log
-    // truncated by rotation) reads as ending early rather than failing.
-    let want = want.min(size - read_start);
-    let read = file.read_at(read_start, want as usize)?;
-    let at = (asked - read_start) as usize;
-    let start = if args.offset.is_some() && at <= read.len() {
-        // An offset inside a multi-byte character moves to the end of that character.
-        let from = at.saturating_sub(3);
-        let around = &read[from..(at + 4).min(read.len())];
-        read_start + (from + end_of_char_at(around, at - from)) as u64
-    } else {
-        // (Or the file was cut short since its size was read: the page is empty.)
-        asked
+    // A page that starts where a page of this version of the file ended may skip most of
+    // its look-back (docs/keys.md#sequential-pages); when that cannot judge it, or anything
+    // else does not match, the page is read and judged with its whole look-back.
+    let carried = match (&ctx.carries, file.version, args.offset) {
+        (Some(store), Some(version), Some(offset)) => store.recall(&version, offset),
+        _ => None,
     };
-    // The window the key rules judge: the 128 KiB look-back before the page, and on.
-    let window_start = start.saturating_sub(LOOK_BACK_BYTES);
-    let window = read
-        .get((window_start - read_start) as usize..)
-        .unwrap_or_default();
-    let byte_before_window = ((window_start - read_start) as usize)
-        .checked_sub(1)
-        .and_then(|i| read.get(i).copied());
-    let before = window
-        .get(..(start - window_start) as usize)
-        .unwrap_or(window);
-    if let (Some(offset), Some(line)) = (args.offset, args.start_line) {
-        check_start_line(line, offset, before, window_start == 0)?;
+    if let Some(carry) = carried
+        && let Some(read) = PageRead::after_carry(&mut file, asked, page, carry)?
+        && let Some(page) = serve(ctx, args, &target.shown, &read, page, first_line)?
+    {
+        return Ok(page);
     }
-    let body = window
-        .get((start - window_start) as usize..)
-        .unwrap_or_default();
+    let read = PageRead::with_look_back(&mut file, asked, page, args.offset.is_some())?;
+    serve(ctx, args, &target.shown, &read, page, first_line)?.ok_or_else(|| {
+        // A page read with its look-back is always judged.
+        ToolError::new(
+            ErrorKind::Io,
+            format!("{} could not be judged", target.shown),
+        )
+    })
+}
+
+/// The page `read` holds: filled, judged by the key rules, and its carry left for the next
+/// page. `None` when `read` (read after a carry) cannot be judged without the whole
+/// look-back, or a `startLine` passed with the offset is not the one the carry knows.
+fn serve(
+    ctx: &Context,
+    args: &ReadFileArgs,
+    shown: &str,
+    read: &PageRead,
+    page: u64,
+    first_line: u64,
+) -> Result<Option<ReadFilePage>> {
+    let line_numbers = args.offset.is_none() || args.start_line.is_some();
+    let start = read.start;
+    if let (Some(offset), Some(line)) = (args.offset, args.start_line) {
+        match &read.look_back {
+            LookBack::InBytes => {
+                let (before, from_file_start) = read.look_back_bytes();
+                check_start_line(line, offset, before, from_file_start)?;
+            }
+            LookBack::Clean { carry, .. } if carry.line == Some(line) => {}
+            LookBack::Clean { .. } => return Ok(None),
+        }
+    }
+    let body = read.body();
 
     let mut fill = Filler::new(page, args.line_count.unwrap_or(u64::MAX));
     let mut ending = fill.fill(body);
     if let Ending::BeforeLine(p) = ending
-        && start + p as u64 == size
+        && start + p as u64 == read.size
     {
         ending = Ending::Eof;
     }
@@ -176,8 +183,10 @@ pub fn read_file(ctx: &Context, args: &ReadFileArgs) -> Result<ReadFilePage> {
         // An empty page (at the end of the file) shows nothing, wherever it is.
         KeyScan::default()
     } else {
-        let window = Window::new(window, window_start, byte_before_window);
-        KeyScan::scan(window, start..start + pos as u64)
+        match read.scan(start..start + pos as u64) {
+            Some(scan) => scan,
+            None => return Ok(None),
+        }
     };
     if scan.overlaps || scan.starts_inside || scan.fail_closed {
         let why = if scan.overlaps {
@@ -189,13 +198,13 @@ pub fn read_file(ctx: &Context, args: &ReadFileArgs) -> Result<ReadFilePage> {
         };
         return Err(ToolError::new(
             ErrorKind::KeyMaterial,
-            format!("refusing to read key material: {} {why}", target.shown),
+            format!("refusing to read key material: {shown} {why}"),
         ));
     }
 
     let mut out = ReadFilePage {
-        path: target.shown,
-        size,
+        path: shown.to_string(),
+        size: read.size,
         offset: start,
         content_bytes: content.len() as u64,
         content,
@@ -226,7 +235,10 @@ pub fn read_file(ctx: &Context, args: &ReadFileArgs) -> Result<ReadFilePage> {
             Some(_) => out.next_line = Some(last_line.saturating_add(1)),
         }
     }
-    Ok(out)
+    if let (Some(store), Some(next)) = (&ctx.carries, out.next_offset) {
+        read.leave_carry(store.as_ref(), next, out.next_line);
+    }
+    Ok(Some(out))
 }
 
 /// The empty page at the end of the file that a `startLine` past the last line gets

@@ -24,6 +24,8 @@ use std::ffi::OsString;
 use std::io;
 use std::path::Path;
 
+use crate::carry::FileVersion;
+
 /// What kind of entry a directory holds (symlinks are not followed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -60,6 +62,9 @@ pub(crate) struct Stat {
     pub(crate) kind: Kind,
     /// Size in bytes.
     pub(crate) size: u64,
+    /// Which version of the file's bytes this is, where the system tells (an open file's
+    /// stat only).
+    pub(crate) version: Option<FileVersion>,
 }
 
 impl Stat {
@@ -161,6 +166,7 @@ mod platform {
         Ok(Stat {
             kind: kind_of(meta.file_type()),
             size: meta.len(),
+            version: None,
         })
     }
 
@@ -189,7 +195,30 @@ mod platform {
         Ok(Stat {
             kind: kind_of(meta.file_type()),
             size: meta.len(),
+            version: version(&meta),
         })
+    }
+
+    #[cfg(unix)]
+    fn version(meta: &std::fs::Metadata) -> Option<FileVersion> {
+        use std::os::unix::fs::MetadataExt;
+        let ns = |s: i64, n: i64| {
+            u64::try_from(s)
+                .ok()?
+                .checked_mul(1_000_000_000)?
+                .checked_add(u64::try_from(n).ok()?)
+        };
+        Some(FileVersion {
+            identity: (meta.dev(), meta.ino()),
+            size: meta.len(),
+            modified_ns: ns(meta.mtime(), meta.mtime_nsec())?,
+            changed_ns: ns(meta.ctime(), meta.ctime_nsec())?,
+        })
+    }
+
+    #[cfg(not(unix))]
+    fn version(_: &std::fs::Metadata) -> Option<FileVersion> {
+        None
     }
 
     pub(super) fn read_into(
@@ -312,6 +341,7 @@ mod platform {
             Ok(Stat {
                 kind: kind(stat.type_),
                 size: stat.size,
+                version: None,
             })
         })
     }
@@ -333,9 +363,25 @@ mod platform {
 
     pub(super) fn fstat(file: &File) -> io::Result<Stat> {
         let stat = file.stat().map_err(to_io)?;
+        let ns = |t: Option<wasip2::clocks::wall_clock::Datetime>| {
+            let t = t?;
+            t.seconds
+                .checked_mul(1_000_000_000)?
+                .checked_add(u64::from(t.nanoseconds))
+        };
+        // The identity of what was opened: no hash, no version (nothing is carried).
+        let version = file.metadata_hash().ok().and_then(|hash| {
+            Some(FileVersion {
+                identity: (hash.lower, hash.upper),
+                size: stat.size,
+                modified_ns: ns(stat.data_modification_timestamp)?,
+                changed_ns: ns(stat.status_change_timestamp)?,
+            })
+        });
         Ok(Stat {
             kind: kind(stat.type_),
             size: stat.size,
+            version,
         })
     }
 

@@ -6,6 +6,7 @@
 // lets the helpers they share do so too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod carry; // Sequential pages after a carry (docs/keys.md#sequential-pages).
 mod deep_keys; // Deep keys of every shape: line endings, indentation, blanks, PGP headers, labels.
 mod edge;
 mod grep;
