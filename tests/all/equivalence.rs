@@ -189,3 +189,61 @@ fn list_dir_matches_native() {
         );
     }
 }
+
+/// Pages read in sequence, through the component, where the host keeps each page's key carry
+/// for the next (docs/keys.md#sequential-pages), equal the native pages read with the whole
+/// look-back, through keys, cut armor and key-body runs; and a file changed between two pages
+/// is judged on its whole look-back again.
+#[test]
+fn read_file_in_sequence_matches_native() {
+    let sb = Sandbox::new(cache(), 8192);
+    let line = |i: usize| format!("2026-12-07T12:00:00Z worker {i} handled the request\n");
+    let mut log: String = (0..14_000).map(line).collect();
+    // Deep in the file: a key, an armor line's tail at a page's look-back start, a run of
+    // key-body lines, and an END line alone.
+    for (at, text) in [
+        (200_000, fake_pem("RSA", 12)),
+        (330_000, "label PRIVATE KEY-----\n".to_string()),
+        (420_000, "QUJDREVGR0hJSktMTU5PUFFSU1RVVldY\n".repeat(40)),
+        (520_000, "-----END EC PRIVATE KEY-----\n".to_string()),
+    ] {
+        log.replace_range(at..at + text.len(), &text);
+    }
+    let path = sb.write("app.log", &log);
+    // A carry is kept only for a file unchanged for 2 seconds.
+    std::thread::sleep(std::time::Duration::from_millis(2_100));
+    let mut offset = Some(140_000u64);
+    let mut pages = 0;
+    while let Some(at) = offset {
+        let args = json!({"path": "app.log", "offset": at});
+        let page = same!(
+            &sb,
+            "read_file",
+            args,
+            sluice_file_tools::read_file,
+            ReadFileArgs
+        );
+        offset = match page["result"]["nextOffset"].as_u64() {
+            Some(next) => Some(next),
+            // A refusal: go on 4,000 bytes further, as a model might.
+            None if page["ok"] == false => Some(at + 4_000).filter(|&n| n < log.len() as u64),
+            None => None,
+        };
+        pages += 1;
+    }
+    assert_eq!(pages, 152);
+
+    // The next page of a file whose look-back gained a key since the page before: refused.
+    let first = sb.ok("read_file", &json!({"path": "app.log", "offset": 600_000}));
+    let next = first["nextOffset"].as_u64().unwrap();
+    let begin = "-----BEGIN RSA PRIVATE KEY-----\n";
+    let at = next as usize - 60_000;
+    log.replace_range(at..at + begin.len(), begin);
+    std::fs::write(&path, &log).unwrap();
+    let (message, kind) = sb.err("read_file", &json!({"path": "app.log", "offset": next}));
+    assert_eq!(kind, "key-material");
+    assert_eq!(
+        message,
+        "refusing to read key material: app.log holds a PEM private key at that position"
+    );
+}

@@ -1,11 +1,13 @@
-//! The guest side of `sluice:tools@0.1.3` for Rust tools built on [`sluice_file_tools`].
+//! The guest side of `sluice:tools@0.1.4` for Rust tools built on [`sluice_file_tools`].
 //!
 //! [`bindings`] holds the bindings of the shared interfaces (`types`, `files`, `budget`,
-//! `key-policy`, `listing`), generated once here; each tool crate generates its own world with
-//! `with:` pointing at them, so the conversions below exist once. [`context`] builds the
-//! pager's [`Context`] for the current call from what the host grants: the preopened roots,
-//! the cap, the time budget and the key-material names. [`HostListing`] is the host's
-//! `listing` as the pager's [`DirSource`](sluice_file_tools::DirSource).
+//! `key-policy`, `listing`, `key-carries`), generated once here; each tool crate generates its
+//! own world with `with:` pointing at them, so the conversions below exist once. [`context`]
+//! builds the pager's [`Context`] for the current call from what the host grants: the
+//! preopened roots, the cap, the time budget and the key-material names. [`HostListing`] is
+//! the host's `listing` as the pager's [`DirSource`](sluice_file_tools::DirSource), and
+//! [`HostKeyCarries`] its `key-carries` as the pager's
+//! [`KeyCarries`](sluice_file_tools::KeyCarries).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,20 +23,23 @@ pub mod bindings {
         inline: "
             package sluice:guest-support;
             world guest-support {
-                import sluice:tools/types@0.1.3;
-                import sluice:tools/files@0.1.3;
-                import sluice:tools/budget@0.1.3;
-                import sluice:tools/key-policy@0.1.3;
-                import sluice:tools/listing@0.1.3;
+                import sluice:tools/types@0.1.4;
+                import sluice:tools/files@0.1.4;
+                import sluice:tools/budget@0.1.4;
+                import sluice:tools/key-policy@0.1.4;
+                import sluice:tools/listing@0.1.4;
+                import sluice:tools/key-carries@0.1.4;
             }
         ",
         generate_all,
     });
 }
 
-pub use bindings::sluice::tools::{budget, files, key_policy, listing, types};
+pub use bindings::sluice::tools::{budget, files, key_carries, key_policy, listing, types};
+pub use host_key_carries::HostKeyCarries;
 pub use host_listing::HostListing;
 
+mod host_key_carries;
 mod host_listing;
 
 /// The pager context of the current call: every preopened directory is a root named by its
@@ -55,6 +60,7 @@ pub fn context() -> Result<Context, types::ToolError> {
         roots: Roots::new(roots),
         limits,
         keys: Arc::new(HostKeyNames),
+        carries: None,
     })
 }
 

@@ -42,6 +42,8 @@ pub(crate) struct Call {
     pub(crate) config: Arc<crate::host::config_store::ComponentConfig>,
     /// The files none of the call's opens reaches.
     pub(crate) refused: Arc<crate::host::refused::RefusedFiles>,
+    /// The component's `sluice:tools/key-carries`.
+    pub(crate) key_carries: Arc<crate::host::key_carries::KeyCarries>,
     pub(crate) export: ComponentExportIndex,
     pub(crate) result: Option<Type>,
     pub(crate) params: Vec<Val>,
@@ -192,6 +194,7 @@ impl Call {
             ),
             config: self.config.clone(),
             refused: self.refused.clone(),
+            key_carries: self.key_carries.clone(),
             tool_caller,
         };
         let mut store = Store::new(self.pre.engine(), state);

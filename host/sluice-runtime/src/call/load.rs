@@ -182,6 +182,8 @@ pub(crate) struct Loaded {
     pub(crate) config: Arc<ComponentConfig>,
     /// The files none of its opens reaches: the policy's and its own secret files.
     pub(crate) refused: Arc<crate::host::refused::RefusedFiles>,
+    /// Its `sluice:tools/key-carries`, kept across its calls.
+    pub(crate) key_carries: Arc<crate::host::key_carries::KeyCarries>,
     /// `sha256:HEX` of its bytes, for the sandbox facts of its calls.
     pub(crate) digest: String,
 }
@@ -285,6 +287,7 @@ pub(crate) fn load_component(
         refused: Arc::new(crate::host::refused::RefusedFiles::new(refused_files(
             &spec.policy,
         ))),
+        key_carries: Arc::default(),
         digest,
     });
     Ok((loaded, defs))

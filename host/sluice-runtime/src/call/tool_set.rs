@@ -158,6 +158,7 @@ impl ToolSet {
             key_names: tool.loaded.key_names.clone(),
             config: tool.loaded.config.clone(),
             refused: tool.loaded.refused.clone(),
+            key_carries: tool.loaded.key_carries.clone(),
             export: linked.exports[tool.at],
             result: tool.result.clone(),
             params,

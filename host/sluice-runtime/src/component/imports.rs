@@ -23,6 +23,7 @@ pub const PROVIDED_INTERFACES: &[&str] = &[
     "wasi:config/store@0.2.0-rc.1",
     "sluice:tools/budget@0.1.",
     "sluice:tools/key-policy@0.1.",
+    "sluice:tools/key-carries@0.1.",
     "sluice:tools/listing@0.1.",
     "sluice:tools/tool-calls@0.1.",
 ];
@@ -111,10 +112,11 @@ mod tests {
         assert_eq!(
             with_functions,
             [
-                "sluice:tools/budget@0.1.3",
-                "sluice:tools/key-policy@0.1.3",
-                "sluice:tools/listing@0.1.3",
-                "sluice:tools/tool-calls@0.1.3"
+                "sluice:tools/budget@0.1.4",
+                "sluice:tools/key-carries@0.1.4",
+                "sluice:tools/key-policy@0.1.4",
+                "sluice:tools/listing@0.1.4",
+                "sluice:tools/tool-calls@0.1.4"
             ]
         );
     }

@@ -10,7 +10,7 @@
 //!   ([`http_recorded`]);
 //! - `wasi:config/store` from the policy's values and secrets (`config_store`);
 //! - the `sluice:tools` interfaces (`bindings`): `budget` and `key-policy`
-//!   (`budget`) and `listing` ([`listing`]);
+//!   (`budget`), `listing` ([`listing`]) and `key-carries` ([`key_carries`]);
 //! - `sluice:tools/tool-calls`, answered for `run_script` only (`tool_calls`);
 //! - the guest's stderr, its tail kept for messages (`stderr`).
 
@@ -24,6 +24,7 @@ pub(crate) mod config_store;
 pub mod http;
 mod http_open;
 pub mod http_recorded;
+pub mod key_carries;
 pub mod listing;
 mod open_at;
 mod open_requests;

@@ -40,6 +40,8 @@ pub struct CallState {
     /// The files none of the call's opens reaches, by name and by identity
     /// ([`crate::host::refused`]).
     pub(crate) refused: Arc<crate::host::refused::RefusedFiles>,
+    /// The component's `sluice:tools/key-carries` (shared by its calls).
+    pub(crate) key_carries: Arc<crate::host::key_carries::KeyCarries>,
     /// What answers `sluice:tools/tool-calls` for this call (`run_script`'s), if anything.
     pub(crate) tool_caller: Option<Box<dyn ToolCaller>>,
 }
