@@ -3,7 +3,7 @@
 //! (docs/keys.md#sequential-pages), so that a page read in sequence does not re-read the
 //! 128 KiB look-back of the page before it.
 //!
-//! Each loaded component has its own [`KeyCarries`] (so no other component can leave a carry
+//! Each loaded component has its own `KeyCarries` (so no other component can leave a carry
 //! that `read_file` would believe), at most [`MAX_CARRIES`] of them, the least recently used
 //! dropped first. A carry for a file modified or changed less than [`RACY_SECONDS`] before it
 //! is left is not kept: a write within the same timestamp tick would leave the file's version
