@@ -157,10 +157,19 @@ fn configured(
             capture_content: config.telemetry.capture_content,
         },
     )?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("failed to start the async runtime")?;
+    // `sluice mcp` on stdio serves one client on one pipe: one thread for the protocol (the
+    // calls run on the call pool's threads either way). A second worker only moved each
+    // answer to another thread before it was written: a futex wake per call (docs/benchmarks.md,
+    // row 10).
+    let one_client = matches!(&command, Command::Mcp(m) if m.listen.is_none());
+    let runtime = if one_client {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    }
+    .enable_all()
+    .build()
+    .context("failed to start the async runtime")?;
     let reload = ReloadOptions {
         config_file: options.config.file,
         overrides,
