@@ -59,9 +59,7 @@ impl SqliteStore {
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(|e| fail("cannot set the busy timeout", &e))?;
         check_not_foreign(&conn, &shown)?;
-        let mode: String = conn
-            .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
-            .map_err(|e| fail("cannot use WAL journal mode", &e))?;
+        let mode = wal_journal_mode(&conn).map_err(|e| fail("cannot use WAL journal mode", &e))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(fail(
                 "cannot use WAL journal mode",
@@ -193,6 +191,29 @@ impl SqliteStore {
             inner,
             watcher: super::worker::Watcher::default(),
         })
+    }
+}
+
+/// Sets `journal_mode = WAL` on `conn` and returns the mode SQLite reports. Moving a file
+/// from its rollback journal to WAL needs the file alone; when another connection is
+/// opening it at the same moment, SQLite answers `SQLITE_BUSY` at once, without waiting in
+/// the busy handler (the two would otherwise wait for each other), so that is retried
+/// here, every 10 ms for up to [`BUSY_TIMEOUT`].
+///
+/// # Errors
+/// SQLite's error, or `SQLITE_BUSY` still after [`BUSY_TIMEOUT`].
+fn wal_journal_mode(conn: &Connection) -> rusqlite::Result<String> {
+    let until = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0)) {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() < until =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            result => return result,
+        }
     }
 }
 
