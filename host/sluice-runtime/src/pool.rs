@@ -7,7 +7,9 @@
 //! [`CallPool`]: OS threads, each with a current-thread tokio runtime of its own, fed by a
 //! channel; the caller only awaits the result (a cross-thread wake each way). A thread that
 //! finished a call spins for 100 µs before it sleeps, so that calls that follow one another
-//! do not each pay for waking it (tens of µs on an idle virtual machine).
+//! do not each pay for waking it (tens of µs on an idle virtual machine); when its last call
+//! came after longer than that, it sleeps at once instead (a client calling every few
+//! hundred µs, as over MCP, would only have it burn a core between calls).
 //!
 //! - **Slots.** At most `max_concurrent_calls` calls run at once (`runtime.max_concurrent_calls`,
 //!   default [`default_max_concurrent_calls`]). A call waits at most `queue_timeout`
@@ -465,15 +467,17 @@ fn serve(shared: Arc<Shared>) {
     let Some(mut runtime) = new_runtime() else {
         return;
     };
+    let mut spin = SPIN_BEFORE_SLEEP;
     loop {
         let job = {
             let receiver = shared
                 .receiver
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            next_job(&receiver)
+            next_job(&receiver, spin)
         };
-        let Ok(job) = job else { return };
+        let Ok((job, waited)) = job else { return };
+        spin = spin_after(waited);
         if job(&runtime) == JobEnd::Retire {
             return;
         }
@@ -493,17 +497,35 @@ fn serve(shared: Arc<Shared>) {
 /// thread awake instead, for at most this much spinning after each call.
 const SPIN_BEFORE_SLEEP: Duration = Duration::from_micros(100);
 
-/// The next job: looked for for [`SPIN_BEFORE_SLEEP`], then waited for.
-fn next_job(receiver: &mpsc::Receiver<Job>) -> Result<Job, mpsc::RecvError> {
-    let until = std::time::Instant::now() + SPIN_BEFORE_SLEEP;
+/// How long to spin before the next wait, given how long the last one took: the full
+/// [`SPIN_BEFORE_SLEEP`] when the last job came within it, none when it came later (the
+/// spin would have ended before the job came, its CPU taken from the threads that make the
+/// next job: the caller's, over MCP the protocol's and the client's).
+fn spin_after(waited: Duration) -> Duration {
+    if waited < SPIN_BEFORE_SLEEP {
+        SPIN_BEFORE_SLEEP
+    } else {
+        Duration::ZERO
+    }
+}
+
+/// The next job, looked for for `spin`, then waited for; with how long that took.
+fn next_job(
+    receiver: &mpsc::Receiver<Job>,
+    spin: Duration,
+) -> Result<(Job, Duration), mpsc::RecvError> {
+    let start = std::time::Instant::now();
+    let until = start + spin;
     loop {
         match receiver.try_recv() {
-            Ok(job) => return Ok(job),
+            Ok(job) => return Ok((job, start.elapsed())),
             Err(mpsc::TryRecvError::Disconnected) => return Err(mpsc::RecvError),
             Err(mpsc::TryRecvError::Empty) if std::time::Instant::now() < until => {
                 std::hint::spin_loop();
             }
-            Err(mpsc::TryRecvError::Empty) => return receiver.recv(),
+            Err(mpsc::TryRecvError::Empty) => {
+                return receiver.recv().map(|job| (job, start.elapsed()));
+            }
         }
     }
 }
@@ -529,17 +551,39 @@ mod tests {
             .unwrap();
         // Already there: taken at once.
         sender.send(job(JobEnd::Serve)).unwrap();
-        assert_eq!(next_job(&receiver).unwrap()(&runtime), JobEnd::Serve);
-        // Sent well after the spin: taken by the blocking wait.
-        let late = sender.clone();
-        let sent = std::thread::spawn(move || {
-            std::thread::sleep(SPIN_BEFORE_SLEEP * 20);
-            late.send(job(JobEnd::Retire)).unwrap();
-        });
-        assert_eq!(next_job(&receiver).unwrap()(&runtime), JobEnd::Retire);
-        sent.join().unwrap();
+        let (taken, _) = next_job(&receiver, SPIN_BEFORE_SLEEP).unwrap();
+        assert_eq!(taken(&runtime), JobEnd::Serve);
+        // Sent well after the spin: taken by the blocking wait, and the thread stops
+        // spinning (also when it did not spin for this one).
+        for spin in [SPIN_BEFORE_SLEEP, Duration::ZERO] {
+            let late = sender.clone();
+            let sent = std::thread::spawn(move || {
+                std::thread::sleep(SPIN_BEFORE_SLEEP * 20);
+                late.send(job(JobEnd::Retire)).unwrap();
+            });
+            let (taken, waited) = next_job(&receiver, spin).unwrap();
+            assert_eq!(taken(&runtime), JobEnd::Retire);
+            assert!(waited >= SPIN_BEFORE_SLEEP * 20, "waited {waited:?}");
+            assert_eq!(spin_after(waited), Duration::ZERO);
+            sent.join().unwrap();
+        }
+        // Without a spin, a job already there is still taken.
+        sender.send(job(JobEnd::Serve)).unwrap();
+        let (taken, _) = next_job(&receiver, Duration::ZERO).unwrap();
+        assert_eq!(taken(&runtime), JobEnd::Serve);
         drop(sender);
-        assert!(next_job(&receiver).is_err());
+        assert!(next_job(&receiver, SPIN_BEFORE_SLEEP).is_err());
+    }
+
+    #[test]
+    fn a_thread_spins_again_only_when_its_last_job_came_within_the_spin() {
+        assert_eq!(spin_after(Duration::ZERO), SPIN_BEFORE_SLEEP);
+        assert_eq!(
+            spin_after(SPIN_BEFORE_SLEEP - Duration::from_nanos(1)),
+            SPIN_BEFORE_SLEEP
+        );
+        assert_eq!(spin_after(SPIN_BEFORE_SLEEP), Duration::ZERO);
+        assert_eq!(spin_after(Duration::from_millis(3)), Duration::ZERO);
     }
 
     /// A call that waits for its token (or 30 s) and says which came first.
