@@ -12,7 +12,7 @@ pub(crate) struct TextFile {
     file: OpenFile,
     /// Size in bytes when opened.
     pub(crate) size: u64,
-    /// The version of its bytes when opened, where the system tells.
+    /// The version of its bytes when opened, where the system tells and it was asked for.
     pub(crate) version: Option<crate::carry::FileVersion>,
     shown: String,
 }
@@ -22,11 +22,17 @@ impl TextFile {
     /// list_dir), other files that are not regular (FIFOs, devices, sockets) and binary
     /// files (naming the size). The kind is that of what was opened (a `stat` of the
     /// descriptor), so a file swapped for a FIFO after any earlier look is still refused,
-    /// and the open itself never blocks.
-    pub(crate) fn open(target: &Target) -> Result<TextFile> {
+    /// and the open itself never blocks. With `with_version`, its [`TextFile::version`] is
+    /// read too (for key carries; one more crossing in a component).
+    pub(crate) fn open(target: &Target, with_version: bool) -> Result<TextFile> {
         let shown = crate::error::quote(&target.shown);
         let file = OpenFile::open(&target.fs_path).map_err(|e| ToolError::io(&shown, &e))?;
-        let meta = file.stat().map_err(|e| ToolError::io(&shown, &e))?;
+        let meta = if with_version {
+            file.stat_with_version()
+        } else {
+            file.stat()
+        }
+        .map_err(|e| ToolError::io(&shown, &e))?;
         if meta.is_dir() {
             return Err(ToolError::new(
                 ErrorKind::WrongKind,

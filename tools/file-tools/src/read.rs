@@ -88,7 +88,8 @@ pub fn read_file(ctx: &Context, args: &ReadFileArgs) -> Result<ReadFilePage> {
     let target = root.resolve(&args.path)?;
     target.refuse_key_names(ctx.keys.as_ref(), false)?;
     let page = ctx.limits.page_for(&target.shown)?;
-    let mut file = TextFile::open(&target)?;
+    // The version is asked for only where carries are kept (docs/keys.md#sequential-pages).
+    let mut file = TextFile::open(&target, ctx.carries.is_some())?;
     let size = file.size;
 
     let first_line = args.start_line.unwrap_or(1);

@@ -62,8 +62,8 @@ pub(crate) struct Stat {
     pub(crate) kind: Kind,
     /// Size in bytes.
     pub(crate) size: u64,
-    /// Which version of the file's bytes this is, where the system tells (an open file's
-    /// stat only).
+    /// Which version of the file's bytes this is, where the system tells and it was asked
+    /// for ([`OpenFile::stat_with_version`] only).
     pub(crate) version: Option<FileVersion>,
 }
 
@@ -115,7 +115,17 @@ impl OpenFile {
     /// # Errors
     /// When it cannot be examined.
     pub(crate) fn stat(&self) -> io::Result<Stat> {
-        platform::fstat(&self.inner)
+        platform::fstat(&self.inner, false)
+    }
+
+    /// As [`OpenFile::stat`], with the [`FileVersion`] of what was opened where the system
+    /// tells (in a component one more crossing: `metadata-hash`, so only `read_file` with key
+    /// carries asks for it).
+    ///
+    /// # Errors
+    /// When it cannot be examined.
+    pub(crate) fn stat_with_version(&self) -> io::Result<Stat> {
+        platform::fstat(&self.inner, true)
     }
 
     /// Appends the bytes `offset..offset + len` to `buf`, fewer when the file ends first.
@@ -190,12 +200,12 @@ mod platform {
         options.open(path)
     }
 
-    pub(super) fn fstat(file: &File) -> io::Result<Stat> {
+    pub(super) fn fstat(file: &File, with_version: bool) -> io::Result<Stat> {
         let meta = file.metadata()?;
         Ok(Stat {
             kind: kind_of(meta.file_type()),
             size: meta.len(),
-            version: version(&meta),
+            version: if with_version { version(&meta) } else { None },
         })
     }
 
@@ -361,7 +371,7 @@ mod platform {
         })
     }
 
-    pub(super) fn fstat(file: &File) -> io::Result<Stat> {
+    pub(super) fn fstat(file: &File, with_version: bool) -> io::Result<Stat> {
         let stat = file.stat().map_err(to_io)?;
         let ns = |t: Option<wasip2::clocks::wall_clock::Datetime>| {
             let t = t?;
@@ -370,7 +380,12 @@ mod platform {
                 .checked_add(u64::from(t.nanoseconds))
         };
         // The identity of what was opened: no hash, no version (nothing is carried).
-        let version = file.metadata_hash().ok().and_then(|hash| {
+        let hash = if with_version {
+            file.metadata_hash().ok()
+        } else {
+            None
+        };
+        let version = hash.and_then(|hash| {
             Some(FileVersion {
                 identity: (hash.lower, hash.upper),
                 size: stat.size,

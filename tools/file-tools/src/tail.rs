@@ -56,7 +56,7 @@ pub fn tail_file(ctx: &Context, args: &TailFileArgs) -> Result<TailFilePage> {
     let target = root.resolve(&args.path)?;
     target.refuse_key_names(ctx.keys.as_ref(), false)?;
     let page = ctx.limits.page_for(&target.shown)?;
-    let mut file = TextFile::open(&target)?;
+    let mut file = TextFile::open(&target, false)?;
     let size = file.size;
 
     // Every returned line costs at least its raw bytes plus its terminator in JSON, so no
