@@ -158,9 +158,8 @@ pub fn is_key_body_line(line: &[u8]) -> bool {
 pub fn look_back_fails_closed(look_back: &[u8], at_line_start: bool) -> bool {
     let mut body = false;
     // Most text fails on its first or second line, so stop at the first ordinary one.
-    for (i, (line, terminated)) in breaks::lines(look_back).enumerate() {
-        let whole = terminated && (i > 0 || at_line_start);
-        match classify_line(line) {
+    for (class, whole) in look_back_lines(look_back, at_line_start) {
+        match class {
             LineClass::KeyBody => body = true,
             LineClass::Ordinary if whole => return false,
             LineClass::Ordinary | LineClass::Neutral => {}
@@ -169,16 +168,24 @@ pub fn look_back_fails_closed(look_back: &[u8], at_line_start: bool) -> bool {
     body
 }
 
+/// The lines of the look-back `bytes` (`at_line_start` as in [`look_back_fails_closed`]):
+/// each line's class, and whether it is whole (it ends with a break inside `bytes`, and
+/// the first only when the byte before `bytes` ends a line).
+fn look_back_lines(bytes: &[u8], at_line_start: bool) -> impl Iterator<Item = (LineClass, bool)> {
+    breaks::lines(bytes)
+        .enumerate()
+        .map(move |(i, (line, terminated))| {
+            (classify_line(line), terminated && (i > 0 || at_line_start))
+        })
+}
+
 /// True when `bytes`, the start of a look-back (`at_line_start` as in
 /// [`look_back_fails_closed`]), holds a whole ordinary line: then the fail-closed rule is false
 /// for every look-back that starts with `bytes`. The caller passes bytes whose breaks the
 /// bytes after them cannot change ([`breaks::settled`]).
 pub(crate) fn has_whole_ordinary_line(bytes: &[u8], at_line_start: bool) -> bool {
-    breaks::lines(bytes)
-        .enumerate()
-        .any(|(i, (line, terminated))| {
-            terminated && (i > 0 || at_line_start) && classify_line(line) == LineClass::Ordinary
-        })
+    look_back_lines(bytes, at_line_start)
+        .any(|(class, whole)| whole && class == LineClass::Ordinary)
 }
 
 #[cfg(test)]
