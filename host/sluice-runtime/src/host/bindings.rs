@@ -5,8 +5,9 @@
 //! from the WIT itself, so a WIT change the host does not follow fails to compile.
 //!
 //! [`CallState`](crate::host::state::CallState) implements the generated `Host` traits (`budget`
-//! and `key-policy` in [`crate::host`], `listing` in [`crate::host::listing`]);
-//! [`add_to_linker`] links all three.
+//! and `key-policy` in `crate::host::budget`, `listing` in [`crate::host::listing`],
+//! `key-carries` in [`crate::host::key_carries`], `tool-calls` in `crate::host::tool_calls`);
+//! [`add_to_linker`] links them all.
 
 use wasmtime::component::{HasSelf, Linker};
 
@@ -35,7 +36,7 @@ pub(crate) use generated::sluice::tools::{
     budget, files, key_carries, key_policy, listing, tool_calls,
 };
 
-/// Adds `sluice:tools/budget`, `key-policy` and `listing` (at the WIT's version) to
+/// Adds the `sluice:tools` interfaces of the `host` world (at the WIT's version) to
 /// `linker`, answered from each call's [`CallState`].
 ///
 /// # Errors
