@@ -10,7 +10,7 @@
 // `option<T>` is `T` or `undefined`, enums are strings, `u32` a number, `u64` a BigInt;
 // returning gives `ok`, and throwing a string gives `err` (for `result<T, string>`).
 
-import { maxResultBytes, pageBytes } from 'sluice:tools/budget@0.1.4';
+import { maxResultBytes, pageBytes } from 'sluice:tools/budget@0.1.5';
 import { getDirectories } from 'wasi:filesystem/preopens@0.2.12';
 
 // Largest file read, in bytes: the file is parsed whole.

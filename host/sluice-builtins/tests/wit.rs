@@ -70,13 +70,13 @@ fn the_files_written_parse_and_match_the_embedded_packages() {
     let (main, _) = resolve.push_dir(&out).expect("the WIT written parses");
     assert_eq!(
         resolve.packages[main].name.to_string(),
-        "sluice:tools@0.1.4"
+        "sluice:tools@0.1.5"
     );
     let v = WASI_VERSION;
     assert_eq!(
         packages(&resolve),
         [
-            "sluice:tools@0.1.4".to_string(),
+            "sluice:tools@0.1.5".to_string(),
             format!("wasi:cli@{v}"),
             format!("wasi:clocks@{v}"),
             "wasi:config@0.2.0-rc.1".to_string(),
@@ -121,7 +121,7 @@ fn an_authors_world_resolves_against_them() {
     std::fs::write(
         out.join("tool.wit"),
         format!(
-            "package acme:reader@0.1.0;\n\nworld reader {{\n    import wasi:filesystem/preopens@{WASI_VERSION};\n    import wasi:http/outgoing-handler@{WASI_VERSION};\n    import wasi:config/store@0.2.0-rc.1;\n    import sluice:tools/budget@0.1.4;\n    use sluice:tools/types@0.1.4.{{tool-error}};\n    export read: func(path: string) -> result<string, tool-error>;\n}}\n"
+            "package acme:reader@0.1.0;\n\nworld reader {{\n    import wasi:filesystem/preopens@{WASI_VERSION};\n    import wasi:http/outgoing-handler@{WASI_VERSION};\n    import wasi:config/store@0.2.0-rc.1;\n    import sluice:tools/budget@0.1.5;\n    use sluice:tools/types@0.1.5.{{tool-error}};\n    export read: func(path: string) -> result<string, tool-error>;\n}}\n"
         ),
     )
     .unwrap();

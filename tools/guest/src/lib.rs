@@ -1,11 +1,12 @@
-//! The guest side of `sluice:tools@0.1.4` for Rust tools built on [`sluice_file_tools`].
+//! The guest side of `sluice:tools@0.1.5` for Rust tools built on [`sluice_file_tools`].
 //!
 //! [`bindings`] holds the bindings of the shared interfaces (`types`, `files`, `budget`,
-//! `key-policy`, `listing`, `key-carries`), generated once here; each tool crate generates its
+//! `key-policy`, `listing`, `key-carries`, `whole-files`), generated once here; each tool crate generates its
 //! own world with `with:` pointing at them, so the conversions below exist once. [`context`]
 //! builds the pager's [`Context`] for the current call from what the host grants: the
 //! preopened roots, the cap, the time budget and the key-material names. [`HostListing`] is
-//! the host's `listing` as the pager's [`DirSource`](sluice_file_tools::DirSource), and
+//! the host's `listing` and `whole-files` as the pager's
+//! [`DirSource`](sluice_file_tools::DirSource), and
 //! [`HostKeyCarries`] its `key-carries` as the pager's
 //! [`KeyCarries`](sluice_file_tools::KeyCarries).
 
@@ -23,21 +24,24 @@ pub mod bindings {
         inline: "
             package sluice:guest-support;
             world guest-support {
-                import sluice:tools/types@0.1.4;
-                import sluice:tools/files@0.1.4;
-                import sluice:tools/budget@0.1.4;
-                import sluice:tools/key-policy@0.1.4;
-                import sluice:tools/listing@0.1.4;
-                import sluice:tools/key-carries@0.1.4;
+                import sluice:tools/types@0.1.5;
+                import sluice:tools/files@0.1.5;
+                import sluice:tools/budget@0.1.5;
+                import sluice:tools/key-policy@0.1.5;
+                import sluice:tools/listing@0.1.5;
+                import sluice:tools/key-carries@0.1.5;
+                import sluice:tools/whole-files@0.1.5;
             }
         ",
         generate_all,
     });
 }
 
-pub use bindings::sluice::tools::{budget, files, key_carries, key_policy, listing, types};
+pub use bindings::sluice::tools::{
+    budget, files, key_carries, key_policy, listing, types, whole_files,
+};
 pub use host_key_carries::HostKeyCarries;
-pub use host_listing::HostListing;
+pub use host_listing::{HostFiles, HostListing};
 
 mod host_key_carries;
 mod host_listing;

@@ -10,11 +10,11 @@ mod bindings {
         world: "read-file",
         path: "../../wit",
         with: {
-            "sluice:tools/types@0.1.4": sluice_guest::types,
-            "sluice:tools/files@0.1.4": sluice_guest::files,
-            "sluice:tools/budget@0.1.4": sluice_guest::budget,
-            "sluice:tools/key-policy@0.1.4": sluice_guest::key_policy,
-            "sluice:tools/key-carries@0.1.4": sluice_guest::key_carries,
+            "sluice:tools/types@0.1.5": sluice_guest::types,
+            "sluice:tools/files@0.1.5": sluice_guest::files,
+            "sluice:tools/budget@0.1.5": sluice_guest::budget,
+            "sluice:tools/key-policy@0.1.5": sluice_guest::key_policy,
+            "sluice:tools/key-carries@0.1.5": sluice_guest::key_carries,
         },
     });
 }

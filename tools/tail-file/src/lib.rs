@@ -9,10 +9,10 @@ mod bindings {
         world: "tail-file",
         path: "../../wit",
         with: {
-            "sluice:tools/types@0.1.4": sluice_guest::types,
-            "sluice:tools/files@0.1.4": sluice_guest::files,
-            "sluice:tools/budget@0.1.4": sluice_guest::budget,
-            "sluice:tools/key-policy@0.1.4": sluice_guest::key_policy,
+            "sluice:tools/types@0.1.5": sluice_guest::types,
+            "sluice:tools/files@0.1.5": sluice_guest::files,
+            "sluice:tools/budget@0.1.5": sluice_guest::budget,
+            "sluice:tools/key-policy@0.1.5": sluice_guest::key_policy,
         },
     });
 }

@@ -8,7 +8,7 @@
 // Bindings: records are objects with camelCase fields, `option<T>` is `T` or `undefined`,
 // `u64` is a BigInt; returning gives `ok`, throwing `{ tag, val }` gives that `tool-error`.
 
-import { maxResultBytes, pageBytes } from 'sluice:tools/budget@0.1.4';
+import { maxResultBytes, pageBytes } from 'sluice:tools/budget@0.1.5';
 import { getDirectories } from 'wasi:filesystem/preopens@0.2.12';
 
 const CHUNK_BYTES = 65536n;

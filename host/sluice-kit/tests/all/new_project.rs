@@ -153,8 +153,8 @@ fn each_world_resolves() {
         imports.sort();
         let mut expected = vec![
             "line-pager:tool/lines@0.1.0",
-            "sluice:tools/budget@0.1.4",
-            "sluice:tools/types@0.1.4",
+            "sluice:tools/budget@0.1.5",
+            "sluice:tools/types@0.1.5",
         ];
         if language == Language::Js {
             expected.extend([

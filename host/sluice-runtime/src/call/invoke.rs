@@ -195,6 +195,7 @@ impl Call {
             config: self.config.clone(),
             refused: self.refused.clone(),
             key_carries: self.key_carries.clone(),
+            read_ahead: None,
             tool_caller,
         };
         let mut store = Store::new(self.pre.engine(), state);

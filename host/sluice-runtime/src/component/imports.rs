@@ -8,7 +8,8 @@ use crate::engine::ToolEngine;
 /// Interfaces the host provides to every component (the `sluice:tools` ones are linked
 /// from the WIT's `world host`, which a test holds this list to): WASI 0.2 (`wasi:cli`, `clocks`,
 /// `filesystem`, `http`, `io`, `random`, `sockets`; any 0.2.x), `wasi:config/store@0.2.0-rc.1`
-/// and `sluice:tools` `budget`, `key-policy`, `listing` and `tool-calls` (0.1.x). Grants decide what they
+/// and `sluice:tools` `budget`, `key-policy`, `key-carries`, `listing`, `whole-files` and
+/// `tool-calls` (0.1.x). Grants decide what they
 /// reach: a tool sees only its preopens, allowed environment and granted config, every socket
 /// address is denied, and `wasi:http` requests reach only the hosts of the policy's `http`
 /// ([`crate::host::http`]; none by default).
@@ -25,6 +26,7 @@ pub const PROVIDED_INTERFACES: &[&str] = &[
     "sluice:tools/key-policy@0.1.",
     "sluice:tools/key-carries@0.1.",
     "sluice:tools/listing@0.1.",
+    "sluice:tools/whole-files@0.1.",
     "sluice:tools/tool-calls@0.1.",
 ];
 
@@ -112,11 +114,12 @@ mod tests {
         assert_eq!(
             with_functions,
             [
-                "sluice:tools/budget@0.1.4",
-                "sluice:tools/key-carries@0.1.4",
-                "sluice:tools/key-policy@0.1.4",
-                "sluice:tools/listing@0.1.4",
-                "sluice:tools/tool-calls@0.1.4"
+                "sluice:tools/budget@0.1.5",
+                "sluice:tools/key-carries@0.1.5",
+                "sluice:tools/key-policy@0.1.5",
+                "sluice:tools/listing@0.1.5",
+                "sluice:tools/tool-calls@0.1.5",
+                "sluice:tools/whole-files@0.1.5"
             ]
         );
     }

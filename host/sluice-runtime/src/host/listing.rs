@@ -27,7 +27,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use cap_primitives::fs::FollowSymlinks;
-use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemCtxView};
 
 use crate::host::state::CallState;
 
@@ -171,36 +170,13 @@ fn answer<T>(listed: std::io::Result<T>) -> wasmtime::Result<Result<T, ListingEr
     }
 }
 
-/// The preopened directory that holds the guest path `dir` (the longest guest path that is a
-/// prefix of it) and the rest of `dir` relative to it.
+/// The preopened directory that holds the guest path `dir` and the rest of `dir` relative to
+/// it ([`crate::host::preopens::beneath`]).
 fn preopen_of(state: &mut CallState, dir: &str) -> wasmtime::Result<Option<(Arc<File>, String)>> {
-    use wasmtime_wasi::p2::bindings::filesystem::preopens::Host;
-    let mut view = WasiFilesystemCtxView {
-        ctx: state.wasi.filesystem(),
-        table: &mut state.table,
-    };
-    let preopens = Host::get_directories(&mut view)?;
-    let mut best: Option<(Arc<File>, usize, String)> = None;
-    for (resource, guest) in preopens {
-        let descriptor = state.table.delete(resource)?;
-        let Descriptor::Dir(d) = descriptor else {
-            continue;
-        };
-        let Some(rest) = dir.strip_prefix(guest.as_str()) else {
-            continue;
-        };
-        if !(rest.is_empty() || rest.starts_with('/') || guest.ends_with('/')) {
-            continue;
-        }
-        if best.as_ref().is_none_or(|(_, len, _)| guest.len() > *len) {
-            best = Some((
-                d.dir.clone(),
-                guest.len(),
-                rest.trim_start_matches('/').into(),
-            ));
-        }
-    }
-    Ok(best.map(|(dir, _, rest)| (dir, rest)))
+    Ok(crate::host::preopens::beneath(
+        &crate::host::preopens::of_call(state)?,
+        dir,
+    ))
 }
 
 /// Entries `offset..offset + count` (at most [`MAX_CHUNK_ENTRIES`]) of the directory `rel`

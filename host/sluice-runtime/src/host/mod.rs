@@ -10,7 +10,8 @@
 //!   ([`http_recorded`]);
 //! - `wasi:config/store` from the policy's values and secrets (`config_store`);
 //! - the `sluice:tools` interfaces (`bindings`): `budget` and `key-policy`
-//!   (`budget`), `listing` ([`listing`]) and `key-carries` ([`key_carries`]);
+//!   (`budget`), `listing` ([`listing`]), `key-carries` ([`key_carries`]) and `whole-files`
+//!   ([`whole_files`]);
 //! - `sluice:tools/tool-calls`, answered for `run_script` only (`tool_calls`);
 //! - the guest's stderr, its tail kept for messages (`stderr`).
 
@@ -34,6 +35,7 @@ pub(crate) mod refused;
 pub mod state;
 pub(crate) mod stderr;
 pub(crate) mod tool_calls;
+pub mod whole_files;
 
 /// Adds WASI 0.2 (`wasi:http` included, sent by [`HttpHooks`](crate::host::http::HttpHooks)), `wasi:config/store` and the
 /// `sluice:tools` host interfaces to `linker`.

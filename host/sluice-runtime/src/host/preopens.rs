@@ -65,6 +65,51 @@ pub(crate) struct PreopenError {
     reason: Arc<wasmtime::Error>,
 }
 
+/// The preopened directories of the call in `state`: each one's guest path (`/logs`) and its
+/// host directory.
+///
+/// # Errors
+/// wasmtime's error when the call's resource table is full.
+pub(crate) fn of_call(
+    state: &mut crate::host::state::CallState,
+) -> wasmtime::Result<Vec<(String, Arc<std::fs::File>)>> {
+    use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemCtxView};
+    use wasmtime_wasi::p2::bindings::filesystem::preopens::Host;
+    let mut view = WasiFilesystemCtxView {
+        ctx: state.wasi.filesystem(),
+        table: &mut state.table,
+    };
+    let preopens = Host::get_directories(&mut view)?;
+    let mut dirs = Vec::with_capacity(preopens.len());
+    for (resource, guest) in preopens {
+        if let Descriptor::Dir(d) = state.table.delete(resource)? {
+            dirs.push((guest, d.dir.clone()));
+        }
+    }
+    Ok(dirs)
+}
+
+/// The preopened directory of `preopens` ([`of_call`]) that holds the guest path `path` (the
+/// longest guest path that is a prefix of it, at a `/`) and the rest of `path` relative to it
+/// (empty for the preopen itself); `None` when no preopen holds it.
+pub(crate) fn beneath(
+    preopens: &[(String, Arc<std::fs::File>)],
+    path: &str,
+) -> Option<(Arc<std::fs::File>, String)> {
+    preopens
+        .iter()
+        .filter_map(|(guest, dir)| {
+            let rest = path.strip_prefix(guest.as_str())?;
+            (rest.is_empty() || rest.starts_with('/') || guest.ends_with('/')).then_some((
+                dir,
+                guest.len(),
+                rest,
+            ))
+        })
+        .max_by_key(|(_, len, _)| *len)
+        .map(|(dir, _, rest)| (dir.clone(), rest.trim_start_matches('/').to_string()))
+}
+
 /// A file's identity: (device, inode).
 pub(crate) type FileId = (u64, u64);
 

@@ -42,6 +42,8 @@ pub struct CallState {
     pub(crate) refused: Arc<crate::host::refused::RefusedFiles>,
     /// The component's `sluice:tools/key-carries` (shared by its calls).
     pub(crate) key_carries: Arc<crate::host::key_carries::KeyCarries>,
+    /// The call's `sluice:tools/whole-files` read-ahead, once the tool announced files.
+    pub(crate) read_ahead: Option<crate::host::whole_files::ReadAhead>,
     /// What answers `sluice:tools/tool-calls` for this call (`run_script`'s), if anything.
     pub(crate) tool_caller: Option<Box<dyn ToolCaller>>,
 }

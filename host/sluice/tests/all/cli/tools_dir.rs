@@ -191,7 +191,7 @@ fn inspect_shows_tools_imports_and_digest_without_running() {
     let imports = v["imports"].as_array().unwrap();
     let budget = imports
         .iter()
-        .find(|i| i["name"] == "sluice:tools/budget@0.1.4")
+        .find(|i| i["name"] == "sluice:tools/budget@0.1.5")
         .unwrap();
     assert_eq!(budget["provided"], true);
     // Components import only the functions they call; the Rust tools size pages themselves.
