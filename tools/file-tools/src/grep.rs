@@ -26,7 +26,7 @@ use crate::budget::json_len;
 use crate::error::quote;
 use crate::error::{ErrorKind, Result, ToolError};
 use crate::keys::has_armor;
-use crate::list::DirSource;
+use crate::list::{DirSource, WholeFile, WholeRead};
 use crate::root::{Root, Target};
 use crate::text::escaped_prefix;
 
@@ -60,6 +60,16 @@ pub const MAX_TEXT_CHARS: usize = 500;
 /// Files up to this size are read in one read, in bytes (64 KiB); larger ones read their
 /// first 8 KiB first, to pass over a binary file without reading the rest.
 const ONE_READ_BYTES: u64 = 64 * 1024;
+
+/// What the search reads whole through a [`DirSource`]: files up to 5 MiB, binary by a NUL
+/// in the first 8 KiB.
+const WHOLE_READ: WholeRead = WholeRead {
+    max_bytes: MAX_FILE_BYTES,
+    sniff_bytes: crate::file::BINARY_SNIFF_BYTES,
+};
+
+/// The most files one announcement to the [`DirSource`] names ([`walk`]).
+const READ_AHEAD_RUN: usize = 1024;
 
 /// Directories never entered.
 const PRUNED_DIRS: &[&str] = &[".git", "node_modules"];
@@ -213,6 +223,7 @@ pub fn grep_files_from(
         glob,
         resume,
         visited: false,
+        ahead: std::collections::VecDeque::new(),
         buf: Vec::new(),
         // The file's own bytes, as they are: no byte-order-mark sniffing, so no transcoding
         // of UTF-16 (the key rules judge the same bytes), and a UTF-8 BOM stays part of the
@@ -264,6 +275,9 @@ struct Search<'a> {
     resume: Option<Cursor>,
     /// True once an entry at or after the cursor has been visited in this call.
     visited: bool,
+    /// The files announced to `source` ([`DirSource::read_ahead`]) and not yet read, in
+    /// order.
+    ahead: std::collections::VecDeque<std::path::PathBuf>,
     /// Reused for every file's contents.
     buf: Vec<u8>,
     searcher: grep_searcher::Searcher,
@@ -440,12 +454,59 @@ impl Search<'_> {
         outcome
     }
 
+    /// True when the file at `path`, entry `number` of the walk and the next file this search
+    /// reads, is to be announced to the source ([`Search::announce`]): there is a source, the
+    /// file is not before the cursor (it is read), and it was not announced. Drops what was
+    /// announced before it (passed over: a key name).
+    fn wants_announcing(&mut self, number: u64, path: &Path) -> bool {
+        if self.source.is_none() || self.resume.as_ref().is_some_and(|c| number < c.file) {
+            return false;
+        }
+        match self.ahead.iter().position(|p| p == path) {
+            Some(i) => {
+                self.ahead.drain(..i);
+                false
+            }
+            None => true,
+        }
+    }
+
+    /// Announces `run` to the source ([`DirSource::read_ahead`]): files this search reads
+    /// next, in the walk's order, before every file announced earlier (the walk is depth
+    /// first: a directory's files, announced when it is entered, come before the rest of
+    /// the directories around it). At most [`READ_AHEAD_RUN`] of them.
+    fn announce(&mut self, mut run: Vec<std::path::PathBuf>) {
+        let Some(source) = self.source else { return };
+        if run.is_empty() {
+            return;
+        }
+        run.truncate(READ_AHEAD_RUN);
+        let paths: Vec<&Path> = run.iter().map(|p| p.as_path()).collect();
+        source.read_ahead(&paths, WHOLE_READ);
+        for p in run.into_iter().rev() {
+            self.ahead.push_front(p);
+        }
+    }
+
     /// Reads the file at `path` into `self.buf`; false when it must be skipped: unreadable,
     /// over 5 MiB, binary (NUL in the first 8 KiB), or holding key armor. A file over 5 MiB
     /// is not read at all. Only the size the file had when opened is read (bytes appended
     /// since are not searched). A file of at most [`ONE_READ_BYTES`] takes one read; a larger
     /// one two, so that a large binary file is read no further than its first 8 KiB.
     fn load(&mut self, path: &Path) -> bool {
+        if self.ahead.front().is_some_and(|p| p == path) {
+            self.ahead.pop_front();
+        }
+        if let Some(whole) = self.source.and_then(|s| s.read_whole(path, WHOLE_READ)) {
+            return match whole {
+                WholeFile::Bytes(bytes) => {
+                    self.buf = bytes;
+                    without_crlf(&mut self.buf);
+                    true
+                }
+                WholeFile::PassedOver => false,
+            };
+        }
         self.buf.clear();
         let Ok(mut file) = crate::sys::OpenFile::open(path) else {
             return false;

@@ -47,8 +47,8 @@ pub use grep::{
 };
 pub use keys::{KeyNamePolicy, KeyNames};
 pub use list::{
-    DirChunk, DirEntry, DirNames, DirSource, EntryKind, ListDirArgs, ListDirPage, list_dir,
-    list_dir_from,
+    DirChunk, DirEntry, DirNames, DirSource, EntryKind, ListDirArgs, ListDirPage, WholeFile,
+    WholeRead, list_dir, list_dir_from,
 };
 pub use read::{ReadFileArgs, ReadFilePage, read_file};
 pub use root::{Root, Roots};

@@ -97,11 +97,13 @@ pub struct ListDirPage {
     pub entries: Vec<DirEntry>,
 }
 
-/// Directory listings read by someone else: inside a component, the host's
-/// `sluice:tools/listing`. [`list_dir_from`] takes a page's entries a chunk at a time (the
-/// host reads and sorts the directory once and keeps it, so that a page costs what a page
-/// is); [`grep_files_from`](crate::grep_files_from) walks through whole listings without
-/// sizes (the host reads each directory with no `stat` per entry and no crossing per entry).
+/// Directory listings and whole files read by someone else: inside a component, the host's
+/// `sluice:tools/listing` and `whole-files`. [`list_dir_from`] takes a page's entries a chunk
+/// at a time (the host reads and sorts the directory once and keeps it, so that a page costs
+/// what a page is); [`grep_files_from`](crate::grep_files_from) walks through whole listings
+/// without sizes (the host reads each directory with no `stat` per entry and no crossing per
+/// entry) and reads the files it searches whole, announcing each run of them ahead
+/// ([`DirSource::read_ahead`], [`DirSource::read_whole`]).
 pub trait DirSource {
     /// Entries `offset..offset + count` of the directory at `dir` (the path the tool
     /// resolved, as [`Root`](crate::Root) paths are), sorted by name in byte order, with
@@ -130,6 +132,42 @@ pub trait DirSource {
         let _ = dir;
         None
     }
+
+    /// Announces the files (paths as [`Root`](crate::Root) paths are) the tool will ask
+    /// [`DirSource::read_whole`] for next, in that order, so that the source may read them
+    /// ahead while the tool works on the ones before. The default does nothing.
+    fn read_ahead(&self, paths: &[&Path], rules: WholeRead) {
+        let _ = (paths, rules);
+    }
+
+    /// The file at `path` read whole by `rules`: its bytes, or [`WholeFile::PassedOver`]
+    /// when it is not a regular file, is larger than `rules.max_bytes`, holds a NUL byte in
+    /// its first `rules.sniff_bytes`, holds PEM armor, is key material by name, or cannot be
+    /// read. `None` when this source does not read files, which is the default: the tool then
+    /// reads it itself.
+    fn read_whole(&self, path: &Path, rules: WholeRead) -> Option<WholeFile> {
+        let _ = (path, rules);
+        None
+    }
+}
+
+/// What a whole read ([`DirSource::read_whole`]) takes and passes over (the WIT record
+/// `whole-read`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WholeRead {
+    /// Files larger than this, in bytes, are passed over unread.
+    pub max_bytes: u64,
+    /// A NUL byte in the first this many bytes makes a file binary: passed over.
+    pub sniff_bytes: u64,
+}
+
+/// A file read whole by a [`DirSource`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WholeFile {
+    /// Its bytes, as many as its size when it was opened.
+    Bytes(Vec<u8>),
+    /// Passed over (see [`DirSource::read_whole`]).
+    PassedOver,
 }
 
 /// A whole directory from [`DirSource::names`].

@@ -1,12 +1,13 @@
-//! The host's `sluice:tools/listing` as the pager's [`DirSource`]: `list_dir` pages through
-//! its chunks and `grep_files` walks through its whole listings.
+//! The host's `sluice:tools/listing` and `whole-files` as the pager's [`DirSource`]:
+//! `list_dir` pages through its chunks, and `grep_files` walks through its whole listings and
+//! reads the files it searches whole, announced ahead.
 
 use std::io::{Error, ErrorKind};
 use std::path::Path;
 
-use sluice_file_tools::{DirChunk, DirNames, DirSource, EntryKind};
+use sluice_file_tools::{DirChunk, DirNames, DirSource, EntryKind, WholeFile, WholeRead};
 
-use crate::{files, listing};
+use crate::{files, listing, whole_files};
 
 /// Directory listings read by the host. A directory the host cannot list (`unsupported`: its
 /// path names no preopened directory, or is not UTF-8) is `None`, and the tool reads it
@@ -42,6 +43,45 @@ impl DirSource for HostListing {
             })),
             Err(e) => io_error(e).map(Err),
         }
+    }
+}
+
+/// [`HostListing`] and the host's `sluice:tools/whole-files`: what `grep_files` walks and
+/// reads through. A type of its own, so that a tool that only lists (`list_dir`) does not
+/// import `whole-files`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HostFiles;
+
+impl DirSource for HostFiles {
+    fn chunk(&self, dir: &Path, offset: u64, count: u32) -> Option<std::io::Result<DirChunk>> {
+        HostListing.chunk(dir, offset, count)
+    }
+
+    fn names(&self, dir: &Path) -> Option<std::io::Result<DirNames>> {
+        HostListing.names(dir)
+    }
+
+    fn read_ahead(&self, paths: &[&Path], rules: WholeRead) {
+        // A path that is not UTF-8 is not announced; it is read when asked for.
+        let paths: Vec<String> = paths
+            .iter()
+            .filter_map(|p| p.to_str().map(str::to_string))
+            .collect();
+        whole_files::read_ahead(&paths, wit_rules(rules));
+    }
+
+    fn read_whole(&self, path: &Path, rules: WholeRead) -> Option<WholeFile> {
+        Some(match whole_files::read(path.to_str()?, wit_rules(rules)) {
+            whole_files::WholeFile::Bytes(bytes) => WholeFile::Bytes(bytes),
+            whole_files::WholeFile::PassedOver(_) => WholeFile::PassedOver,
+        })
+    }
+}
+
+fn wit_rules(rules: WholeRead) -> whole_files::WholeRead {
+    whole_files::WholeRead {
+        max_bytes: rules.max_bytes,
+        sniff_bytes: rules.sniff_bytes,
     }
 }
 

@@ -143,6 +143,7 @@ impl<'w> Walk<'w> {
             if root.depth >= self.target.len() {
                 search.page.at.push(0);
             }
+            self.announce_files(search, &root);
             stack.push(root);
         }
         while let Some(frame) = stack.last_mut() {
@@ -187,6 +188,7 @@ impl<'w> Walk<'w> {
                     if child.depth >= self.target.len() {
                         search.page.at.push(0);
                     }
+                    self.announce_files(search, &child);
                     stack.push(child);
                 }
                 Step::Done => return Ok(()),
@@ -315,10 +317,54 @@ impl<'w> Walk<'w> {
         }
         let what = search.judge(&rel, kind == Kind::File);
         let number = self.next_number();
+        if what == Visit::File && search.wants_announcing(number, &path) {
+            // Not announced with its directory (the walk reached the cursor inside it, or
+            // the directory holds more files than one announcement): this file and those
+            // after it in its directory.
+            let mut run = vec![path.clone()];
+            run.extend(self.files_ahead(search, frame));
+            search.announce(run);
+        }
         Ok(match search.visit(number, &rel, &path, what)? {
             true => Step::Done,
             false => Step::Next,
         })
+    }
+
+    /// Announces the files of `frame`, a directory just entered, that the search will read,
+    /// to its source ([`Search::announce`]), unless the walk is above the searched
+    /// directory, still seeking, or before the cursor's entry.
+    fn announce_files(&self, search: &mut Search<'_>, frame: &Frame) {
+        if search.source.is_none()
+            || frame.depth < self.target.len()
+            || self.seek.is_some()
+            || search.resume.as_ref().is_some_and(|c| self.number < c.file)
+        {
+            return;
+        }
+        let run = self.files_ahead(search, frame);
+        search.announce(run);
+    }
+
+    /// The files of `frame` not yet visited that the search will read, in order: regular
+    /// files not ignored that it searches ([`Search::judge`]), at most
+    /// [`super::READ_AHEAD_RUN`].
+    fn files_ahead(&self, search: &Search<'_>, frame: &Frame) -> Vec<PathBuf> {
+        let mut run = Vec::new();
+        for (name, kind) in frame.entries.as_slice() {
+            if run.len() == super::READ_AHEAD_RUN {
+                break;
+            }
+            if *kind != Kind::File {
+                continue;
+            }
+            let path = frame.dir.join(name);
+            let rel = join(&frame.rel_dir, &name.to_string_lossy());
+            if !self.ignored(&path, false) && search.judge(&rel, true) == Visit::File {
+                run.push(path);
+            }
+        }
+        run
     }
 
     /// Checks the way from the root to a searched *file* as the walk checks the way to a

@@ -25,14 +25,14 @@ enum Answer {
 
 /// A source that lists directories as the host does (names that are not UTF-8 counted, armor
 /// names listed, kinds without following symlinks) and records which it was asked for.
-struct HostLike {
+pub(crate) struct HostLike {
     root: PathBuf,
     asked: RefCell<Vec<String>>,
     answers: HashMap<&'static str, Answer>,
 }
 
 impl HostLike {
-    fn new(root: PathBuf) -> Self {
+    pub(crate) fn new(root: PathBuf) -> Self {
         HostLike {
             root,
             asked: RefCell::new(Vec::new()),

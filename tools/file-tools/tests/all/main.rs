@@ -12,6 +12,7 @@ mod edge;
 mod grep;
 mod grep_seek; // Resumes that seek.
 mod grep_source; // The walk through a host listing.
+mod grep_whole_files; // The files a search reads through the host, announced ahead.
 mod keys;
 mod keys_and_paging_edges; // Rows I7–I11: keys in UTF-16, encrypted, split; paging edges; deep trees.
 mod list;
