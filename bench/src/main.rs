@@ -25,6 +25,9 @@
 //! and row 16 a cold `sluice mcp` to `initialize` and to each interpreter example's first call,
 //! with the compile times the binary logs (authoring.rs). Row 17 measures rows 1 and 11 with
 //! telemetry off, metrics on, traces exported to a local receiver, and both (telemetry.rs).
+//! Row 18 sets the closest peer, microsoft/wassette, beside Sluice on the same component
+//! over MCP stdio when `SLUICE_BENCH_WASSETTE` and `SLUICE_BENCH_PEER_COMPONENT` name it and
+//! its example (peer.rs).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)] // A benchmark prints its table.
 
@@ -37,6 +40,7 @@ mod guest_examples;
 mod list_dir;
 mod machine;
 mod mcp;
+mod peer;
 mod process;
 mod read_file;
 mod start;
@@ -106,7 +110,7 @@ impl Bench {
 }
 
 /// The rows, numbered as in the table.
-const ROWS: std::ops::RangeInclusive<usize> = 1..=17;
+const ROWS: std::ops::RangeInclusive<usize> = 1..=18;
 
 /// The command line of a run (the child modes of rows 4 and 17 are read before it).
 #[derive(clap::Parser)]
@@ -134,7 +138,13 @@ fn row_number(n: &str) -> Result<usize, String> {
         .parse::<usize>()
         .ok()
         .filter(|n| ROWS.contains(n))
-        .ok_or_else(|| format!("--only takes row numbers 1 to 17; got {n:?}"))
+        .ok_or_else(|| {
+            format!(
+                "--only takes row numbers {} to {}; got {n:?}",
+                ROWS.start(),
+                ROWS.end()
+            )
+        })
 }
 
 fn main() -> anyhow::Result<()> {
@@ -194,6 +204,7 @@ fn main() -> anyhow::Result<()> {
         ("edit to first call", authoring::edit_to_call),
         ("cold MCP start", authoring::cold_mcp),
         ("telemetry", telemetry::rows),
+        ("the peer (wassette)", peer::rows),
     ];
     for (row, (name, f)) in (1..).zip(all) {
         if only.as_ref().is_some_and(|o| !o.contains(&row)) {
