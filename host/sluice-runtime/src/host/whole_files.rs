@@ -11,14 +11,14 @@
 //! The rules are those of the call's own `wasi:filesystem` (`crate::host::open_at`): a path
 //! is resolved beneath its preopen by `cap-primitives` (`..`, absolute paths and symlinks
 //! cannot leave it), opened non-blocking, and refused when it is one of the files the
-//! configuration names ([`crate::host::refused`]); a name that is key material by the
+//! configuration names (`crate::host::refused`); a name that is key material by the
 //! operator's policy is not opened at all. What is read is what the file tools would pass
 //! over or search: a file that is not regular, larger than the tool's limit, holds a NUL byte
 //! in its first bytes, or holds PEM armor ([`sluice_keys::has_armor`]) is passed over.
 //!
 //! The read-ahead is bounded: at most [`READ_AHEAD_BYTES`] (plus one file) and
 //! [`READ_AHEAD_FILES`] read and not yet taken, [`MAX_ANNOUNCED`] announced and not yet read; it stops at the call's
-//! deadline, and when the call ends (its [`ReadAhead`] is dropped) after the file it is
+//! deadline, and when the call ends (its `ReadAhead` is dropped) after the file it is
 //! reading. It holds one descriptor at a time, outside the call's count of descriptors.
 
 use std::collections::VecDeque;
