@@ -1,8 +1,9 @@
 //! grep_files reading the files it searches through a [`DirSource`] (inside a component the
 //! host's `sluice:tools/whole-files`, which reads the announced files ahead on a thread of
-//! its own). Pages and cursors are those of the search that reads files itself; every file
-//! read through the source was announced first, in the order it is read, each once; and
-//! nothing before a cursor, ignored, or in a directory not entered is announced.
+//! its own). Pages and cursors are those of the search that reads files itself; each
+//! directory's files are announced when the walk enters it, each once, and a queue that puts
+//! every announcement before the earlier ones holds them in the order they are read; nothing
+//! before a cursor, ignored, or in a directory not entered is announced.
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -187,7 +188,7 @@ fn pages_read_through_the_source_equal_pages_of_the_search_that_reads_itself() {
 }
 
 #[test]
-fn each_run_of_files_is_announced_once_before_it_is_read_in_the_walks_order() {
+fn each_directorys_files_are_announced_when_it_is_entered_and_read_in_the_queues_order() {
     let fx = tree();
     let reader = Reader::new(fx.root());
     let ctx = fx.ctx(8192);
