@@ -99,7 +99,7 @@ fn open_at(
         Err(e) => return Ok(Err(e.into())),
     };
     let is_dir = match opened.metadata() {
-        Ok(m) if !m.is_dir() && is_refused(state, &m) => {
+        Ok(m) if !m.is_dir() && state.refused.is_refused_file(&m) => {
             return Ok(Err(ErrorCode::Access));
         }
         Ok(m) => m.is_dir(),
@@ -130,21 +130,6 @@ fn open_at(
     state.descriptors.push(handle);
     state.peak_descriptors = state.peak_descriptors.max(state.descriptors.len());
     Ok(Ok(resource))
-}
-
-/// True when the file opened, with metadata `m`, is one the call may not read (by device
-/// and inode, [`crate::host::refused`]).
-fn is_refused(state: &CallState, m: &std::fs::Metadata) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        state.refused.is_refused_id((m.dev(), m.ino()))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = (state, m);
-        false
-    }
 }
 
 /// The options of an open, and the mode to record, from the guest's flags; or the error

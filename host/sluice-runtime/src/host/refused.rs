@@ -72,6 +72,21 @@ impl RefusedFiles {
         self.names.contains(name)
     }
 
+    /// True when the open file with metadata `m` is a refused file (by its identity; never
+    /// where the platform has no inode).
+    pub(crate) fn is_refused_file(&self, m: &std::fs::Metadata) -> bool {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            self.is_refused_id((m.dev(), m.ino()))
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = m;
+            false
+        }
+    }
+
     /// True when the file with identity `id` (device, inode) is a refused file.
     pub(crate) fn is_refused_id(&self, id: FileId) -> bool {
         if self.paths.is_empty() {

@@ -439,7 +439,7 @@ fn read(
     let Ok(meta) = file.metadata() else {
         return WholeFile::PassedOver(P::Unreadable);
     };
-    if is_refused(&rules.refused, &meta) {
+    if rules.refused.is_refused_file(&meta) {
         return WholeFile::PassedOver(P::Unreadable);
     }
     if !meta.is_file() {
@@ -469,20 +469,6 @@ fn read(
         return WholeFile::PassedOver(P::KeyMaterial);
     }
     WholeFile::Bytes(bytes)
-}
-
-/// True when the open file with metadata `meta` is one the configuration refuses.
-fn is_refused(refused: &RefusedFiles, meta: &std::fs::Metadata) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        refused.is_refused_id((meta.dev(), meta.ino()))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = (refused, meta);
-        false
-    }
 }
 
 /// `sluice:tools/whole-files`, linked by [`crate::host::bindings::add_to_linker`]. The call's
