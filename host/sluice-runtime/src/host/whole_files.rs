@@ -17,7 +17,8 @@
 //! in its first bytes, or holds PEM armor ([`sluice_keys::has_armor`]) is passed over.
 //!
 //! The read-ahead is bounded: at most [`READ_AHEAD_BYTES`] (plus one file) and
-//! [`READ_AHEAD_FILES`] read and not yet taken, [`MAX_ANNOUNCED`] announced and not yet read; it stops at the call's
+//! [`READ_AHEAD_FILES`] read and not yet taken, starting at [`FIRST_WINDOW`] and growing with
+//! what the tool takes, [`MAX_ANNOUNCED`] announced and not yet read; it stops at the call's
 //! deadline, and when the call ends (its `ReadAhead` is dropped) after the file it is
 //! reading. It holds one descriptor at a time, outside the call's count of descriptors.
 
@@ -49,6 +50,12 @@ pub const READ_AHEAD_BYTES: usize = 8 << 20;
 
 /// How far ahead of the tool the read-ahead thread reads: files read and not yet taken.
 pub const READ_AHEAD_FILES: usize = 256;
+
+/// How far ahead the read-ahead starts: 4 files and 256 KiB. The window grows by twice
+/// what the tool takes (files and bytes), up to [`READ_AHEAD_FILES`] and
+/// [`READ_AHEAD_BYTES`], so that a call that stops early (a page found its matches in the
+/// first files) has read little for nothing.
+pub const FIRST_WINDOW: (usize, usize) = (4, 256 << 10);
 
 /// The most paths announced and not yet read; later announcements are passed over (their
 /// files are read when asked for).
@@ -92,6 +99,9 @@ struct Queue {
     /// Bytes and files of the slots read and not yet taken.
     ready_bytes: usize,
     ready_files: usize,
+    /// Files and bytes the tool took from the queue: the window grows with them.
+    taken_files: usize,
+    taken_bytes: usize,
     /// Set when the call ends.
     closed: bool,
     /// True while the read-ahead thread waits on `work`, and while the tool's thread waits
@@ -129,9 +139,17 @@ impl Queue {
         Some(slot)
     }
 
+    /// How far ahead the read-ahead may read now, in files and bytes ([`FIRST_WINDOW`]).
+    fn window(&self) -> (usize, usize) {
+        (
+            (FIRST_WINDOW.0 + 2 * self.taken_files).min(READ_AHEAD_FILES),
+            (FIRST_WINDOW.1 + 2 * self.taken_bytes).min(READ_AHEAD_BYTES),
+        )
+    }
+
     /// The first slot waiting to be read, when the read-ahead may read another: fewer than
     /// `files` files and `bytes` bytes are read and not taken.
-    fn next_to_read(&self, files: usize, bytes: usize) -> Option<usize> {
+    fn next_to_read(&self, (files, bytes): (usize, usize)) -> Option<usize> {
         if self.ready_files >= files || self.ready_bytes >= bytes {
             return None;
         }
@@ -251,12 +269,16 @@ impl ReadAhead {
             match queue.slots.front().map(|s| &s.state) {
                 // Not started: read it here rather than wait for the thread.
                 Some(SlotState::Waiting) => {
+                    queue.taken_files += 1;
                     let slot = queue.remove(0)?;
                     self.wake_worker(&queue);
                     drop(queue);
                     return Some(read(&slot.dir, &slot.rel, rules, &self.rules, None));
                 }
-                Some(SlotState::Done(_)) => {
+                Some(SlotState::Done(file)) => {
+                    let bytes = bytes_of(file);
+                    queue.taken_files += 1;
+                    queue.taken_bytes += bytes;
                     let slot = queue.remove(0)?;
                     self.wake_worker(&queue);
                     drop(queue);
@@ -300,11 +322,14 @@ impl ReadAhead {
     }
 
     /// Wakes the read-ahead thread when it waits and there is work for it: it stopped at its
-    /// bounds, and what is read and not taken is down to half of them.
+    /// window, and what is read and not taken is down to half of it.
     fn wake_worker(&self, queue: &Queue) {
         if queue.worker_waiting
             && queue
-                .next_to_read(READ_AHEAD_FILES / 2, READ_AHEAD_BYTES / 2)
+                .next_to_read({
+                    let (files, bytes) = queue.window();
+                    (files / 2, bytes / 2)
+                })
                 .is_some()
         {
             self.shared.work.notify_one();
@@ -333,7 +358,7 @@ fn read_ahead(shared: &Shared, rules: &Rules, deadline: Instant) {
         let Some(left) = deadline.checked_duration_since(Instant::now()) else {
             return;
         };
-        let Some(i) = queue.next_to_read(READ_AHEAD_FILES, READ_AHEAD_BYTES) else {
+        let Some(i) = queue.next_to_read(queue.window()) else {
             if idle_since.is_none() {
                 // A walk announces the next directory's files within microseconds of the
                 // last: spin for them before sleeping (a sleep and a wake cost more).
@@ -747,9 +772,9 @@ mod tests {
     }
 
     #[test]
-    fn the_read_ahead_stops_at_its_bounds_and_its_thread_ends_with_the_call() {
+    fn the_read_ahead_window_grows_with_what_is_taken_up_to_its_bounds() {
         let d = tempfile::tempdir().unwrap();
-        for i in 0..300 {
+        for i in 0..600 {
             std::fs::write(d.path().join(format!("{i:03}")), "x").unwrap();
         }
         // Files of 5 MiB: the third waits while the first two (10 MiB) are not taken.
@@ -759,42 +784,55 @@ mod tests {
         let preopens = vec![("/root".to_string(), Arc::new(File::open(d.path()).unwrap()))];
         let deadline = Instant::now() + Duration::from_secs(60);
         let ahead = ReadAhead::new(preopens, rules(&[]), deadline);
-        let names: Vec<String> = (0..300).map(|i| format!("{i:03}")).collect();
+        let names: Vec<String> = (0..600).map(|i| format!("{i:03}")).collect();
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         ahead.announce(paths(&names), RULES);
         let ready = || {
             let q = lock(&ahead.shared);
             (q.ready_files, q.ready_bytes)
         };
+        // The first window: 4 files.
+        assert!(eventually(|| ready() == (4, 4)));
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(ready(), (4, 4), "no further");
+        // It grows by twice what is taken: 50 taken, 104 ahead.
+        for i in 0..50 {
+            assert_eq!(
+                ahead.take(&format!("/root/{i:03}"), RULES),
+                Some(WholeFile::Bytes(b"x".to_vec()))
+            );
+        }
+        assert!(eventually(|| ready() == (104, 104)));
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(ready(), (104, 104), "no further");
+        // Up to 256 files: 150 taken.
+        for i in 50..150 {
+            assert!(ahead.take(&format!("/root/{i:03}"), RULES).is_some());
+        }
         assert!(eventually(
             || ready() == (READ_AHEAD_FILES, READ_AHEAD_FILES)
         ));
         std::thread::sleep(Duration::from_millis(50));
         assert_eq!(ready(), (READ_AHEAD_FILES, READ_AHEAD_FILES), "no further");
-        // Taking the last announced file drops all before it, and the thread reads on.
+        // Taking the last announced file drops all before it.
         assert_eq!(
-            ahead.take("/root/299", RULES),
+            ahead.take("/root/599", RULES),
             Some(WholeFile::Bytes(b"x".to_vec()))
         );
+        assert_eq!(ready(), (0, 0));
+        // 151 bytes taken: a window of 256 KiB + 302 bytes holds one file of 5 MiB.
         ahead.announce(paths(&["big1", "big2", "big3"]), RULES);
-        assert!(eventually(|| ready() == (2, 10 << 20)));
+        assert!(eventually(|| ready() == (1, 5 << 20)));
         std::thread::sleep(Duration::from_millis(50));
-        assert_eq!(ready(), (2, 10 << 20), "8 MiB and one file ahead at most");
+        assert_eq!(ready(), (1, 5 << 20), "one file past the window");
+        // 5 MiB taken: the window is 8 MiB, and one file more is read past it.
         assert_eq!(
             ahead.take("/root/big1", RULES),
             Some(WholeFile::Bytes(vec![b'x'; 5 << 20]))
         );
-        // Woken again only when what is ready is down to half the bounds.
+        assert!(eventually(|| ready() == (2, 10 << 20)));
         std::thread::sleep(Duration::from_millis(50));
-        assert_eq!(ready(), (1, 5 << 20));
-        assert_eq!(
-            ahead.take("/root/big2", RULES),
-            Some(WholeFile::Bytes(vec![b'x'; 5 << 20]))
-        );
-        assert!(
-            eventually(|| ready() == (1, 5 << 20)),
-            "big3 is read once big2 is taken"
-        );
+        assert_eq!(ready(), (2, 10 << 20), "8 MiB and one file ahead at most");
 
         // The call's end ends the thread (it holds the other reference to the queue).
         let shared = Arc::downgrade(&ahead.shared);
