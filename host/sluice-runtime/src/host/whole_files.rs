@@ -8,9 +8,10 @@
 //! files it visits next, in its walk's order) are read by a **read-ahead thread** while the
 //! tool searches the ones before, so on two cores reading and searching overlap.
 //!
-//! The rules are those of the call's own `wasi:filesystem` (`crate::host::open_at`): a path
-//! is resolved beneath its preopen by `cap-primitives` (`..`, absolute paths and symlinks
-//! cannot leave it), opened non-blocking, and refused when it is one of the files the
+//! The rules are those of the call's own `wasi:filesystem` (`crate::host::open_at`), and
+//! stricter: a path is opened beneath its preopen by `cap-primitives`, one plain name at a
+//! time without following a symlink anywhere (what a walk listed is what is read, even if an
+//! entry is swapped for a symlink in between), non-blocking, and refused when it is one of the files the
 //! configuration names (`crate::host::refused`); a name that is key material by the
 //! operator's policy is not opened at all. What is read is what the file tools would pass
 //! over or search: a file that is not regular, larger than the tool's limit, holds a NUL byte
@@ -404,7 +405,7 @@ fn read_ahead(shared: &Shared, rules: &Rules, deadline: Instant) {
 
 /// The directory of the last file the read-ahead thread read, kept open: a directory's files
 /// are read one after another, and opening each by its name in its open directory spares
-/// the kernel the walk of its whole path from the preopen.
+/// opening its directories again from the preopen.
 #[derive(Default)]
 struct LastDir {
     /// The preopen and the directory's path beneath it.
@@ -412,20 +413,31 @@ struct LastDir {
     dir: Option<File>,
 }
 
-/// Opens the file `rel` beneath `dir` for reading, by the call's `wasi:filesystem` rules
-/// (see the module docs); through `last`'s directory when it is the file's.
-fn open_beneath(dir: &Arc<File>, rel: &str, last: Option<&mut LastDir>) -> std::io::Result<File> {
+/// Opens the file `rel` beneath `dir` for reading, exactly as its names say: every component
+/// is opened without following a symlink (a symlink anywhere in the path, or a `.`, `..` or
+/// empty component, fails), non-blocking, through `last`'s directory when it is the file's.
+///
+/// A walk lists a directory, then reads its files: an entry swapped for a symlink in between
+/// (to a key directory, to another file) must not be read through it. cap-primitives keeps
+/// every open beneath `dir` whatever the path holds.
+fn open_beneath(dir: &Arc<File>, rel: &str, last: &mut LastDir) -> std::io::Result<File> {
+    let (parent, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+    let plain = |c: &str| !c.is_empty() && c != "." && c != "..";
+    if !plain(name) || (!parent.is_empty() && !parent.split('/').all(plain)) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "a whole read takes a path of plain names",
+        ));
+    }
     let mut options = OpenOptions::new();
     options.read(true);
-    // `_cap_fs_ext_*` are cap-primitives' public hooks for the options `std` lacks: a symlink
-    // is followed beneath the preopen (as the tools' own opens ask), and the open never waits
-    // for a FIFO's other end.
-    options._cap_fs_ext_follow(FollowSymlinks::Yes);
+    // `_cap_fs_ext_*` are cap-primitives' public hooks for the options `std` lacks: the name
+    // is not followed if it is a symlink, and the open never waits for a FIFO's other end.
+    options._cap_fs_ext_follow(FollowSymlinks::No);
     options._cap_fs_ext_nonblock(true);
-    let (Some(last), Some((parent, name))) = (last, rel.rsplit_once('/')) else {
-        let rel = if rel.is_empty() { "." } else { rel };
-        return cap_primitives::fs::open(dir, Path::new(rel), &options);
-    };
+    if parent.is_empty() {
+        return cap_primitives::fs::open(dir, Path::new(name), &options);
+    }
     let same = last
         .key
         .as_ref()
@@ -434,9 +446,12 @@ fn open_beneath(dir: &Arc<File>, rel: &str, last: Option<&mut LastDir>) -> std::
         Some(open) if same => open,
         _ => {
             *last = LastDir::default();
-            // Beneath the preopen, as any path is: the directory cannot leave it, and the
-            // name is then resolved beneath the directory.
-            let opened = cap_primitives::fs::open_dir(dir, Path::new(parent))?;
+            let mut components = parent.split('/');
+            let first = components.next().unwrap_or(parent);
+            let mut opened = cap_primitives::fs::open_dir_nofollow(dir, Path::new(first))?;
+            for c in components {
+                opened = cap_primitives::fs::open_dir_nofollow(&opened, Path::new(c))?;
+            }
             last.key = Some((dir.clone(), parent.to_string()));
             last.dir.insert(opened)
         }
@@ -453,6 +468,8 @@ fn read(
     rules: &Rules,
     last: Option<&mut LastDir>,
 ) -> WholeFile {
+    let mut fresh = LastDir::default();
+    let last = last.unwrap_or(&mut fresh);
     use PassedOver as P;
     let name = rel.rsplit('/').next().unwrap_or(rel);
     if rules.key_names.is_key_file(name) || rules.refused.is_refused_name(name) {
@@ -644,17 +661,21 @@ mod tests {
             read("dir/in.txt", 5 << 20),
             WholeFile::Bytes(b"in".to_vec())
         );
-        assert_eq!(
-            read("dir/../text.txt", 5 << 20),
-            WholeFile::Bytes(b"one\r\ntwo\n".to_vec())
-        );
+        // Plain names only: no `.`, `..` or empty component.
+        for odd in ["dir/../text.txt", "./text.txt", "dir//in.txt", "dir/.", ""] {
+            assert_eq!(
+                read(odd, 5 << 20),
+                WholeFile::PassedOver(P::Unreadable),
+                "{odd}"
+            );
+        }
         assert_eq!(
             read("dir/../../x", 5 << 20),
             WholeFile::PassedOver(P::Unreadable)
         );
         assert_eq!(
             read("dir/../dir/in.txt", 5 << 20),
-            WholeFile::Bytes(b"in".to_vec())
+            WholeFile::PassedOver(P::Unreadable)
         );
         assert_eq!(
             read("missing.txt", 5 << 20),
@@ -676,7 +697,7 @@ mod tests {
             std::os::unix::fs::symlink("/etc", d.path().join("dir/etc")).unwrap();
             assert_eq!(
                 read("dir/up/text.txt", 5 << 20),
-                WholeFile::Bytes(b"one\r\ntwo\n".to_vec())
+                WholeFile::PassedOver(P::Unreadable)
             );
             assert_eq!(
                 read("dir/up/../x", 5 << 20),
@@ -687,6 +708,37 @@ mod tests {
                 WholeFile::PassedOver(P::Unreadable)
             );
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_anywhere_in_the_path_is_not_followed_even_inside_the_preopen() {
+        let (d, preopens) = root();
+        let dir = &preopens[0].1;
+        std::fs::create_dir(d.path().join("keys")).unwrap();
+        std::fs::write(d.path().join("keys/tok.txt"), "SECRET").unwrap();
+        // A listed file swapped for a symlink to a file in a key directory, and a listed
+        // directory swapped for one to the key directory.
+        std::os::unix::fs::symlink("keys/tok.txt", d.path().join("swapped.txt")).unwrap();
+        std::os::unix::fs::symlink("keys", d.path().join("swapped-dir")).unwrap();
+        let mut last = LastDir::default();
+        for rel in ["swapped.txt", "swapped-dir/tok.txt"] {
+            assert_eq!(
+                read(dir, rel, RULES, &rules(&[]), None),
+                WholeFile::PassedOver(PassedOver::Unreadable),
+                "{rel}"
+            );
+            assert_eq!(
+                read(dir, rel, RULES, &rules(&[]), Some(&mut last)),
+                WholeFile::PassedOver(PassedOver::Unreadable),
+                "{rel} through the directory cache"
+            );
+        }
+        // The real entries are read.
+        assert_eq!(
+            read(dir, "keys/tok.txt", RULES, &rules(&[]), None),
+            WholeFile::Bytes(b"SECRET".to_vec())
+        );
     }
 
     #[cfg(unix)]
