@@ -428,8 +428,7 @@ impl Search<'_> {
     /// Searches file number `number` of the walk, at `rel` (relative to the root), after
     /// line `after_line`. Returns true when the page is done.
     fn file(&mut self, number: u64, rel: &str, path: &Path, after_line: u64) -> Result<bool> {
-        let name = rel.rsplit('/').next().unwrap_or(rel);
-        if self.ctx.keys.is_key_file(name) || !self.load(path) {
+        if !self.load(rel, path) {
             self.page.skip();
             return Ok(false);
         }
@@ -488,15 +487,18 @@ impl Search<'_> {
         }
     }
 
-    /// Reads the file at `path` into `self.buf`; false when it must be skipped: unreadable,
-    /// over 5 MiB, binary (NUL in the first 8 KiB), or holding key armor. A file over 5 MiB
+    /// Reads the file at `path` (at `rel` from the root) into `self.buf`; false when it must
+    /// be skipped: a key-material name, unreadable, over 5 MiB, binary (NUL in the first
+    /// 8 KiB), or holding key armor. A file over 5 MiB
     /// is not read at all. Only the size the file had when opened is read (bytes appended
     /// since are not searched). A file of at most [`ONE_READ_BYTES`] takes one read; a larger
     /// one two, so that a large binary file is read no further than its first 8 KiB.
-    fn load(&mut self, path: &Path) -> bool {
+    fn load(&mut self, rel: &str, path: &Path) -> bool {
         if self.ahead.front().is_some_and(|p| p == path) {
             self.ahead.pop_front();
         }
+        // A source that reads whole files passes over key names itself (one crossing a file
+        // instead of two inside a component).
         if let Some(whole) = self.source.and_then(|s| s.read_whole(path, WHOLE_READ)) {
             return match whole {
                 WholeFile::Bytes(bytes) => {
@@ -506,6 +508,10 @@ impl Search<'_> {
                 }
                 WholeFile::PassedOver => false,
             };
+        }
+        let name = rel.rsplit('/').next().unwrap_or(rel);
+        if self.ctx.keys.is_key_file(name) {
+            return false;
         }
         self.buf.clear();
         let Ok(mut file) = crate::sys::OpenFile::open(path) else {

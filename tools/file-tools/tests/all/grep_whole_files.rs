@@ -95,6 +95,13 @@ impl DirSource for Reader {
             }
             None => self.not_queued.borrow_mut().push(rel),
         }
+        let name = path.file_name()?.to_str()?;
+        if sluice_file_tools::KeyNamePolicy::is_key_file(
+            &sluice_file_tools::KeyNames::default(),
+            name,
+        ) {
+            return Some(WholeFile::PassedOver);
+        }
         let bytes = std::fs::read(path).ok()?;
         let sniffed = &bytes[..bytes.len().min(rules.sniff_bytes as usize)];
         Some(
@@ -195,7 +202,7 @@ fn each_directorys_files_are_announced_when_it_is_entered_and_read_in_the_queues
     grep_files_from(&ctx, &args(500), Some(&reader)).unwrap();
     let (announced, read) = reader.taken();
     // Each directory's files when it is entered (the ignored a2.log not among them); the key
-    // name id_rsa is announced (the source passes over key names itself) and not read.
+    // name id_rsa is announced and asked for: the source passes over key names itself.
     assert_eq!(
         announced,
         [
@@ -222,13 +229,14 @@ fn each_directorys_files_are_announced_when_it_is_entered_and_read_in_the_queues
             "c2.txt",
             "d/e/deep.txt",
             "d/f.txt",
+            "id_rsa",
             "z.txt"
         ]
     );
     // A queue that puts each announcement first holds the files in the order they are
-    // read: every read takes the file at its front, or drops only what is never read.
+    // read: every read takes the file at its front.
     assert_eq!(reader.not_queued.take(), Vec::<String>::new());
-    assert_eq!(reader.dropped.take(), ["id_rsa"]);
+    assert_eq!(reader.dropped.take(), Vec::<String>::new());
     assert!(reader.queue.take().is_empty());
     // Announced before it was read: each run when its first file is reached.
     let events = reader.events.take();
@@ -265,6 +273,9 @@ fn each_directorys_files_are_announced_when_it_is_entered_and_read_in_the_queues
         announced,
         ["c2.txt", "id_rsa", "z.txt", "d/f.txt", "d/e/deep.txt"]
     );
-    assert_eq!(read, ["c2.txt", "d/e/deep.txt", "d/f.txt", "z.txt"]);
+    assert_eq!(
+        read,
+        ["c2.txt", "d/e/deep.txt", "d/f.txt", "id_rsa", "z.txt"]
+    );
     assert_eq!(reader.not_queued.take(), Vec::<String>::new());
 }
